@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The default allocator and the helpers that route every allocation of the
+ * library through a caller-chosen `struct sl_allocator`.
+ */
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice/alloc.h>
+#include <sluice/checked.h>
+
+static void *
+default_alloc(void *ctx, size_t n, size_t align)
+{
+    (void)ctx;
+    if (align <= alignof(max_align_t))
+        return malloc(n);
+    /* aligned_alloc wants a size that is a multiple of the alignment. */
+    size_t rounded = (n + align - 1) / align * align;
+    if (rounded < n)
+        return NULL;
+    return aligned_alloc(align, rounded);
+}
+
+static void
+default_free(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    (void)n;
+    free(p);
+}
+
+struct sl_allocator
+sl_allocator_default(void)
+{
+    return (struct sl_allocator){.ctx = NULL, .alloc = default_alloc, .free = default_free};
+}
+
+void *
+sl_alloc(const struct sl_allocator *a, size_t n, size_t align)
+{
+    if (n == 0)
+        return NULL;
+    if (align == 0)
+        align = alignof(max_align_t);
+    if ((align & (align - 1)) != 0)
+        return NULL;
+    if (a == NULL || a->alloc == NULL)
+        return default_alloc(NULL, n, align);
+    return a->alloc(a->ctx, n, align);
+}
+
+void *
+sl_alloc_zeroed(const struct sl_allocator *a, size_t count, size_t size, size_t align)
+{
+    size_t n;
+    if (!sl_size_mul_fits(count, size, &n))
+        return NULL;
+    void *p = sl_alloc(a, n, align);
+    if (p != NULL)
+        memset(p, 0, n);
+    return p;
+}
+
+void
+sl_free(const struct sl_allocator *a, void *p, size_t n)
+{
+    if (p == NULL)
+        return;
+    if (a == NULL || a->free == NULL)
+        default_free(NULL, p, n);
+    else
+        a->free(a->ctx, p, n);
+}
+
+char *
+sl_strdup(const struct sl_allocator *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = sl_alloc(a, n, 1);
+    if (p != NULL)
+        memcpy(p, s, n);
+    return p;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private helpers shared by the library's modules (core, runtime, io, ops,
+ * graph): the one control-flow macro, the debug-only invariants and small
+ * string helpers.  Never included by the launcher, examples or users.
+ */
+#ifndef SL_CORE_INTERNAL_H
+#define SL_CORE_INTERNAL_H
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sluice/common.h>
+#include <sluice/status.h>
+
+/* Return the status of `expr` when it is not SL_OK.  Only where nothing
+ * needs releasing. */
+#define SL_TRY(expr)                       \
+    do {                                   \
+        sl_status sl_try_status_ = (expr); \
+        if (sl_try_status_ != SL_OK)       \
+            return sl_try_status_;         \
+    } while (0)
+
+/*
+ * Conditions believed always (or never) true: assert in debug builds, and in
+ * release builds evaluate to the condition so the caller can recover, as
+ * SQLite's ALWAYS/NEVER do.  `if (SL_NEVER(x)) return SL_ESTATE;`
+ */
+#ifdef NDEBUG
+#define SL_ALWAYS(cond) (cond)
+#define SL_NEVER(cond) (cond)
+#else
+#define SL_ALWAYS(cond) ((cond) ? true : (assert(!"SL_ALWAYS failed: " #cond), false))
+#define SL_NEVER(cond) ((cond) ? (assert(!"SL_NEVER failed: " #cond), true) : false)
+#endif
+
+#define SL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Append printf-style text at `*len` in `buf` of `size` bytes, keeping it
+ * NUL-terminated and advancing `*len` even past `size` (as snprintf reports),
+ * so a sequence of appends can be checked once at the end.
+ */
+void sl__strbuf_append(char *buf, size_t size, size_t *len, const char *fmt, ...) SL_PRINTF(4, 5);
+
+/* Copy `src` into `dst` of `size` bytes, truncating, always NUL-terminated. */
+void sl__strlcpy(char *dst, const char *src, size_t size);
+
+#endif /* SL_CORE_INTERNAL_H */

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Error records: recording (first error wins, never allocates), formatting
+ * for people, and the string helpers of core_internal.h.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sluice/error.h>
+
+#include "core_internal.h"
+
+void
+sl__strlcpy(char *dst, const char *src, size_t size)
+{
+    if (size == 0)
+        return;
+    size_t n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void
+sl__strbuf_append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *at = *len < size ? buf + *len : NULL;
+    size_t room = *len < size ? size - *len : 0;
+    int n = vsnprintf(at, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len += (size_t)n;
+}
+
+/* Claim `err` for a new error: false when it is NULL or already holds one. */
+static bool
+error_claim(struct sl_error *err, sl_status code)
+{
+    if (err == NULL || err->code != SL_OK)
+        return false;
+    *err = SL_ERROR_INIT;
+    err->code = code;
+    return true;
+}
+
+sl_status
+sl_error_setv(struct sl_error *err, sl_status code, const struct sl_chunk_key *chunk,
+              const char *fmt, va_list ap)
+{
+    if (!error_claim(err, code))
+        return code;
+    if (chunk != NULL)
+        err->chunk = *chunk;
+    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    return code;
+}
+
+sl_status
+sl_error_set(struct sl_error *err, sl_status code, const struct sl_chunk_key *chunk,
+             const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sl_error_setv(err, code, chunk, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+sl_status
+sl_error_set_path(struct sl_error *err, sl_status code, const char *path, const char *fmt, ...)
+{
+    if (!error_claim(err, code))
+        return code;
+    sl__strlcpy(err->path, path != NULL ? path : "", sizeof(err->path));
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+sl_status
+sl_error_set_at(struct sl_error *err, sl_status code, int line, int column, size_t position,
+                const char *fmt, ...)
+{
+    if (!error_claim(err, code))
+        return code;
+    err->line = line;
+    err->column = column;
+    err->position = position;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void
+sl_error_set_source(struct sl_error *err, const char *source)
+{
+    if (err == NULL || err->code == SL_OK || err->source[0] != '\0' || source == NULL)
+        return;
+    sl__strlcpy(err->source, source, sizeof(err->source));
+}
+
+void
+sl_error_clear(struct sl_error *err)
+{
+    if (err != NULL)
+        *err = SL_ERROR_INIT;
+}
+
+size_t
+sl_chunk_key_format(const struct sl_chunk_key *key, char *buf, size_t size)
+{
+    size_t len = 0;
+    if (size > 0)
+        buf[0] = '\0';
+    sl__strbuf_append(buf, size, &len, "(");
+    for (uint32_t d = 0; d < key->rank && d < SL_MAX_RANK; d++)
+        sl__strbuf_append(buf, size, &len, "%s%" PRIu64, d ? ", " : "", key->idx[d]);
+    sl__strbuf_append(buf, size, &len, ")");
+    return len;
+}
+
+size_t
+sl_error_format(const struct sl_error *err, char *buf, size_t size)
+{
+    size_t len = 0;
+    if (size > 0)
+        buf[0] = '\0';
+    sl__strbuf_append(buf, size, &len, "%s", sl_status_name(err->code));
+    if (err->source[0] != '\0')
+        sl__strbuf_append(buf, size, &len, ": %s", err->source);
+    if (err->line > 0) {
+        sl__strbuf_append(buf, size, &len, ":%d", err->line);
+        if (err->column > 0)
+            sl__strbuf_append(buf, size, &len, ":%d", err->column);
+    }
+    if (err->path[0] != '\0')
+        sl__strbuf_append(buf, size, &len, ": at %s", err->path);
+    if (err->chunk.rank > 0) {
+        char key[SL_MAX_RANK * 22 + 4];
+        sl_chunk_key_format(&err->chunk, key, sizeof(key));
+        sl__strbuf_append(buf, size, &len, ": chunk %s", key);
+    }
+    sl__strbuf_append(buf, size, &len, ": %s",
+                      err->text[0] != '\0' ? err->text : sl_status_message(err->code));
+    return len;
+}
+
+struct sl_chunk_key
+sl_chunk_key_make(uint32_t rank, const uint64_t *idx)
+{
+    struct sl_chunk_key key = {.rank = rank > SL_MAX_RANK ? SL_MAX_RANK : rank};
+    for (uint32_t d = 0; d < key.rank; d++)
+        key.idx[d] = idx[d];
+    return key;
+}
+
+bool
+sl_chunk_key_equal(const struct sl_chunk_key *a, const struct sl_chunk_key *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (uint32_t d = 0; d < a->rank; d++)
+        if (a->idx[d] != b->idx[d])
+            return false;
+    return true;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sluice public API: include this one header.  It includes every module
+ * header and declares nothing itself.
+ */
+#ifndef SL_SLUICE_H
+#define SL_SLUICE_H
+
+#include <sluice/alloc.h>
+#include <sluice/checked.h>
+#include <sluice/common.h>
+#include <sluice/dtype.h>
+#include <sluice/error.h>
+#include <sluice/grid.h>
+#include <sluice/parallel.h>
+#include <sluice/region.h>
+#include <sluice/status.h>
+#include <sluice/version.h>
+
+#endif /* SL_SLUICE_H */

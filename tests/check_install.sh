@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install the build into a scratch DESTDIR, then build and run a program
+# that includes only <sluice.h> against the installed library, using only
+# what `pkg-config --cflags --libs sluice` says.
+#
+#   tests/check_install.sh SOURCE_ROOT BUILD_ROOT
+set -eu
+src=$1
+build=$2
+dest=$(mktemp -d "${TMPDIR:-/tmp}/sluice-install-XXXXXX")
+trap 'rm -rf "$dest"' EXIT
+
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null
+pcdir=$(dirname "$(find "$dest" -name sluice.pc | head -n 1)")
+[ -n "$pcdir" ] || { echo "sluice.pc was not installed" >&2; exit 1; }
+
+# DESTDIR installs keep the configured prefix inside $dest: let pkg-config
+# prepend it to the paths it prints, as a cross-compiling sysroot.
+export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$dest
+flags=$(pkg-config --cflags --libs sluice)
+echo "pkg-config --cflags --libs sluice: $flags"
+# The prefix pkg-config derives from the .pc location must be inside DESTDIR.
+case $flags in *"$dest"*) ;; *) echo "flags do not point into the install tree" >&2; exit 1 ;; esac
+
+cat >"$dest/prog.c" <<'C'
+#include <sluice.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    struct sl_grid g;
+    const uint64_t shape[] = {100, 60}, chunk[] = {32, 32};
+    if (sl_grid_init_regular(&g, 2, shape, chunk, NULL) != SL_OK || g.n_total != 8)
+        return 1;
+    printf("sluice %s: %llu chunks\n", sl_version(), (unsigned long long)g.n_total);
+    return strcmp(sl_version(), SL_VERSION_STRING) != 0;
+}
+C
+# A sanitized build installs an instrumented library: link the program the same way.
+san=$(meson configure "$build" 2>/dev/null | awk '$1 == "b_sanitize" {print $2}')
+extra=""
+[ -n "$san" ] && [ "$san" != none ] && extra="-fsanitize=$san"
+cc -std=c11 -Wall -Wextra -Werror $extra -o "$dest/prog" "$dest/prog.c" $flags
+libdir=$(pkg-config --variable=libdir sluice)
+LD_LIBRARY_PATH=$libdir "$dest/prog"
+# The library exports sl_ symbols only: sl__ internals stay hidden.
+so=$(find "$dest" -name 'libsluice.so.*' -type f | head -n 1)
+leaked=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^sl_[a-z]' | grep -v -E '^_' || true)
+internal=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -E '^sl__' || true)
+if [ -n "$leaked$internal" ]; then
+    echo "libsluice exports symbols outside the sl_ API:" >&2
+    echo "$leaked $internal" >&2
+    exit 1
+fi
+echo "install check passed"

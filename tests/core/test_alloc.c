@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests of allocators, the serial parallel-for and the version. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <sluice.h>
+
+#include "testutil.h"
+
+TestSuite(core_alloc, .timeout = 5.0);
+
+Test(core_alloc, default_allocator_honours_alignment)
+{
+    size_t aligns[] = {0, 1, 8, 64, 128, 4096};
+    for (size_t i = 0; i < sizeof(aligns) / sizeof(aligns[0]); i++) {
+        void *p = sl_alloc(NULL, 100, aligns[i]);
+        cr_assert_not_null(p);
+        if (aligns[i] > 1)
+            cr_assert_eq((uintptr_t)p % aligns[i], 0, "align %zu", aligns[i]);
+        memset(p, 1, 100);
+        sl_free(NULL, p, 100);
+    }
+    cr_assert_null(sl_alloc(NULL, 10, 3), "alignment must be a power of two");
+    cr_assert_null(sl_alloc(NULL, 0, 8));
+    sl_free(NULL, NULL, 0);
+}
+
+Test(core_alloc, zeroed_checks_overflow)
+{
+    cr_assert_null(sl_alloc_zeroed(NULL, SIZE_MAX / 2, 4, 0));
+    uint32_t *p = sl_alloc_zeroed(NULL, 16, sizeof(uint32_t), 0);
+    cr_assert_not_null(p);
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(p[i], 0);
+    sl_free(NULL, p, 64);
+}
+
+Test(core_alloc, custom_allocator_is_used_and_can_fail)
+{
+    struct sl_test_alloc state = {.fail_at = 2};
+    struct sl_allocator a = sl_test_alloc_make(&state);
+    char *s = sl_strdup(&a, "hello");
+    cr_assert_str_eq(s, "hello");
+    cr_assert_eq(state.n_live, 1);
+    cr_assert_null(sl_alloc(&a, 8, 0), "second allocation fails");
+    sl_free(&a, s, 6);
+    cr_assert_eq(state.n_live, 0);
+    cr_assert_eq(state.live_bytes, 0);
+}
+
+static void
+count_body(void *arg, size_t i, unsigned worker)
+{
+    unsigned *seen = arg;
+    cr_assert_eq(worker, 0);
+    seen[i]++;
+}
+
+Test(core_alloc, serial_parallel_for_runs_each_index_once)
+{
+    unsigned seen[10] = {0};
+    cr_assert_eq(sl_parallel_run(NULL, 10, count_body, seen), SL_OK);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(seen[i], 1);
+    cr_assert_eq(sl_parallel_workers(NULL), 1);
+    cr_assert_eq(sl_parallel_run(NULL, 1, NULL, NULL), SL_EINVAL);
+}
+
+Test(core_alloc, version_matches_headers_and_build)
+{
+    cr_assert_str_eq(sl_version(), SL_VERSION_STRING);
+    cr_assert_str_eq(sl_version(), SL_TEST_PROJECT_VERSION, "version.h disagrees with meson.build");
+}

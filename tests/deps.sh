@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: MIT
+# Sourced by examples/quickstart.sh, tests/run.sh and tests/bench/run.sh:
+# install Debian packages, but only those that are missing.
+#
+#   . tests/deps.sh; sl_need_packages pkg ...
+#
+# Lists of what each script needs:
+SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
+  libjansson-dev zlib1g-dev libblosc-dev"
+SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy
+  python3-zarr python3-numcodecs strace util-linux"
+SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
+  python3-dask libtbb-dev libomp-dev clang time zstd"
+
+sl_need_packages() {
+    local missing=() p
+    for p in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$p")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "${SL_NO_INSTALL:-0}" = 1 ]; then
+        echo "missing packages (SL_NO_INSTALL=1 set, not installing): ${missing[*]}" >&2
+        return 1
+    fi
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || {
+            echo "need root or sudo to install: ${missing[*]}" >&2
+            return 1
+        }
+        sudo=sudo
+    fi
+    echo "installing missing packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq || return 1
+    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || return 1
+}
