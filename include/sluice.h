@@ -7,6 +7,7 @@
 #define SL_SLUICE_H
 
 #include <sluice/alloc.h>
+#include <sluice/block.h>
 #include <sluice/checked.h>
 #include <sluice/common.h>
 #include <sluice/dtype.h>
