@@ -12,6 +12,7 @@
 #include <sluice/common.h>
 #include <sluice/dtype.h>
 #include <sluice/error.h>
+#include <sluice/graph.h>
 #include <sluice/grid.h>
 #include <sluice/parallel.h>
 #include <sluice/region.h>

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fusion planner: a pure pass from a sealed graph to stages.
+ *
+ * DESIGN: an edge producer → consumer is fused only when (1) neither node is
+ * marked unfusable, (2) the producer has no other consumer, (3) every
+ * output chunk of the consumer needs exactly one chunk of the producer and
+ * (4) no producer chunk is needed by two output chunks, so fusing never
+ * computes a chunk twice.  (3) and (4) are decided one dimension at a time
+ * from the separable mappings of graph_map.c, in time linear in the chunks
+ * per dimension.  Fused nodes form trees (a fused producer has one consumer);
+ * each tree is a stage whose tasks run one output chunk of its root through
+ * the whole tree.  Fusion never changes what a getter is asked for: getters
+ * are only ever read by whole stored chunk.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include <sluice/checked.h>
+
+#include "core_internal.h"
+#include "graph_internal.h"
+
+const char *
+sl__fuse_reason_text(enum sl__fuse_reason reason)
+{
+    switch (reason) {
+    case SL__FUSED:
+        return "fused";
+    case SL__NOFUSE_CONSUMERS:
+        return "producer has several consumers";
+    case SL__NOFUSE_MARKED:
+        return "marked unfusable";
+    case SL__NOFUSE_MANY:
+        return "an output chunk needs several producer chunks";
+    case SL__NOFUSE_SHARED:
+        return "a producer chunk is needed by several output chunks";
+    case SL__NOFUSE_PUT:
+        return "puts produce no chunks";
+    }
+    return "unknown";
+}
+
+/* Decide conditions (3) and (4) along one dimension. */
+static enum sl__fuse_reason
+fuse_check_dim(const sl_graph *g, const struct sl__node *c, uint32_t input, uint32_t d,
+               char *detail, size_t size)
+{
+    const struct sl__node *p = sl__graph_node(g, c->inputs[input]);
+    uint64_t prev = 0;
+    for (uint64_t j = 0; j < c->grid.n_chunks[d]; j++) {
+        uint64_t a = sl_grid_chunk_start(&c->grid, d, j),
+                 b = sl_grid_chunk_start(&c->grid, d, j + 1);
+        uint64_t ia, ib;
+        sl__node_input_interval(g, c, input, d, a, b, &ia, &ib);
+        if (ib <= ia)
+            continue;
+        uint64_t lo = sl_grid_chunk_at(&p->grid, d, ia), hi = sl_grid_chunk_at(&p->grid, d, ib - 1);
+        if (lo != hi) {
+            snprintf(detail, size,
+                     "output chunk %" PRIu64 " of \"%s\" needs [%" PRIu64 ":%" PRIu64
+                     ") of \"%s\", chunks %" PRIu64 "..%" PRIu64 " in dimension %" PRIu32,
+                     j, c->name, ia, ib, p->name, lo, hi, d);
+            return SL__NOFUSE_MANY;
+        }
+        if (j > 0 && lo <= prev) {
+            snprintf(detail, size,
+                     "chunk %" PRIu64 " of \"%s\" is needed by output chunks %" PRIu64
+                     " and %" PRIu64 " of \"%s\" in dimension %" PRIu32,
+                     lo, p->name, j - 1, j, c->name, d);
+            return SL__NOFUSE_SHARED;
+        }
+        prev = lo;
+    }
+    return SL__FUSED;
+}
+
+/* The planner's verdict on edge `e`, with its numbers in e->detail. */
+static void
+fuse_decide(const sl_graph *g, struct sl__edge *e)
+{
+    const struct sl__node *p = sl__graph_node(g, e->producer);
+    const struct sl__node *c = sl__graph_node(g, e->consumer);
+    e->detail[0] = '\0';
+    if (!p->fusable || !c->fusable) {
+        snprintf(e->detail, sizeof(e->detail), "\"%s\" is marked unfusable",
+                 !p->fusable ? p->name : c->name);
+        e->reason = SL__NOFUSE_MARKED;
+        return;
+    }
+    if (p->n_consumers > 1) {
+        snprintf(e->detail, sizeof(e->detail), "\"%s\" has %" PRIu32 " consumers", p->name,
+                 p->n_consumers);
+        e->reason = SL__NOFUSE_CONSUMERS;
+        return;
+    }
+    e->reason = SL__FUSED;
+    for (uint32_t d = 0; d < c->grid.rank && e->reason == SL__FUSED; d++)
+        e->reason = fuse_check_dim(g, c, e->input, d, e->detail, sizeof(e->detail));
+}
+
+/* Largest chunk extent along `dim`. */
+static uint64_t
+grid_max_extent(const struct sl_grid *grid, uint32_t dim)
+{
+    if (grid->bounds[dim] == NULL)
+        return grid->chunk[dim] < grid->shape[dim] ? grid->chunk[dim] : grid->shape[dim];
+    uint64_t best = 0;
+    for (uint64_t k = 0; k < grid->n_chunks[dim]; k++) {
+        uint64_t e = grid->bounds[dim][k + 1] - grid->bounds[dim][k];
+        best = e > best ? e : best;
+    }
+    return best;
+}
+
+/* Bytes of the largest chunk of node `n` (saturating). */
+static size_t
+node_chunk_bytes(const struct sl__node *n)
+{
+    uint64_t shape[SL_MAX_RANK];
+    for (uint32_t d = 0; d < n->grid.rank; d++)
+        shape[d] = grid_max_extent(&n->grid, d);
+    size_t bytes;
+    if (sl_shape_bytes(n->grid.rank, shape, sl_dtype_size(n->dtype), &bytes, NULL) != SL_OK)
+        return SIZE_MAX;
+    return bytes;
+}
+
+/* Bytes of the largest input region node `n` assembles from input `input`. */
+static size_t
+node_input_bytes(const sl_graph *g, const struct sl__node *n, uint32_t input)
+{
+    const struct sl__node *p = sl__graph_node(g, n->inputs[input]);
+    uint64_t shape[SL_MAX_RANK];
+    for (uint32_t d = 0; d < n->grid.rank; d++) {
+        shape[d] = 0;
+        for (uint64_t j = 0; j < n->grid.n_chunks[d]; j++) {
+            uint64_t ia, ib;
+            sl__node_input_interval(g, n, input, d, sl_grid_chunk_start(&n->grid, d, j),
+                                    sl_grid_chunk_start(&n->grid, d, j + 1), &ia, &ib);
+            shape[d] = ib - ia > shape[d] ? ib - ia : shape[d];
+        }
+    }
+    size_t bytes;
+    if (sl_shape_bytes(n->grid.rank, shape, sl_dtype_size(p->dtype), &bytes, NULL) != SL_OK)
+        return SIZE_MAX;
+    return bytes;
+}
+
+static size_t
+add_sat(size_t a, size_t b)
+{
+    return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+/*
+ * Chunk buffers one task of a stage holds at once: every node's output
+ * except views (selects inside the stage) and puts, plus the regions a
+ * regrid assembles from other stages' chunks.
+ */
+static size_t
+stage_task_bytes(const sl_graph *g, const struct sl__fusion *f, const struct sl__stage *s)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < s->n_nodes; i++) {
+        const struct sl__node *n = sl__graph_node(g, s->nodes[i]);
+        bool is_put = n->kind == SL_NODE_PUT || n->kind == SL_NODE_PUTTER;
+        bool is_view = n->kind == SL_NODE_SELECT && n->id != s->root;
+        if (!is_put && !is_view)
+            total = add_sat(total, node_chunk_bytes(n));
+        if (n->kind != SL_NODE_REGRID)
+            continue;
+        if (f->stage_of[n->inputs[0]] != f->stage_of[n->id])
+            total = add_sat(total, node_input_bytes(g, n, 0));
+    }
+    return total;
+}
+
+/* Union-find root of `x` in `parent`. */
+static uint32_t
+find_root(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* Fill f->stages from the fused edges. */
+static sl_status
+fusion_build_stages(const sl_graph *g, struct sl__fusion *f, uint32_t *root_of,
+                    struct sl_error *err)
+{
+    uint32_t n = g->n_nodes;
+    /* A node is a stage root when its output leaves the stage (or it is a put). */
+    f->n_stages = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (find_root(root_of, i) == i)
+            f->stage_of[i] = f->n_stages++;
+    f->stages = sl_alloc_zeroed(&f->alloc, f->n_stages, sizeof(struct sl__stage), 0);
+    if (f->stages == NULL && f->n_stages > 0)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %" PRIu32 " stages", f->n_stages);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s = f->stage_of[find_root(root_of, i)];
+        f->stage_of[i] = s;
+        f->stages[s].root = find_root(root_of, i);
+        f->stages[s].n_nodes++;
+    }
+    for (uint32_t s = 0; s < f->n_stages; s++) {
+        f->stages[s].nodes = sl_alloc_zeroed(&f->alloc, f->stages[s].n_nodes, sizeof(uint32_t), 0);
+        if (f->stages[s].nodes == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory for stage %" PRIu32, s);
+        f->stages[s].n_nodes = 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct sl__stage *s = &f->stages[f->stage_of[i]];
+        s->nodes[s->n_nodes++] = i;
+    }
+    for (uint32_t e = 0; e < f->n_edges; e++)
+        if (f->edges[e].reason != SL__FUSED)
+            f->stages[f->stage_of[f->edges[e].producer]].n_consumers++;
+    for (uint32_t s = 0; s < f->n_stages; s++)
+        f->stages[s].task_bytes = stage_task_bytes(g, f, &f->stages[s]);
+    return SL_OK;
+}
+
+sl_status
+sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc, struct sl__fusion *out,
+                struct sl_error *err)
+{
+    uint32_t n = g->n_nodes;
+    struct sl__fusion f = {.alloc = alloc != NULL ? *alloc : sl_allocator_default(), .n_nodes = n};
+    for (uint32_t i = 0; i < n; i++)
+        f.n_edges += g->nodes[i].n_inputs;
+    f.edges = sl_alloc_zeroed(&f.alloc, f.n_edges, sizeof(struct sl__edge), 0);
+    f.stage_of = sl_alloc_zeroed(&f.alloc, n, sizeof(uint32_t), 0);
+    uint32_t *root_of = sl_alloc_zeroed(&f.alloc, n, sizeof(uint32_t), 0);
+    if ((f.edges == NULL && f.n_edges > 0) || f.stage_of == NULL || root_of == NULL) {
+        sl_free(&f.alloc, root_of, n * sizeof(uint32_t));
+        sl__fusion_fini(&f);
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory to plan %" PRIu32 " nodes", n);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        root_of[i] = i;
+    uint32_t k = 0;
+    for (uint32_t c = 0; c < n; c++) {
+        for (uint32_t in = 0; in < g->nodes[c].n_inputs; in++, k++) {
+            struct sl__edge *e = &f.edges[k];
+            *e = (struct sl__edge){.producer = g->nodes[c].inputs[in], .consumer = c, .input = in};
+            fuse_decide(g, e);
+            /* The producer joins the consumer's tree: its root is the consumer's. */
+            if (e->reason == SL__FUSED)
+                root_of[e->producer] = c;
+        }
+    }
+    sl_status st = fusion_build_stages(g, &f, root_of, err);
+    sl_free(&f.alloc, root_of, n * sizeof(uint32_t));
+    if (st != SL_OK) {
+        sl__fusion_fini(&f);
+        return st;
+    }
+    *out = f;
+    return SL_OK;
+}
+
+void
+sl__fusion_fini(struct sl__fusion *f)
+{
+    for (uint32_t s = 0; s < f->n_stages && f->stages != NULL; s++)
+        sl_free(&f->alloc, f->stages[s].nodes, f->stages[s].n_nodes * sizeof(uint32_t));
+    sl_free(&f->alloc, f->stages, f->n_stages * sizeof(struct sl__stage));
+    sl_free(&f->alloc, f->edges, f->n_edges * sizeof(struct sl__edge));
+    sl_free(&f->alloc, f->stage_of, f->n_nodes * sizeof(uint32_t));
+    memset(f, 0, sizeof(*f));
+}

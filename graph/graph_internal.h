@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private declarations of the graph module: the node IR, the per-dimension
+ * mappings from output chunks to input regions, and the fusion plan.
+ * Shared by the graph sources and the graph tests.
+ */
+#ifndef SL_GRAPH_INTERNAL_H
+#define SL_GRAPH_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sluice/graph.h>
+
+#define SL__NODE_NAME_MAX 63
+
+/* How one input of a node maps output coordinates to input coordinates, per
+ * dimension: out [a, b) needs in [floor(a·num/den) − lo + off, ceil(b·num/den)
+ * + hi + off) clipped to [0, in_extent).  Selects use `off` (and, along a
+ * concatenation axis, one mapping per slice). */
+struct sl__dim_map {
+    uint64_t num;     /* scale numerator, >= 1 */
+    uint64_t den;     /* scale denominator, >= 1 */
+    uint64_t halo_lo; /* extra input before */
+    uint64_t halo_hi; /* extra input after */
+};
+
+/* One slice of a select along its concatenation axis. */
+struct sl__select_piece {
+    uint64_t out_start; /* first output coordinate of this slice */
+    uint64_t in_start;  /* its input coordinate */
+    uint64_t extent;    /* its length */
+};
+
+/* A node of the graph IR. */
+struct sl__node {
+    sl_node_kind kind; /* what the node does */
+    char name[SL__NODE_NAME_MAX + 1];
+    char op_name[32];                    /* shown by explain */
+    uint32_t id;                         /* index in the graph's node array */
+    uint32_t n_inputs;                   /* number of inputs */
+    uint32_t *inputs;                    /* input node ids, owned */
+    uint32_t n_consumers;                /* edges leaving this node */
+    bool fusable;                        /* false when marked unfusable */
+    sl_dtype dtype;                      /* output element type */
+    struct sl_grid grid;                 /* output chunk grid, owned */
+    struct sl__dim_map map[SL_MAX_RANK]; /* input coordinates of an output region */
+    union {
+        struct {
+            char *array_name; /* owned */
+            sl_getter_fn *fn;
+            void *ctx;
+        } getter;
+        struct {
+            uint32_t axis;                   /* concatenation axis */
+            size_t n_pieces;                 /* slices along the axis */
+            struct sl__select_piece *pieces; /* owned, ascending out_start */
+            uint64_t offset[SL_MAX_RANK];    /* input start outside the axis */
+        } select;
+        struct {
+            sl_map_fn *fn;
+            void *ctx;
+        } map;
+        struct {
+            sl_regrid_fn *fn;
+            void *ctx;
+        } regrid;
+        struct {
+            sl_putter_fn *fn;
+            void *ctx;
+        } putter;
+    } u;
+};
+
+struct sl_graph {
+    _Atomic uint32_t refs;     /* references; sealed graphs are shared */
+    struct sl_allocator alloc; /* everything the graph owns */
+    bool sealed;               /* immutable once true */
+    uint32_t n_nodes;          /* nodes in use */
+    uint32_t cap_nodes;        /* nodes allocated */
+    struct sl__node *nodes;    /* owned, indexed by id */
+};
+
+/* Node `id`, or NULL when out of range. */
+struct sl__node *sl__graph_node(const sl_graph *g, uint32_t id);
+
+/* Building blocks of the sl_graph_add_* functions (graph.c). */
+sl_status sl__graph_check_new_node(const sl_graph *g, const char *name, struct sl_error *err);
+sl_status sl__graph_check_input(const sl_graph *g, const char *name, uint32_t input,
+                                struct sl_error *err);
+sl_status sl__graph_reserve(sl_graph *g, struct sl_error *err);
+void sl__node_start(struct sl__node *tmp, sl_node_kind kind, const char *name, const char *op_name);
+sl_status sl__node_set_inputs(sl_graph *g, struct sl__node *tmp, size_t n, const uint32_t *inputs,
+                              struct sl_error *err);
+void sl__graph_commit_node(sl_graph *g, struct sl__node *tmp, uint32_t *id);
+void sl__node_fini(sl_graph *g, struct sl__node *n);
+void sl__graph_pop_node(sl_graph *g);
+/* The node a writer with chunks `chunk_shape` reads: `input`, or a rechunk
+ * "<name>.rechunk" of it added when its grid differs. */
+sl_status sl__graph_input_with_chunks(sl_graph *g, const char *name, uint32_t input,
+                                      const uint64_t *chunk_shape, uint32_t *out,
+                                      struct sl_error *err);
+/* Prefix the recorded message with `node "name": ` and return `st`. */
+sl_status sl__node_fail(struct sl_error *err, const char *name, sl_status st);
+
+/*
+ * The input interval of `node`'s input `input` along `dim` needed for output
+ * coordinates [a, b) (a < b), clipped to the input's extent.  For a select's
+ * concatenation axis, [a, b) must lie inside one slice (chunk boundaries
+ * guarantee it).
+ */
+void sl__node_input_interval(const sl_graph *g, const struct sl__node *node, uint32_t input,
+                             uint32_t dim, uint64_t a, uint64_t b, uint64_t *in_a, uint64_t *in_b);
+
+/* The input region of `node`'s input `input` needed for output region `out`. */
+void sl__node_input_region(const sl_graph *g, const struct sl__node *node, uint32_t input,
+                           const struct sl_region *out, struct sl_region *in);
+
+/* Why an edge was not fused. */
+enum sl__fuse_reason {
+    SL__FUSED,            /* fused */
+    SL__NOFUSE_CONSUMERS, /* the producer has other consumers */
+    SL__NOFUSE_MARKED,    /* a node is marked unfusable */
+    SL__NOFUSE_MANY,      /* an output chunk needs several producer chunks */
+    SL__NOFUSE_SHARED,    /* a producer chunk is needed by several output chunks */
+    SL__NOFUSE_PUT        /* puts produce nothing to fuse */
+};
+
+/* One edge of the graph and the planner's verdict on it. */
+struct sl__edge {
+    uint32_t producer;           /* node id */
+    uint32_t consumer;           /* node id */
+    uint32_t input;              /* which input of the consumer */
+    enum sl__fuse_reason reason; /* SL__FUSED or why not */
+    char detail[160];            /* the numbers behind the verdict */
+};
+
+/*
+ * A stage: nodes fused into one task per output chunk of `root`.  The fused
+ * producers of a stage form a tree under its root; its unfused inputs come
+ * from other stages' chunks.
+ */
+struct sl__stage {
+    uint32_t root;        /* node whose chunks the stage's tasks produce */
+    uint32_t n_nodes;     /* nodes in the stage */
+    uint32_t *nodes;      /* their ids, producers before consumers; owned */
+    uint32_t n_consumers; /* unfused edges reading the root's chunks */
+    size_t task_bytes;    /* chunk buffers one task holds at once (full chunks) */
+    uint32_t phase;       /* execution phase (puts whose inputs are written earlier) */
+};
+
+/* The fusion plan of a sealed graph: a pure function of the graph. */
+struct sl__fusion {
+    uint32_t n_nodes;          /* nodes of the graph planned */
+    uint32_t n_edges;          /* every edge of the graph */
+    struct sl__edge *edges;    /* owned */
+    uint32_t n_stages;         /* stages, producers before consumers */
+    struct sl__stage *stages;  /* owned */
+    uint32_t *stage_of;        /* node id -> stage index; owned */
+    struct sl_allocator alloc; /* frees the arrays */
+};
+
+/* Plan `g` (sealed).  @return SL_OK, SL_ENOMEM. */
+sl_status sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc,
+                          struct sl__fusion *out, struct sl_error *err);
+
+/* Release a fusion plan. */
+void sl__fusion_fini(struct sl__fusion *f);
+
+/* One-line text of an edge verdict, e.g. "fused" or "not fused: ...". */
+const char *sl__fuse_reason_text(enum sl__fuse_reason reason);
+
+/* Write the fusion plan as text: nodes, stages, and every unfused edge with its reason. */
+void sl__fusion_explain(const sl_graph *g, const struct sl__fusion *f, FILE *out);
+
+/* Write the plan as Graphviz DOT: one cluster per stage, unfused edges dashed. */
+void sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *out);
+
+#endif /* SL_GRAPH_INTERNAL_H */
