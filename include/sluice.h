@@ -12,6 +12,7 @@
 #include <sluice/dtype.h>
 #include <sluice/error.h>
 #include <sluice/grid.h>
+#include <sluice/ops.h>
 #include <sluice/parallel.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
