@@ -24,6 +24,7 @@
 _Static_assert(LDBL_MANT_DIG >= 64, "the reference needs a long double that holds int64 exactly");
 
 __extension__ typedef __int128 ref_i128;
+__extension__ typedef unsigned __int128 ref_u128;
 
 /* ---- random numbers -------------------------------------------------------- */
 
