@@ -140,15 +140,15 @@ sl_downsample_input_region(const struct sl_downsample_params *p, const uint64_t 
     SL_TRY(sl_region_check_within(out_region, p->rank, out_shape, err));
     struct sl_region r = {.rank = p->rank};
     for (uint32_t d = 0; d < p->rank; d++) {
-        /* start < ceil(in / f), so start * f < in and cannot overflow;
-         * stop * f may, and is clipped to in_shape anyway. */
-        uint64_t stop;
-        r.start[d] = out_region->start[d] * p->factor[d];
+        /* [start * f, stop * f) clipped to the input; products past 2^64
+         * are past the input too. */
+        uint64_t start, stop;
+        if (!sl_u64_mul_fits(out_region->start[d], p->factor[d], &start) || start > in_shape[d])
+            start = in_shape[d];
         if (!sl_u64_mul_fits(out_region->stop[d], p->factor[d], &stop) || stop > in_shape[d])
             stop = in_shape[d];
-        r.stop[d] = out_region->start[d] == out_region->stop[d] ? r.start[d] : stop;
-        if (r.start[d] > r.stop[d])
-            r.start[d] = r.stop[d];
+        r.start[d] = start;
+        r.stop[d] = out_region->start[d] == out_region->stop[d] ? start : stop;
     }
     *in_region = r;
     return SL_OK;
@@ -220,7 +220,39 @@ check_views(const struct sl_downsample_params *p, const struct sl_view *in,
     return SL_OK;
 }
 
-/* Fill the plan: drop extent-1 dimensions, strides in bytes. */
+/*
+ * Merge a dimension of factor 1 into the next one when both views are
+ * contiguous across them and the next one's blocks are whole (its extent a
+ * multiple of its factor), so no block straddles the seam: factors
+ * (1, 1, 2) on a C-order block become one long row of pairs.
+ */
+static void
+plan_merge(struct sl__ds_plan *pl)
+{
+    for (uint32_t d = pl->rank - 1; d-- > 0;) {
+        const uint32_t e = d + 1;
+        if (pl->factor[d] != 1 || pl->in_shape[e] % pl->factor[e] != 0 ||
+            pl->in_step[d] != (ptrdiff_t)pl->in_shape[e] * pl->in_step[e] ||
+            pl->out_step[d] != (ptrdiff_t)pl->out_shape[e] * pl->out_step[e])
+            continue;
+        pl->in_shape[d] *= pl->in_shape[e];
+        pl->out_shape[d] *= pl->out_shape[e];
+        pl->in_step[d] = pl->in_step[e];
+        pl->out_step[d] = pl->out_step[e];
+        pl->factor[d] = pl->factor[e];
+        for (uint32_t k = e; k + 1 < pl->rank; k++) {
+            pl->in_shape[k] = pl->in_shape[k + 1];
+            pl->out_shape[k] = pl->out_shape[k + 1];
+            pl->in_step[k] = pl->in_step[k + 1];
+            pl->out_step[k] = pl->out_step[k + 1];
+            pl->factor[k] = pl->factor[k + 1];
+        }
+        pl->rank--;
+    }
+}
+
+/* Fill the plan: drop extent-1 dimensions, strides in bytes, merge what
+ * can be merged. */
 static void
 plan_init(struct sl__ds_plan *pl, const struct sl_downsample_params *p, const struct sl_view *in,
           const struct sl_view *out)
@@ -244,6 +276,7 @@ plan_init(struct sl__ds_plan *pl, const struct sl_downsample_params *p, const st
         pl->rank = 1;
         pl->in_shape[0] = pl->out_shape[0] = pl->factor[0] = 1;
     }
+    plan_merge(pl);
     pl->block_max = 1;
     for (uint32_t d = 0; d < pl->rank; d++)
         pl->block_max *= pl->factor[d]; /* <= the input's count, checked */

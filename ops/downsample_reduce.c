@@ -70,7 +70,7 @@ reduce_drive(const struct sl__ds_plan *p, acc_init_fn *init, acc_row_fn *row_fn,
     const uint32_t last = p->rank - 1;
     const uint64_t f = p->factor[last], n_out = p->out_shape[last], n_in = p->in_shape[last];
     const ptrdiff_t in_step = p->in_step[last], out_step = p->out_step[last];
-    _Alignas(64) unsigned char acc[SL__OPS_TILE * sizeof(struct sl__u128)];
+    union sl__ops_tile acc;
     uint64_t o[SL_MAX_RANK] = {0};
     do {
         struct sl__ops_box box;
@@ -84,11 +84,11 @@ reduce_drive(const struct sl__ds_plan *p, acc_init_fn *init, acc_row_fn *row_fn,
             const unsigned char *row0 = p->in + in_off + (ptrdiff_t)(j0 * f) * in_step;
             uint64_t k[SL_MAX_RANK] = {0};
             ptrdiff_t off = 0;
-            init(acc, tn);
+            init(&acc, tn);
             do
-                row_fn(acc, row0 + off, in_step, f, n_full, rem);
+                row_fn(&acc, row0 + off, in_step, f, n_full, rem);
             while (sl__ops_box_next_row(&box, k, &off));
-            final(p->out + out_off + (ptrdiff_t)j0 * out_step, out_step, acc, n_full, n_rows * f,
+            final(p->out + out_off + (ptrdiff_t)j0 * out_step, out_step, &acc, n_full, n_rows * f,
                   n_rows * rem);
         }
     } while (sl__ops_index_next(o, p->out_shape, last));

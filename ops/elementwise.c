@@ -30,22 +30,29 @@ enum ew_cmp {
     EW_CMP_ABOVE /* x > the threshold's floor */
 };
 
+/* One element of any dtype. */
+union ew_scalar {
+#define SL__EW_SCALAR_MEMBER_(NAME, sfx, T, size, v3, kind, cls) T sfx;
+    SL_DTYPE_MAP(SL__EW_SCALAR_MEMBER_) /* b8, i8, ... */
+#undef SL__EW_SCALAR_MEMBER_
+};
+
 /* One elementwise call, its parameters in the wide type's terms. */
 struct ew_job {
     enum ew_op op;
-    enum sl__ew_kind kind;                /* wide type of the tile */
-    sl__ew_load_fn *load;                 /* input dtype into `kind` */
-    sl__ew_store_fn *store;               /* `kind` into the output dtype */
-    sl__ew_select_fn *select;             /* threshold: output dtype from the mask */
-    double scale, offset;                 /* EW_SCALE */
-    double lo_f, hi_f;                    /* EW_CLIP, F64 */
-    int64_t lo_i, hi_i;                   /* EW_CLIP, I64 */
-    uint64_t lo_u, hi_u;                  /* EW_CLIP, U64 */
-    enum ew_cmp cmp;                      /* EW_THRESHOLD, integer kinds */
-    double t_f;                           /* EW_THRESHOLD, F64 */
-    int64_t t_i;                          /* EW_THRESHOLD, I64 with EW_CMP_ABOVE */
-    uint64_t t_u;                         /* EW_THRESHOLD, U64 with EW_CMP_ABOVE */
-    _Alignas(16) unsigned char value[16]; /* EW_THRESHOLD: the output value */
+    enum sl__ew_kind kind;    /* wide type of the tile */
+    sl__ew_load_fn *load;     /* input dtype into `kind` */
+    sl__ew_store_fn *store;   /* `kind` into the output dtype */
+    sl__ew_select_fn *select; /* threshold: output dtype from the mask */
+    double scale, offset;     /* EW_SCALE */
+    double lo_f, hi_f;        /* EW_CLIP, F64 */
+    int64_t lo_i, hi_i;       /* EW_CLIP, I64 */
+    uint64_t lo_u, hi_u;      /* EW_CLIP, U64 */
+    enum ew_cmp cmp;          /* EW_THRESHOLD, integer kinds */
+    double t_f;               /* EW_THRESHOLD, F64 */
+    int64_t t_i;              /* EW_THRESHOLD, I64 with EW_CMP_ABOVE */
+    uint64_t t_u;             /* EW_THRESHOLD, U64 with EW_CMP_ABOVE */
+    union ew_scalar value;    /* EW_THRESHOLD: the output value */
 };
 
 /* Two views walked together: merged dimensions, byte steps. */
@@ -131,7 +138,7 @@ ew_run(const struct ew_job *job, const struct sl_view *in, const struct sl_view 
     ew_walk_init(&w, in, out);
     const uint32_t last = w.rank - 1;
     const uint64_t n_row = w.shape[last];
-    _Alignas(64) unsigned char tile[SL__OPS_TILE * 8];
+    union sl__ops_tile tile;
     uint8_t mask[SL__OPS_TILE];
     uint64_t idx[SL_MAX_RANK] = {0};
     do {
@@ -146,12 +153,12 @@ ew_run(const struct ew_job *job, const struct sl_view *in, const struct sl_view 
                 (const unsigned char *)in->data + ioff + (ptrdiff_t)j0 * w.in_step[last];
             unsigned char *dst =
                 (unsigned char *)out->data + ooff + (ptrdiff_t)j0 * w.out_step[last];
-            job->load(tile, src, w.in_step[last], n);
-            ew_transform(job, tile, mask, n);
+            job->load(&tile, src, w.in_step[last], n);
+            ew_transform(job, &tile, mask, n);
             if (job->op == EW_THRESHOLD)
-                job->select(dst, w.out_step[last], mask, n, job->value);
+                job->select(dst, w.out_step[last], mask, n, &job->value);
             else
-                job->store(dst, w.out_step[last], tile, n);
+                job->store(dst, w.out_step[last], &tile, n);
         }
     } while (sl__ops_index_next(idx, w.shape, last));
 }
@@ -331,7 +338,7 @@ sl_threshold(const struct sl_view *in, const struct sl_view *out, double thresho
     SL_TRY(ew_prepare("threshold", in, out, false, &job, err));
     ew_threshold_setup(&job, threshold);
     /* The output value, converted once by the cast rules. */
-    sl__ew_conv_table[out->dtype].store[SL__EW_F64](job.value, 0, &value, 1);
+    sl__ew_conv_table[out->dtype].store[SL__EW_F64]((unsigned char *)&job.value, 0, &value, 1);
     if (!sl__view_is_empty(in))
         ew_run(&job, in, out);
     return SL_OK;

@@ -166,6 +166,22 @@ sl__u128_divmod(struct sl__u128 a, uint64_t d, uint64_t *rem)
 #endif
 }
 
+/*
+ * Stack room for one tile of accumulators, elements or wide values.  A
+ * union, so every kernel reaches the storage through a member of its own
+ * type rather than through a char array.
+ */
+union sl__ops_tile {
+    uint32_t acc32[SL__OPS_TILE];         /* integer mean sums, tier 32 */
+    uint64_t acc64[SL__OPS_TILE];         /* integer mean sums, tier 64; uint64 values */
+    struct sl__u128 acc128[SL__OPS_TILE]; /* integer mean sums, tier 128 */
+    int64_t wide_i64[SL__OPS_TILE];       /* elementwise values */
+    double wide_f64[SL__OPS_TILE];        /* float sums; elementwise values */
+#define SL__OPS_TILE_MEMBER_(NAME, sfx, T, size, v3, kind, cls) T elem_##sfx[SL__OPS_TILE];
+    SL_DTYPE_MAP(SL__OPS_TILE_MEMBER_) /* min and max accumulators */
+#undef SL__OPS_TILE_MEMBER_
+};
+
 /* ---- n-d iteration ------------------------------------------------------- */
 
 /* Advance the C-order index `idx` over `shape` (n entries); false after the

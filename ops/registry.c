@@ -310,7 +310,7 @@ sl_status
 sl_op_args_set_number(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
                       double value, struct sl_error *err)
 {
-    struct sl_op_value *v;
+    struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, SL_OP_PARAM_NUMBER, &v, err));
     v->number = value;
     v->set = true;
@@ -340,7 +340,7 @@ sl_op_args_set_string(struct sl_op_args *args, const struct sl_op_desc *d, const
     const int i = sl_op_param_index(d, name);
     const sl_op_param_type type =
         i >= 0 && d->params[i].type == SL_OP_PARAM_METHOD ? SL_OP_PARAM_METHOD : SL_OP_PARAM_DTYPE;
-    struct sl_op_value *v;
+    struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, type, &v, err));
     if (value == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "%s: parameter \"%s\" is NULL", d->name, name);
@@ -360,7 +360,7 @@ sl_status
 sl_op_args_set_factors(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
                        uint32_t n, const uint64_t *factors, struct sl_error *err)
 {
-    struct sl_op_value *v;
+    struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, SL_OP_PARAM_FACTORS, &v, err));
     if (n > SL_MAX_RANK)
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,
@@ -459,11 +459,11 @@ sl_op_apply(const struct sl_op *op, const struct sl_view *in, const struct sl_vi
     if (in->dtype != op->in_dtype || out->dtype != op->out_dtype || in->rank != op->rank ||
         out->rank != op->rank)
         return sl_error_set(err, SL_EINVAL, NULL,
-                            "%s: bound to %s -> %s of rank %" PRIu32
-                            ", given %s -> %s of rank %" PRIu32 " -> %" PRIu32,
+                            "%s: bound to %s -> %s of rank %" PRIu32 "; given %s (rank %" PRIu32
+                            ") -> %s (rank %" PRIu32 ")",
                             op->desc->name, sl_dtype_name(op->in_dtype),
                             sl_dtype_name(op->out_dtype), op->rank, sl_dtype_name(in->dtype),
-                            sl_dtype_name(out->dtype), in->rank, out->rank);
+                            in->rank, sl_dtype_name(out->dtype), out->rank);
     return op->desc->apply(op, in, out, scratch, scratch_bytes, err);
 }
 

@@ -184,6 +184,12 @@ sl__view_check_same_shape(const char *what, const struct sl_view *a, const struc
                         what, sb, sa);
 }
 
+/* Copy n elements of ES bytes, `ds`/`ss` bytes apart; ES is a constant, so
+ * each memcpy compiles to one load and one store. */
+#define SL__COPY_ROW_(ES)            \
+    for (uint64_t i = 0; i < n; i++) \
+        memcpy(dst + (ptrdiff_t)i * ds, src + (ptrdiff_t)i * ss, ES);
+
 /* Copy one row of n elements of `es` bytes, `ds`/`ss` bytes apart. */
 static void
 copy_row(unsigned char *dst, ptrdiff_t ds, const unsigned char *src, ptrdiff_t ss, uint64_t n,
@@ -193,9 +199,20 @@ copy_row(unsigned char *dst, ptrdiff_t ds, const unsigned char *src, ptrdiff_t s
         memcpy(dst, src, (size_t)n * es);
         return;
     }
-    for (uint64_t i = 0; i < n; i++)
-        memcpy(dst + (ptrdiff_t)i * ds, src + (ptrdiff_t)i * ss, es);
+    switch (es) {
+    case 1:
+        SL__COPY_ROW_(1) break;
+    case 2:
+        SL__COPY_ROW_(2) break;
+    case 4:
+        SL__COPY_ROW_(4) break;
+    case 8:
+        SL__COPY_ROW_(8) break;
+    default:
+        SL__COPY_ROW_(es) break;
+    }
 }
+#undef SL__COPY_ROW_
 
 void
 sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *src)

@@ -376,6 +376,9 @@ Test(ops_downsample_values, input_region_scales_and_clips)
     struct sl_region out = {.rank = 2, .start = {1, 2}, .stop = {5, 4}}, in;
     cr_assert_eq(sl_downsample_input_region(&p, in_shape, &out, &in, NULL), SL_OK);
     cr_assert(in.start[0] == 2 && in.stop[0] == 9 && in.start[1] == 6 && in.stop[1] == 10);
+    struct sl_region edge = {.rank = 2, .start = {5, 0}, .stop = {5, 4}};
+    cr_assert_eq(sl_downsample_input_region(&p, in_shape, &edge, &in, NULL), SL_OK);
+    cr_assert(in.start[0] == 9 && in.stop[0] == 9, "an empty region at the edge stays inside");
     struct sl_region outside = {.rank = 2, .start = {0, 0}, .stop = {6, 1}};
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_downsample_input_region(&p, in_shape, &outside, &in, &err), SL_EBOUNDS);

@@ -217,8 +217,8 @@ Test(ops_registry, bound_downsample_applies_like_the_kernel)
     vi.dtype = SL_DTYPE_I16;
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_op_apply(&op, &vi, &vo, scratch, nb, &err), SL_EINVAL);
-    cr_assert_str_eq(err.text, "downsample: bound to uint16 -> uint16 of rank 2, given int16 -> "
-                               "uint16 of rank 2 -> 2");
+    cr_assert_str_eq(err.text, "downsample: bound to uint16 -> uint16 of rank 2; given int16 "
+                               "(rank 2) -> uint16 (rank 2)");
 }
 
 Test(ops_registry, bound_map_ops_apply_like_their_kernels)
