@@ -5,10 +5,13 @@
  * for every dtype in SL_DTYPE_MAP that kernels compute on.
  *
  * DESIGN: for each output element the driver gathers the block's non-NaN
- * elements into the caller's scratch as sort keys, then selects (median:
- * quickselect with a three-way partition, falling back to heapsort after
- * 2 log2(n) rounds, so O(n) expected and O(n log n) worst) or sorts
- * (mode: heapsort, insertion sort for small blocks) and scans runs.
+ * elements into the caller's scratch as sort keys.  Blocks of up to 16
+ * keys (2x2x2 is 8) are answered by counting, for each key, the keys below
+ * and equal to it: O(n^2) but free of unpredictable branches, which beat
+ * sorting there.  Larger blocks select (median: quickselect with a
+ * three-way partition, falling back to heapsort after 2 log2(n) rounds, so
+ * O(n) expected and O(n log n) worst) or sort (mode: heapsort) and scan
+ * runs.
  * Integer and bool keys are the values themselves (bool read as 0 or 1).
  * Float keys are their bits mapped to unsigned integers that order like
  * IEEE 754 totalOrder (-0.0 before +0.0), so equal keys mean equal bits;
@@ -32,14 +35,16 @@ SL__OPS_TEMPLATE void
 order_drive(const struct sl__ds_plan *p, order_gather_fn *gather, order_pick_fn *pick)
 {
     uint64_t o[SL_MAX_RANK] = {0};
+    struct sl__ops_box box; /* steps fixed, extents per block */
+    box.rank = p->rank;
+    for (uint32_t d = 0; d < p->rank; d++)
+        box.step[d] = p->in_step[d];
     do {
-        struct sl__ops_box box = {.rank = p->rank};
         ptrdiff_t in_off = 0, out_off = 0;
         for (uint32_t d = 0; d < p->rank; d++) {
             const uint64_t start = o[d] * p->factor[d];
             const uint64_t left = p->in_shape[d] - start;
             box.ext[d] = left < p->factor[d] ? left : p->factor[d];
-            box.step[d] = p->in_step[d];
             in_off += (ptrdiff_t)start * p->in_step[d];
             out_off += (ptrdiff_t)o[d] * p->out_step[d];
         }
@@ -158,8 +163,38 @@ sl__float_unkey_uint64_t(uint64_t k)
         }                                                                           \
         return z < x ? x : z < y ? z : y;                                           \
     }                                                                               \
+    static K small_select_##sfx(const K *a, size_t n, size_t k)                     \
+    {                                                                               \
+        for (size_t i = 0; i + 1 < n; i++) {                                        \
+            size_t below = 0, same = 0;                                             \
+            for (size_t j = 0; j < n; j++) {                                        \
+                below += a[j] < a[i];                                               \
+                same += a[j] == a[i];                                               \
+            }                                                                       \
+            if (below <= k && k < below + same)                                     \
+                return a[i];                                                        \
+        }                                                                           \
+        return a[n - 1];                                                            \
+    }                                                                               \
+    static K small_mode_##sfx(const K *a, size_t n)                                 \
+    {                                                                               \
+        K best = a[0];                                                              \
+        size_t best_n = 0;                                                          \
+        for (size_t i = 0; i < n; i++) {                                            \
+            size_t same = 0;                                                        \
+            for (size_t j = 0; j < n; j++)                                          \
+                same += a[j] == a[i];                                               \
+            if (same > best_n || (same == best_n && a[i] < best)) {                 \
+                best_n = same;                                                      \
+                best = a[i];                                                        \
+            }                                                                       \
+        }                                                                           \
+        return best;                                                                \
+    }                                                                               \
     static K select_##sfx(K *a, size_t n, size_t k)                                 \
     {                                                                               \
+        if (n <= SL__ORDER_SMALL)                                                   \
+            return small_select_##sfx(a, n, k);                                     \
         size_t lo = 0, hi = n, rounds = 4;                                          \
         for (size_t m = n; m > 1; m >>= 1)                                          \
             rounds += 2;                                                            \
@@ -202,8 +237,10 @@ sl__float_unkey_uint64_t(uint64_t k)
         const uint32_t last = box->rank - 1;                                                   \
         const uint64_t n = box->ext[last];                                                     \
         const ptrdiff_t s = box->step[last] / (ptrdiff_t)sizeof(T);                            \
-        uint64_t idx[SL_MAX_RANK] = {0};                                                       \
+        uint64_t idx[SL_MAX_RANK];                                                             \
         ptrdiff_t off = 0;                                                                     \
+        for (uint32_t d = 0; d < last; d++)                                                    \
+            idx[d] = 0;                                                                        \
         size_t m = 0;                                                                          \
         do {                                                                                   \
             const T *row = (const T *)(const void *)(base + off);                              \
@@ -226,7 +263,9 @@ sl__float_unkey_uint64_t(uint64_t k)
     {                                                                                          \
         K *keys = keys_;                                                                       \
         T v = SL__OPS_NONE_##cls(T);                                                           \
-        if (m > 0) {                                                                           \
+        if (m > 0 && m <= SL__ORDER_SMALL) {                                                   \
+            v = SL__OPS_FROM_KEY_##cls(K, T, small_mode_##sfx(keys, m));                       \
+        } else if (m > 0) {                                                                    \
             sort_##sfx(keys, m);                                                               \
             size_t best = 0, best_n = 1, run = 1;                                              \
             for (size_t i = 1; i < m; i++) {                                                   \

@@ -82,8 +82,10 @@ reduce_drive(const struct sl__ds_plan *p, acc_init_fn *init, acc_row_fn *row_fn,
             const size_t n_full = avail / f < tn ? (size_t)(avail / f) : tn;
             const uint64_t rem = n_full < tn ? avail - n_full * f : 0;
             const unsigned char *row0 = p->in + in_off + (ptrdiff_t)(j0 * f) * in_step;
-            uint64_t k[SL_MAX_RANK] = {0};
+            uint64_t k[SL_MAX_RANK];
             ptrdiff_t off = 0;
+            for (uint32_t d = 0; d < last; d++)
+                k[d] = 0;
             init(&acc, tn);
             do
                 row_fn(&acc, row0 + off, in_step, f, n_full, rem);
