@@ -232,8 +232,8 @@ plan_merge(struct sl__ds_plan *pl)
     for (uint32_t d = pl->rank - 1; d-- > 0;) {
         const uint32_t e = d + 1;
         if (pl->factor[d] != 1 || pl->in_shape[e] % pl->factor[e] != 0 ||
-            pl->in_step[d] != (ptrdiff_t)pl->in_shape[e] * pl->in_step[e] ||
-            pl->out_step[d] != (ptrdiff_t)pl->out_shape[e] * pl->out_step[e])
+            !sl__ops_steps_chain(pl->in_step[d], pl->in_step[e], pl->in_shape[e]) ||
+            !sl__ops_steps_chain(pl->out_step[d], pl->out_step[e], pl->out_shape[e]))
             continue;
         pl->in_shape[d] *= pl->in_shape[e];
         pl->out_shape[d] *= pl->out_shape[e];

@@ -75,8 +75,8 @@ ew_walk_init(struct ew_walk *w, const struct sl_view *in, const struct sl_view *
             continue;
         const ptrdiff_t is = (ptrdiff_t)in->stride[d] * ies, os = (ptrdiff_t)out->stride[d] * oes;
         const uint32_t k = w->rank;
-        if (k > 0 && w->in_step[k - 1] == is * (ptrdiff_t)in->shape[d] &&
-            w->out_step[k - 1] == os * (ptrdiff_t)in->shape[d]) {
+        if (k > 0 && sl__ops_steps_chain(w->in_step[k - 1], is, in->shape[d]) &&
+            sl__ops_steps_chain(w->out_step[k - 1], os, in->shape[d])) {
             w->shape[k - 1] *= in->shape[d];
             w->in_step[k - 1] = is;
             w->out_step[k - 1] = os;

@@ -222,6 +222,16 @@ sl__ops_box_next_row(const struct sl__ops_box *box, uint64_t *idx, ptrdiff_t *of
     return false;
 }
 
+/* True when outer == inner * n, computed without overflow (n > 1): two
+ * dimensions that chain like this can be walked as one. */
+static inline bool
+sl__ops_steps_chain(ptrdiff_t outer, ptrdiff_t inner, uint64_t n)
+{
+    if (inner == 0)
+        return outer == 0;
+    return outer % inner == 0 && (uint64_t)(outer / inner) == n && outer / inner > 0;
+}
+
 /* ---- views ----------------------------------------------------------------- */
 
 /* The lowest and highest byte offsets (relative to data) `v` touches, for

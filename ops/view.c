@@ -102,13 +102,14 @@ sl_view_check(const struct sl_view *v, struct sl_error *err)
 bool
 sl_view_is_contiguous(const struct sl_view *v)
 {
-    int64_t expect = 1;
+    if (sl__view_is_empty(v))
+        return true;
+    uint64_t expect = 1;
     for (uint32_t d = v->rank; d-- > 0;) {
-        if (v->shape[d] == 0)
-            return true;
-        if (v->shape[d] != 1 && v->stride[d] != expect)
+        if (v->shape[d] != 1 && (v->stride[d] < 0 || (uint64_t)v->stride[d] != expect))
             return false;
-        expect *= (int64_t)v->shape[d];
+        if (d > 0 && !sl_u64_mul_fits(expect, v->shape[d], &expect))
+            return false; /* more elements than a view can hold */
     }
     return true;
 }

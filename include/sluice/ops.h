@@ -237,7 +237,8 @@ SL_API SL_NODISCARD sl_status sl_scale(const struct sl_view *in, const struct sl
  * out = cast(min(max(in, lo), hi)).  For integer and bool inputs the bounds
  * are first rounded inward (lo up, hi down), so the result stays within
  * [lo, hi]; that range must then hold an integer.  For floats NaN stays NaN.
- * lo <= hi, neither NaN; ±inf means no bound.
+ * lo <= hi, neither NaN; ±inf means no bound.  Messages (and the
+ * registry's "clip") call them "min" and "max".
  */
 SL_API SL_NODISCARD sl_status sl_clip(const struct sl_view *in, const struct sl_view *out,
                                       double lo, double hi, struct sl_error *err);
