@@ -14,6 +14,7 @@
 #include <sluice/error.h>
 #include <sluice/graph.h>
 #include <sluice/grid.h>
+#include <sluice/ops.h>
 #include <sluice/parallel.h>
 #include <sluice/region.h>
 #include <sluice/status.h>

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-chunk kernels: downsampling (stride, mean, min, max, median, mode with
+ * TensorStore's edge semantics), elementwise cast, scale, clip and threshold,
+ * and a registry that names them for graph files.  Kernels are pure: they
+ * start no threads, do no I/O and allocate nothing; the two that need scratch
+ * memory (median, mode) take it from the caller, sized by
+ * sl_downsample_scratch_bytes().  ops/README.md gives the exact semantics
+ * (edges, rounding, NaN, ties) and the cast rules.
+ *
+ * Blocks are passed as `struct sl_view`: a dtype, a shape, per-dimension
+ * strides counted in elements, and a pointer to the first element.
+ * Thread-safety: every function here may run on any number of threads at
+ * once, on distinct output views.
+ */
+#ifndef SL_OPS_H
+#define SL_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/common.h>
+#include <sluice/dtype.h>
+#include <sluice/error.h>
+#include <sluice/region.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Views                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A strided n-d view of elements in memory: element (i0, ..., ik) lives at
+ * `(T *)data + i0 * stride[0] + ... + ik * stride[k]`.  Strides count
+ * elements, not bytes, so every element is naturally aligned; they may be
+ * zero (broadcast) or negative.  A view borrows its memory.  Kernels read
+ * their input view and write every element of their output view, nothing
+ * else.
+ */
+struct sl_view {
+    sl_dtype dtype;              /* element type */
+    uint32_t rank;               /* number of dimensions, <= SL_MAX_RANK */
+    uint64_t shape[SL_MAX_RANK]; /* extent per dimension */
+    int64_t stride[SL_MAX_RANK]; /* elements between neighbours along each dimension */
+    void *data;                  /* the element at index (0, ..., 0); borrowed */
+};
+
+/**
+ * Make `v` a C-order (last dimension fastest) contiguous view of `data`.
+ * @return SL_OK; SL_EINVAL (`v` NULL, `shape` NULL with rank > 0, invalid
+ * dtype, or `data` NULL for a non-empty shape); SL_EUNSUPPORTED (rank above
+ * SL_MAX_RANK); SL_EOVERFLOW (the byte size does not fit in size_t).
+ */
+SL_API SL_NODISCARD sl_status sl_view_init(struct sl_view *v, sl_dtype dtype, uint32_t rank,
+                                           const uint64_t *shape, void *data, struct sl_error *err);
+
+/**
+ * Check that `v` is usable by the kernels: valid dtype and rank, `data` set
+ * when the view has elements, element count within 2^64 - 1, and every
+ * element's byte offset within PTRDIFF_MAX.
+ * @return SL_OK, SL_EINVAL, SL_EUNSUPPORTED (rank) or SL_EOVERFLOW, naming
+ * the dimension and the numbers.
+ */
+SL_API SL_NODISCARD sl_status sl_view_check(const struct sl_view *v, struct sl_error *err);
+
+/** True when `v` is C-order contiguous (extent-1 dimensions may have any stride). */
+SL_API bool sl_view_is_contiguous(const struct sl_view *v);
+
+/**
+ * Make `out` the part of `v` covered by `region` (same rank; the region's
+ * coordinates are indices into `v`).  `out` may be `v`.
+ * @return SL_OK, SL_EINVAL (rank mismatch) or SL_EBOUNDS (the region leaves
+ * the view), naming the region and the view's shape.
+ */
+SL_API SL_NODISCARD sl_status sl_view_slice(const struct sl_view *v, const struct sl_region *region,
+                                            struct sl_view *out, struct sl_error *err);
+
+/**
+ * Copy every element of `src` into `dst`: same dtype (any dtype, float16 and
+ * complex included) and same shape; the views must not overlap.
+ * @return SL_OK or SL_EINVAL (dtype, rank or shape mismatch, overlap),
+ * naming both.
+ */
+SL_API SL_NODISCARD sl_status sl_view_copy(const struct sl_view *dst, const struct sl_view *src,
+                                           struct sl_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Downsampling                                                             */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Downsampling methods, as TensorStore's downsample driver names them.
+ * Output element o covers the input block [o * f, (o + 1) * f) per
+ * dimension, clipped at the input's edge.  stride: the block's first
+ * element (any dtype).  mean: the average of the in-bounds elements
+ * (integers exact, rounded half to even; bool: the majority, ties false;
+ * floats: NaN propagates).  min, max: NaN ignored unless the whole block is
+ * NaN.  median: the lower median of the non-NaN elements.  mode: the most
+ * frequent non-NaN value, ties toward the lowest.  Floats order -0.0 before
+ * +0.0.
+ */
+/* clang-format off */
+#define SL_DOWNSAMPLE_METHOD_MAP(X) \
+    X(STRIDE, "stride")             \
+    X(MEAN,   "mean")               \
+    X(MIN,    "min")                \
+    X(MAX,    "max")                \
+    X(MEDIAN, "median")             \
+    X(MODE,   "mode")
+/* clang-format on */
+
+typedef enum sl_downsample_method {
+#define SL_DOWNSAMPLE_METHOD_ENUM_(NAME, str) SL_DOWNSAMPLE_##NAME,
+    SL_DOWNSAMPLE_METHOD_MAP(SL_DOWNSAMPLE_METHOD_ENUM_) /* SL_DOWNSAMPLE_STRIDE, ... */
+#undef SL_DOWNSAMPLE_METHOD_ENUM_
+    SL_DOWNSAMPLE_METHOD_COUNT_
+} sl_downsample_method;
+
+/** The method's name ("mean"); "invalid" for a value outside the enum. */
+SL_API const char *sl_downsample_method_name(sl_downsample_method m);
+
+/**
+ * Parse a method name.  @return SL_OK, or SL_EINVAL naming the unknown
+ * name and listing the known ones.
+ */
+SL_API SL_NODISCARD sl_status sl_downsample_method_from_name(const char *name,
+                                                             sl_downsample_method *out,
+                                                             struct sl_error *err);
+
+/** True when method `m` is defined for dtype `dt` (stride: every dtype; the
+ * others: bool, integers, float32, float64). */
+SL_API bool sl_downsample_supports(sl_downsample_method m, sl_dtype dt);
+
+/* What to downsample by, and how. */
+struct sl_downsample_params {
+    sl_downsample_method method;  /* how a block becomes one element */
+    uint32_t rank;                /* number of factors; equals the views' rank */
+    uint64_t factor[SL_MAX_RANK]; /* block extent per dimension, >= 1 (1 keeps it) */
+};
+
+/**
+ * Check `p` for input of dtype `dt` and rank `rank`.
+ * @return SL_OK; SL_EINVAL (rank mismatch, a factor of 0, an invalid
+ * method), SL_EUNSUPPORTED (method not defined for the dtype), naming the
+ * dimension, method, dtype and values.
+ */
+SL_API SL_NODISCARD sl_status sl_downsample_check(const struct sl_downsample_params *p, sl_dtype dt,
+                                                  uint32_t rank, struct sl_error *err);
+
+/**
+ * Output shape for `in_shape` (p->rank entries): ceil(in_shape[d] / f[d]).
+ * `p` must have passed sl_downsample_check.
+ */
+SL_API void sl_downsample_shape(const struct sl_downsample_params *p, const uint64_t *in_shape,
+                                uint64_t *out_shape);
+
+/**
+ * The input region an output region depends on: [start * f, stop * f) per
+ * dimension, clipped to `in_shape`.  This is the block a caller hands to
+ * sl_downsample() to compute `out_region`.
+ * @return SL_OK, or SL_EBOUNDS when `out_region` leaves the output shape of
+ * `in_shape` (naming both), SL_EINVAL on a rank mismatch.
+ */
+SL_API SL_NODISCARD sl_status sl_downsample_input_region(const struct sl_downsample_params *p,
+                                                         const uint64_t *in_shape,
+                                                         const struct sl_region *out_region,
+                                                         struct sl_region *in_region,
+                                                         struct sl_error *err);
+
+/**
+ * Scratch bytes sl_downsample() needs for `p` on dtype `dt`: 0 for stride,
+ * mean, min and max; for median and mode, room for one block's elements
+ * (the product of the factors, each capped by `in_shape[d]` when
+ * `in_shape` is not NULL) plus alignment slack.  The scratch may be reused
+ * for every call with blocks no larger than that.
+ * @return SL_OK, SL_EINVAL/SL_EUNSUPPORTED as sl_downsample_check, or
+ * SL_EOVERFLOW when the size does not fit in size_t.
+ */
+SL_API SL_NODISCARD sl_status sl_downsample_scratch_bytes(const struct sl_downsample_params *p,
+                                                          sl_dtype dt, const uint64_t *in_shape,
+                                                          size_t *bytes, struct sl_error *err);
+
+/**
+ * Downsample the block `in` into `out`.  `in` is the input region that
+ * corresponds to `out`'s region times the factors, clipped at the array's
+ * edge (sl_downsample_input_region), so its blocks start at multiples of
+ * the factors and only the last block per dimension may be partial.  `out`
+ * has `in`'s dtype and rank and shape ceil(in.shape / factor); any strides.
+ * `scratch` (`scratch_bytes` long, any alignment) is needed by median and
+ * mode only; NULL otherwise.  The views must not overlap.
+ * @return SL_OK; SL_EINVAL (bad params, mismatched views, too little
+ * scratch, overlap); SL_EUNSUPPORTED (method not defined for the dtype);
+ * SL_EOVERFLOW (a view too large to address).  Messages name the method,
+ * dtype, dimension and numbers.  On failure `out` is untouched.
+ */
+SL_API SL_NODISCARD sl_status sl_downsample(const struct sl_downsample_params *p,
+                                            const struct sl_view *in, const struct sl_view *out,
+                                            void *scratch, size_t scratch_bytes,
+                                            struct sl_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise kernels                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Each elementwise kernel reads `in` and writes `out` of the same shape; the
+ * dtypes may differ and are any of bool, int8…int64, uint8…uint64, float32,
+ * float64 (float16 and complex are refused with SL_EUNSUPPORTED).  The
+ * result is converted to `out`'s dtype by the cast rules: to integers,
+ * round half to even and saturate at the type's range, NaN becomes 0; to
+ * bool, nonzero (NaN included) becomes true; to floats, round to nearest
+ * (overflow gives ±inf).  `in` and `out` may be the very same view (same
+ * data, strides and element size); otherwise they must not overlap.
+ * Each returns SL_OK; SL_EINVAL (shape mismatch, overlap, bad parameter,
+ * naming it and its value); SL_EUNSUPPORTED (dtype); SL_EOVERFLOW (a view
+ * too large to address).  On failure `out` is untouched.
+ */
+
+/** out = cast(in). */
+SL_API SL_NODISCARD sl_status sl_cast(const struct sl_view *in, const struct sl_view *out,
+                                      struct sl_error *err);
+
+/**
+ * out = cast(in * scale + offset), computed in double (int64 and uint64
+ * values beyond 2^53 are first rounded to double).  `scale` and `offset`
+ * must be finite.
+ */
+SL_API SL_NODISCARD sl_status sl_scale(const struct sl_view *in, const struct sl_view *out,
+                                       double scale, double offset, struct sl_error *err);
+
+/**
+ * out = cast(min(max(in, lo), hi)).  For integer and bool inputs the bounds
+ * are first rounded inward (lo up, hi down), so the result stays within
+ * [lo, hi]; that range must then hold an integer.  For floats NaN stays NaN.
+ * lo <= hi, neither NaN; ±inf means no bound.  Messages (and the
+ * registry's "clip") call them "min" and "max".
+ */
+SL_API SL_NODISCARD sl_status sl_clip(const struct sl_view *in, const struct sl_view *out,
+                                      double lo, double hi, struct sl_error *err);
+
+/**
+ * out = in > threshold ? cast(value) : 0, comparing exactly (an integer
+ * against the real `threshold`); NaN is not above any threshold.
+ * `threshold` must not be NaN.
+ */
+SL_API SL_NODISCARD sl_status sl_threshold(const struct sl_view *in, const struct sl_view *out,
+                                           double threshold, double value, struct sl_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Registry of built-in operations                                          */
+/* ------------------------------------------------------------------------ */
+
+/* How an operation maps input blocks to output blocks. */
+typedef enum sl_op_kind {
+    SL_OP_KIND_MAP,   /* elementwise: an output block needs the same region of the input */
+    SL_OP_KIND_REGRID /* an output block needs a larger input region (downsample) */
+} sl_op_kind;
+
+/* What a parameter holds, and how a graph file writes it. */
+typedef enum sl_op_param_type {
+    SL_OP_PARAM_NUMBER, /* a real number: 2, -0.5 */
+    SL_OP_PARAM_DTYPE,  /* a data type name: "uint16" */
+    SL_OP_PARAM_METHOD, /* a downsample method name: "mean" */
+    SL_OP_PARAM_FACTORS /* one positive integer per dimension: [1, 2, 2] */
+} sl_op_param_type;
+
+/* One parameter of an operation. */
+struct sl_op_param {
+    const char *name;      /* as written in graph files */
+    sl_op_param_type type; /* what it holds */
+    bool required;         /* must be given; otherwise `doc` says the default */
+    const char *doc;       /* one line: meaning and default */
+};
+
+/* The most parameters any operation has. */
+#define SL_OP_MAX_PARAMS 4
+
+/* A parameter's value; the field that `type` names is the one that counts. */
+struct sl_op_value {
+    bool set;                      /* given; unset parameters take their default */
+    double number;                 /* SL_OP_PARAM_NUMBER */
+    sl_dtype dtype;                /* SL_OP_PARAM_DTYPE */
+    sl_downsample_method method;   /* SL_OP_PARAM_METHOD */
+    uint32_t n_factors;            /* SL_OP_PARAM_FACTORS: how many */
+    uint64_t factors[SL_MAX_RANK]; /* SL_OP_PARAM_FACTORS: the values */
+};
+
+/* Values of one operation's parameters, indexed like its `params`; zero it
+ * to start with every parameter unset. */
+struct sl_op_args {
+    struct sl_op_value value[SL_OP_MAX_PARAMS]; /* value[i] is for params[i] */
+};
+
+/* Parameters of the map operations, in the form the kernels take them. */
+struct sl_op_scale {
+    double scale;  /* multiplier */
+    double offset; /* added after multiplying */
+};
+struct sl_op_clip {
+    double lo; /* lower bound; -inf for none */
+    double hi; /* upper bound; +inf for none */
+};
+struct sl_op_threshold {
+    double threshold; /* strictly above it gives `value` */
+    double value;     /* the output for elements above the threshold */
+};
+
+struct sl_op_desc;
+
+/*
+ * An operation bound to its parameters, input dtype and rank: what a graph
+ * node holds.  A plain value: copy it freely; it owns nothing.
+ */
+struct sl_op {
+    const struct sl_op_desc *desc; /* static; never NULL once bound */
+    sl_dtype in_dtype;             /* dtype of input blocks */
+    sl_dtype out_dtype;            /* dtype of output blocks */
+    uint32_t rank;                 /* rank of both */
+    struct sl_op_args args;        /* the parameters as given, for describing the op */
+    /* The parameters, checked, defaults applied; the member for desc's
+     * operation counts. */
+    union {
+        struct sl_downsample_params downsample; /* "downsample" */
+        struct sl_op_scale scale;               /* "scale" */
+        struct sl_op_clip clip;                 /* "clip" */
+        struct sl_op_threshold threshold;       /* "threshold" */
+    } u;
+};
+
+/* A built-in operation: one row of the registry table. */
+struct sl_op_desc {
+    const char *name;                 /* "downsample", "cast", ... */
+    sl_op_kind kind;                  /* map or regrid */
+    const char *summary;              /* one line for listings */
+    uint32_t n_params;                /* entries in `params`, <= SL_OP_MAX_PARAMS */
+    const struct sl_op_param *params; /* the parameters, in a fixed order */
+    /* Check `args` for inputs of `in_dtype` and `rank` and fill `op`
+     * (sl_op_bind calls this after the generic checks). */
+    sl_status (*bind)(struct sl_op *op, const struct sl_op_args *args, sl_dtype in_dtype,
+                      uint32_t rank, struct sl_error *err);
+    /* Apply a bound op to a block (sl_op_apply calls this after checking
+     * the views against the op). */
+    sl_status (*apply)(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
+                       void *scratch, size_t scratch_bytes, struct sl_error *err);
+};
+
+/** Number of built-in operations. */
+SL_API uint32_t sl_op_count(void);
+
+/** The `i`-th operation in name order; NULL when `i` >= sl_op_count(). */
+SL_API const struct sl_op_desc *sl_op_at(uint32_t i);
+
+/** The operation called `name`, or NULL. */
+SL_API const struct sl_op_desc *sl_op_find(const char *name);
+
+/**
+ * Look up an operation by name.
+ * @return SL_OK, or SL_ENOTFOUND with `unknown op "dwnsample"; known:
+ * cast, clip, downsample, scale, threshold`.
+ */
+SL_API SL_NODISCARD sl_status sl_op_lookup(const char *name, const struct sl_op_desc **out,
+                                           struct sl_error *err);
+
+/**
+ * Write the operation names, comma separated, into `buf`.
+ * @return the length the full text needs, as snprintf does.
+ */
+SL_API size_t sl_op_names(char *buf, size_t size);
+
+/** Index of parameter `name` of `d`, or -1 when it has none by that name. */
+SL_API int sl_op_param_index(const struct sl_op_desc *d, const char *name);
+
+/**
+ * Set parameter `name` of `d` in `args` from a number, a string (dtype and
+ * method names) or a list of factors, as a graph loader reads them.
+ * @return SL_OK; SL_EINVAL naming the operation and parameter when `d` has
+ * no such parameter (listing those it has), when the parameter takes
+ * another kind of value, or when a name does not parse (listing valid
+ * names); SL_EUNSUPPORTED for too many factors.
+ */
+SL_API SL_NODISCARD sl_status sl_op_args_set_number(struct sl_op_args *args,
+                                                    const struct sl_op_desc *d, const char *name,
+                                                    double value, struct sl_error *err);
+SL_API SL_NODISCARD sl_status sl_op_args_set_string(struct sl_op_args *args,
+                                                    const struct sl_op_desc *d, const char *name,
+                                                    const char *value, struct sl_error *err);
+SL_API SL_NODISCARD sl_status sl_op_args_set_factors(struct sl_op_args *args,
+                                                     const struct sl_op_desc *d, const char *name,
+                                                     uint32_t n, const uint64_t *factors,
+                                                     struct sl_error *err);
+
+/**
+ * Bind `d` to `args` for input blocks of `in_dtype` and `rank`: check every
+ * parameter against the input and compute the output dtype.
+ * @return SL_OK; SL_EINVAL (a required parameter missing, a value out of
+ * range) or SL_EUNSUPPORTED (dtype), naming the operation, parameter and
+ * value.  On failure `op` is untouched.
+ */
+SL_API SL_NODISCARD sl_status sl_op_bind(struct sl_op *op, const struct sl_op_desc *d,
+                                         const struct sl_op_args *args, sl_dtype in_dtype,
+                                         uint32_t rank, struct sl_error *err);
+
+/** Output block shape for an input block of `in_shape` (op->rank entries). */
+SL_API void sl_op_out_shape(const struct sl_op *op, const uint64_t *in_shape, uint64_t *out_shape);
+
+/**
+ * The input region (of an array of `in_shape`) that output region
+ * `out_region` depends on: the same region for map ops, the scaled and
+ * clipped one for regrid ops.  @return as sl_downsample_input_region.
+ */
+SL_API SL_NODISCARD sl_status sl_op_input_region(const struct sl_op *op, const uint64_t *in_shape,
+                                                 const struct sl_region *out_region,
+                                                 struct sl_region *in_region, struct sl_error *err);
+
+/**
+ * Scratch bytes sl_op_apply needs for input blocks no larger than
+ * `in_shape` (NULL: any block).  @return SL_OK or SL_EOVERFLOW.
+ */
+SL_API SL_NODISCARD sl_status sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape,
+                                                  size_t *bytes, struct sl_error *err);
+
+/**
+ * Apply `op` to block `in`, writing `out`.  Checks that the views have the
+ * op's dtypes and rank and matching shapes, then runs the kernel.
+ * @return SL_OK or what the kernel returns; SL_EINVAL naming the operation
+ * and the mismatch.
+ */
+SL_API SL_NODISCARD sl_status sl_op_apply(const struct sl_op *op, const struct sl_view *in,
+                                          const struct sl_view *out, void *scratch,
+                                          size_t scratch_bytes, struct sl_error *err);
+
+/**
+ * Describe a bound op as `downsample(method=mean, factors=[1, 2, 2]) uint16 -> uint16`
+ * for plans and error messages.  @return the length the full text needs.
+ */
+SL_API size_t sl_op_format(const struct sl_op *op, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_OPS_H */
