@@ -177,4 +177,49 @@ void sl__fusion_explain(const sl_graph *g, const struct sl__fusion *f, FILE *out
 /* Write the plan as Graphviz DOT: one cluster per stage, unfused edges dashed. */
 void sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *out);
 
+/* ---- plans (plan.c) ------------------------------------------------------ */
+
+/* Code of a chunk that has not finished in the current run. */
+#define SL__CODE_PENDING 0xffu
+
+/* The status array of one put or putter node. */
+struct sl__put_state {
+    uint32_t node;     /* node id */
+    uint64_t n_chunks; /* chunks of its grid */
+    uint8_t *codes;    /* sl_status per chunk (C-order linear index); owned */
+};
+
+struct sl_plan {
+    sl_graph *graph;               /* retained */
+    struct sl_allocator alloc;     /* the graph's */
+    struct sl__fusion fusion;      /* stages */
+    struct sl_plan_opts opts;      /* copied; trace_path points at trace_path below */
+    char *trace_path;              /* owned copy, or NULL */
+    uint32_t n_puts;               /* put and putter nodes */
+    struct sl__put_state *puts;    /* owned, by ascending node id */
+    size_t min_budget;             /* bytes the most demanding task needs */
+    uint32_t min_budget_stage;     /* ... its stage */
+    struct sl_chunk_error *errors; /* owned, opts.max_errors slots */
+    _Atomic size_t n_errors;       /* slots claimed (may pass max_errors) */
+    struct sl_run_summary summary; /* of the last run */
+};
+
+/* The put state of node `node`, or NULL when it is not a put. */
+struct sl__put_state *sl__plan_put(const sl_plan *plan, uint32_t node);
+
+/*
+ * Record that chunk `linear` of put state `ps` ended with `code` (SL_OK or a
+ * failure with `text`).  A failure claims an error slot with one atomic
+ * increment; past max_errors only its code is kept.  Any thread; never
+ * allocates.
+ */
+void sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
+                     const char *text);
+
+/* Reset every status array to pending and forget the last run's errors. */
+void sl__plan_reset(sl_plan *plan);
+
+/* Fill plan->summary's chunk counts from the status arrays (after a run). */
+void sl__plan_count(sl_plan *plan);
+
 #endif /* SL_GRAPH_INTERNAL_H */

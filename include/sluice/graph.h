@@ -242,6 +242,139 @@ SL_API SL_NODISCARD sl_status sl_graph_find(const sl_graph *g, const char *name,
 SL_API SL_NODISCARD sl_status sl_graph_node_info(const sl_graph *g, uint32_t id,
                                                  struct sl_node_info *out);
 
+/* ---- plans and runs ------------------------------------------------------- */
+
+/* A prepared plan: the fusion stages of a sealed graph, sized for running. */
+typedef struct sl_plan sl_plan;
+
+/* What a run does when a chunk fails. */
+typedef enum sl_error_policy {
+    SL_POLICY_COLLECT,  /* record it, mark its dependents upstream-failed, go on */
+    SL_POLICY_FAIL_FAST /* record it and cancel every chunk not yet started */
+} sl_error_policy;
+
+/* Progress of a run, as handed to a progress callback. */
+struct sl_progress {
+    uint64_t chunks_done;   /* output chunks finished (ok or not) */
+    uint64_t chunks_total;  /* output chunks of every put */
+    uint64_t chunks_failed; /* ... of which failed, upstream-failed or were cancelled */
+    uint64_t bytes_read;    /* encoded bytes read from stores */
+    uint64_t bytes_written; /* encoded bytes written to stores */
+    double elapsed_s;       /* since the run started */
+    double chunks_per_s;    /* average rate so far */
+    double eta_s;           /* estimated seconds left; negative when unknown */
+    bool final;             /* the last call of the run */
+};
+
+/* Called from the thread that runs sl_plan_run, never concurrently. */
+typedef void sl_progress_fn(void *ctx, const struct sl_progress *progress);
+
+/* How to prepare and run a plan. */
+struct sl_plan_opts {
+    size_t memory_budget;       /* bytes of chunk buffers alive at once; 0: no limit */
+    sl_error_policy policy;     /* default SL_POLICY_COLLECT */
+    bool missing_is_error;      /* a stored chunk that is absent fails (SL_ENOTFOUND)
+                                   instead of reading as the fill value */
+    size_t max_errors;          /* failed chunks whose messages are kept (the codes of
+                                   all are kept); more are counted as dropped */
+    sl_progress_fn *progress;   /* NULL: none */
+    void *progress_ctx;         /* passed to `progress` */
+    double progress_interval_s; /* seconds between progress calls */
+    const char *trace_path;     /* write a Chrome trace (JSON) of every task here after
+                                   each run; NULL: none.  Copied. */
+};
+/* clang-format off */
+#define SL_PLAN_OPTS_DEFAULT                                                   \
+    ((struct sl_plan_opts){.memory_budget = 0,                                 \
+                           .policy = SL_POLICY_COLLECT,                        \
+                           .missing_is_error = false,                          \
+                           .max_errors = 10000,                                \
+                           .progress = NULL,                                   \
+                           .progress_ctx = NULL,                               \
+                           .progress_interval_s = 0.5,                         \
+                           .trace_path = NULL})
+/* clang-format on */
+
+/* One failed chunk of a put, with its message. */
+struct sl_chunk_error {
+    uint32_t node;           /* the put or putter node */
+    struct sl_chunk_key key; /* the chunk, in the node's grid */
+    sl_status code;          /* why */
+    char text[128];          /* the message, naming the chunk and the cause */
+};
+
+/* Counts of the last run. */
+struct sl_run_summary {
+    uint64_t n_chunks;      /* output chunks of every put */
+    uint64_t n_ok;          /* written (or handed to the putter) without error */
+    uint64_t n_failed;      /* failed themselves */
+    uint64_t n_upstream;    /* not run because an input chunk failed */
+    uint64_t n_canceled;    /* not run because the run stopped (fail_fast) */
+    uint64_t n_tasks;       /* tasks run, intermediate chunks included */
+    uint64_t bytes_read;    /* encoded bytes read from stores */
+    uint64_t bytes_written; /* encoded bytes written to stores */
+    size_t peak_bytes;      /* most chunk-buffer bytes accounted alive at once */
+    size_t budget_bytes;    /* the budget (0: none) */
+    size_t errors_dropped;  /* failed chunks beyond max_errors (codes kept, no message) */
+    double elapsed_s;       /* wall time of the run */
+    sl_status first_error;  /* the first failure's code, or SL_OK */
+};
+
+/* A put's per-chunk status array. */
+struct sl_put_status {
+    const char *name;           /* the node's name */
+    const struct sl_grid *grid; /* its chunk grid */
+    const uint8_t *codes;       /* sl_status of each chunk by C-order linear index;
+                                   SL_OK, or why it failed */
+    uint64_t n_ok;              /* chunks with SL_OK */
+    uint64_t n_failed;          /* chunks with any other code */
+};
+
+/**
+ * Plan the sealed graph `g` (retained by the plan): fuse, size the status
+ * arrays and check the budget.
+ * @return the plan, or NULL with SL_ESTATE (graph not sealed), SL_EBUDGET
+ * (the budget is smaller than what one task needs, with both numbers and
+ * the stage), SL_EINVAL (bad options), SL_ENOMEM.
+ */
+SL_API sl_plan *sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts,
+                                 struct sl_error *err);
+
+/** Free a plan (not while it runs).  NULL is a no-op. */
+SL_API void sl_plan_destroy(sl_plan *plan);
+
+/**
+ * Write the plan for people: nodes, stages with their task counts and
+ * bytes, and every edge with "fused" or why not.  @return SL_OK or SL_EIO.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_explain(const sl_plan *plan, FILE *out);
+
+/** Write the plan as Graphviz DOT.  @return SL_OK or SL_EIO. */
+SL_API SL_NODISCARD sl_status sl_plan_write_dot(const sl_plan *plan, FILE *out);
+
+/** The counts of the last run (zeros before the first). */
+SL_API void sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out);
+
+/**
+ * The status array of put (or putter) node `node` from the last run.
+ * @return SL_OK, or SL_EINVAL when `node` is not a put of the plan's graph.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_put_status(const sl_plan *plan, uint32_t node,
+                                                 struct sl_put_status *out);
+
+/**
+ * The failed chunks of the last run that kept their message, in the order
+ * they failed; `*count` receives how many.
+ */
+SL_API const struct sl_chunk_error *sl_plan_errors(const sl_plan *plan, size_t *count);
+
+/**
+ * Write the last run's report as JSON: the summary, and per put its counts
+ * and each failed chunk with coordinates, code and message.
+ * @return SL_OK or SL_EIO.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_write_report(const sl_plan *plan, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Plans: preparing a sealed graph for running (fusion, status arrays, the
+ * budget check), recording per-chunk results, and reading them back as
+ * summaries, status arrays and the JSON report.
+ *
+ * DESIGN: everything a run writes per chunk is sized here, before any task
+ * exists: one status byte per output chunk of every put and a fixed array of
+ * error records.  Recording a result is a store into the status array and,
+ * for a failure, one atomic increment to claim a record slot, so workers
+ * never allocate or lock to report.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice/checked.h>
+
+#include "core_internal.h"
+#include "graph_internal.h"
+
+/* Largest number of producer chunks one consumer chunk needs over an edge. */
+static uint64_t
+edge_max_inputs(const sl_graph *g, const struct sl__edge *e)
+{
+    const struct sl__node *c = sl__graph_node(g, e->consumer);
+    const struct sl__node *p = sl__graph_node(g, e->producer);
+    uint64_t total = 1;
+    for (uint32_t d = 0; d < c->grid.rank; d++) {
+        uint64_t most = 0;
+        for (uint64_t j = 0; j < c->grid.n_chunks[d]; j++) {
+            uint64_t ia, ib;
+            sl__node_input_interval(g, c, e->input, d, sl_grid_chunk_start(&c->grid, d, j),
+                                    sl_grid_chunk_start(&c->grid, d, j + 1), &ia, &ib);
+            if (ib <= ia)
+                continue;
+            uint64_t n =
+                sl_grid_chunk_at(&p->grid, d, ib - 1) - sl_grid_chunk_at(&p->grid, d, ia) + 1;
+            most = n > most ? n : most;
+        }
+        if (!sl_u64_mul_fits(total, most, &total))
+            return UINT64_MAX;
+    }
+    return total;
+}
+
+/* Bytes of the largest chunk of `n`'s grid. */
+static size_t
+node_full_chunk_bytes(const struct sl__node *n)
+{
+    uint64_t shape[SL_MAX_RANK];
+    for (uint32_t d = 0; d < n->grid.rank; d++) {
+        uint64_t best = 0;
+        for (uint64_t k = 0; k < n->grid.n_chunks[d]; k++) {
+            uint64_t e =
+                sl_grid_chunk_start(&n->grid, d, k + 1) - sl_grid_chunk_start(&n->grid, d, k);
+            best = e > best ? e : best;
+            if (n->grid.bounds[d] == NULL)
+                break;
+        }
+        shape[d] = best;
+    }
+    size_t bytes;
+    if (sl_shape_bytes(n->grid.rank, shape, sl_dtype_size(n->dtype), &bytes, NULL) != SL_OK)
+        return SIZE_MAX;
+    return bytes;
+}
+
+/*
+ * What one task of each stage needs alive at once: its own buffers and the
+ * input chunks of other stages it reads.  Sets the largest need and its stage.
+ */
+static void
+plan_min_budget(sl_plan *plan)
+{
+    const sl_graph *g = plan->graph;
+    const struct sl__fusion *f = &plan->fusion;
+    plan->min_budget = 0;
+    for (uint32_t s = 0; s < f->n_stages; s++) {
+        size_t need = f->stages[s].task_bytes;
+        for (uint32_t e = 0; e < f->n_edges; e++) {
+            const struct sl__edge *ed = &f->edges[e];
+            if (ed->reason == SL__FUSED || f->stage_of[ed->consumer] != s)
+                continue;
+            uint64_t n = edge_max_inputs(g, ed);
+            size_t chunk = node_full_chunk_bytes(sl__graph_node(g, ed->producer));
+            size_t bytes;
+            if (n > SIZE_MAX || !sl_size_mul_fits((size_t)n, chunk, &bytes))
+                bytes = SIZE_MAX;
+            need = need > SIZE_MAX - bytes ? SIZE_MAX : need + bytes;
+        }
+        if (need > plan->min_budget) {
+            plan->min_budget = need;
+            plan->min_budget_stage = s;
+        }
+    }
+}
+
+/* Allocate the status arrays of every put. */
+static sl_status
+plan_alloc_puts(sl_plan *plan, struct sl_error *err)
+{
+    const sl_graph *g = plan->graph;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        plan->n_puts += g->nodes[i].kind == SL_NODE_PUT || g->nodes[i].kind == SL_NODE_PUTTER;
+    plan->puts = sl_alloc_zeroed(&plan->alloc, plan->n_puts, sizeof(struct sl__put_state), 0);
+    if (plan->puts == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %" PRIu32 " status arrays",
+                            plan->n_puts);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const struct sl__node *n = &g->nodes[i];
+        if (n->kind != SL_NODE_PUT && n->kind != SL_NODE_PUTTER)
+            continue;
+        struct sl__put_state *ps = &plan->puts[k++];
+        ps->node = i;
+        ps->n_chunks = n->grid.n_total;
+        if (ps->n_chunks > SIZE_MAX)
+            return sl_error_set(err, SL_EOVERFLOW, NULL,
+                                "put \"%s\" has %" PRIu64 " chunks, too many to track", n->name,
+                                ps->n_chunks);
+        ps->codes = sl_alloc(&plan->alloc, (size_t)ps->n_chunks, 1);
+        if (ps->codes == NULL && ps->n_chunks > 0)
+            return sl_error_set(err, SL_ENOMEM, NULL,
+                                "no memory for the status array of \"%s\" (%" PRIu64 " chunks)",
+                                n->name, ps->n_chunks);
+    }
+    return SL_OK;
+}
+
+/* Check the options and copy them into the plan. */
+static sl_status
+plan_set_opts(sl_plan *plan, const struct sl_plan_opts *opts, struct sl_error *err)
+{
+    plan->opts = opts != NULL ? *opts : SL_PLAN_OPTS_DEFAULT;
+    if (plan->opts.policy != SL_POLICY_COLLECT && plan->opts.policy != SL_POLICY_FAIL_FAST)
+        return sl_error_set(err, SL_EINVAL, NULL, "unknown error policy %d",
+                            (int)plan->opts.policy);
+    if (!(plan->opts.progress_interval_s > 0))
+        plan->opts.progress_interval_s = 0.5;
+    plan->opts.trace_path = NULL;
+    if (opts != NULL && opts->trace_path != NULL) {
+        plan->trace_path = sl_strdup(&plan->alloc, opts->trace_path);
+        if (plan->trace_path == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory for the trace path");
+        plan->opts.trace_path = plan->trace_path;
+    }
+    if (plan->opts.max_errors > 0) {
+        plan->errors =
+            sl_alloc_zeroed(&plan->alloc, plan->opts.max_errors, sizeof(struct sl_chunk_error), 0);
+        if (plan->errors == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %zu error records",
+                                plan->opts.max_errors);
+    }
+    return SL_OK;
+}
+
+/* Refuse a budget below what one task needs, with the numbers. */
+static sl_status
+plan_check_budget(const sl_plan *plan, struct sl_error *err)
+{
+    size_t budget = plan->opts.memory_budget;
+    if (budget == 0 || budget >= plan->min_budget)
+        return SL_OK;
+    const struct sl__stage *s = &plan->fusion.stages[plan->min_budget_stage];
+    return sl_error_set(err, SL_EBUDGET, NULL,
+                        "memory budget of %zu bytes is below the %zu bytes one task of stage "
+                        "%" PRIu32 " (ending at \"%s\") needs: %zu for its own chunks and %zu "
+                        "for the input chunks it reads",
+                        budget, plan->min_budget, plan->min_budget_stage,
+                        sl__graph_node(plan->graph, s->root)->name, s->task_bytes,
+                        plan->min_budget - s->task_bytes);
+}
+
+sl_plan *
+sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err)
+{
+    if (g == NULL || !g->sealed) {
+        sl_error_set(err, SL_ESTATE, NULL, "graph must be sealed before it is prepared");
+        return NULL;
+    }
+    sl_plan *plan = sl_alloc_zeroed(&g->alloc, 1, sizeof(*plan), 0);
+    if (plan == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "no memory for a plan");
+        return NULL;
+    }
+    plan->graph = sl_graph_ref(g);
+    plan->alloc = g->alloc;
+    atomic_init(&plan->n_errors, 0);
+    sl_status st = plan_set_opts(plan, opts, err);
+    if (st == SL_OK)
+        st = sl__fusion_plan(g, &plan->alloc, &plan->fusion, err);
+    if (st == SL_OK)
+        st = plan_alloc_puts(plan, err);
+    if (st == SL_OK) {
+        plan_min_budget(plan);
+        st = plan_check_budget(plan, err);
+    }
+    if (st != SL_OK) {
+        sl_plan_destroy(plan);
+        return NULL;
+    }
+    sl__plan_reset(plan);
+    memset(&plan->summary, 0, sizeof(plan->summary));
+    return plan;
+}
+
+void
+sl_plan_destroy(sl_plan *plan)
+{
+    if (plan == NULL)
+        return;
+    for (uint32_t i = 0; i < plan->n_puts && plan->puts != NULL; i++)
+        sl_free(&plan->alloc, plan->puts[i].codes, (size_t)plan->puts[i].n_chunks);
+    sl_free(&plan->alloc, plan->puts, plan->n_puts * sizeof(struct sl__put_state));
+    sl_free(&plan->alloc, plan->errors, plan->opts.max_errors * sizeof(struct sl_chunk_error));
+    if (plan->trace_path != NULL)
+        sl_free(&plan->alloc, plan->trace_path, strlen(plan->trace_path) + 1);
+    sl__fusion_fini(&plan->fusion);
+    struct sl_allocator a = plan->alloc;
+    sl_graph_unref(plan->graph);
+    sl_free(&a, plan, sizeof(*plan));
+}
+
+struct sl__put_state *
+sl__plan_put(const sl_plan *plan, uint32_t node)
+{
+    /* Puts are stored by ascending node id: binary search. */
+    uint32_t lo = 0, hi = plan->n_puts;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (plan->puts[mid].node < node)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < plan->n_puts && plan->puts[lo].node == node ? &plan->puts[lo] : NULL;
+}
+
+void
+sl__plan_reset(sl_plan *plan)
+{
+    for (uint32_t i = 0; i < plan->n_puts; i++)
+        if (plan->puts[i].n_chunks > 0)
+            memset(plan->puts[i].codes, SL__CODE_PENDING, (size_t)plan->puts[i].n_chunks);
+    atomic_store_explicit(&plan->n_errors, 0, memory_order_relaxed);
+}
+
+void
+sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
+                const char *text)
+{
+    ps->codes[linear] = (uint8_t)code;
+    if (code == SL_OK)
+        return;
+    /* Relaxed: the slot index only has to be unique; the record is read after
+     * the run, which the executor orders after every task has finished. */
+    size_t slot = atomic_fetch_add_explicit(&plan->n_errors, 1, memory_order_relaxed);
+    if (slot >= plan->opts.max_errors)
+        return;
+    struct sl_chunk_error *e = &plan->errors[slot];
+    const struct sl__node *n = sl__graph_node(plan->graph, ps->node);
+    e->node = ps->node;
+    e->key.rank = n->grid.rank;
+    sl_grid_coords_of(&n->grid, linear, e->key.idx);
+    e->code = code;
+    sl__strlcpy(e->text, text != NULL ? text : sl_status_message(code), sizeof(e->text));
+}
+
+void
+sl__plan_count(sl_plan *plan)
+{
+    struct sl_run_summary *s = &plan->summary;
+    s->n_chunks = s->n_ok = s->n_failed = s->n_upstream = s->n_canceled = 0;
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        const struct sl__put_state *ps = &plan->puts[i];
+        s->n_chunks += ps->n_chunks;
+        for (uint64_t k = 0; k < ps->n_chunks; k++) {
+            uint8_t c = ps->codes[k];
+            s->n_ok += c == SL_OK;
+            s->n_upstream += c == SL_EUPSTREAM;
+            s->n_canceled += c == SL_ECANCELED || c == SL__CODE_PENDING;
+            s->n_failed +=
+                c != SL_OK && c != SL_EUPSTREAM && c != SL_ECANCELED && c != SL__CODE_PENDING;
+        }
+    }
+    size_t n = atomic_load_explicit(&plan->n_errors, memory_order_relaxed);
+    s->errors_dropped = n > plan->opts.max_errors ? n - plan->opts.max_errors : 0;
+}
+
+sl_status
+sl_plan_explain(const sl_plan *plan, FILE *out)
+{
+    sl__fusion_explain(plan->graph, &plan->fusion, out);
+    if (plan->opts.memory_budget != 0)
+        fprintf(out, "budget: %zu bytes (one task needs at most %zu)\n", plan->opts.memory_budget,
+                plan->min_budget);
+    else
+        fprintf(out, "budget: none (one task needs at most %zu bytes)\n", plan->min_budget);
+    return ferror(out) ? SL_EIO : SL_OK;
+}
+
+sl_status
+sl_plan_write_dot(const sl_plan *plan, FILE *out)
+{
+    sl__fusion_write_dot(plan->graph, &plan->fusion, out);
+    return ferror(out) ? SL_EIO : SL_OK;
+}
+
+void
+sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out)
+{
+    *out = plan->summary;
+}
+
+sl_status
+sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out)
+{
+    const struct sl__put_state *ps = sl__plan_put(plan, node);
+    if (ps == NULL)
+        return SL_EINVAL;
+    const struct sl__node *n = sl__graph_node(plan->graph, node);
+    *out = (struct sl_put_status){.name = n->name, .grid = &n->grid, .codes = ps->codes};
+    for (uint64_t k = 0; k < ps->n_chunks; k++) {
+        out->n_ok += ps->codes[k] == SL_OK;
+        out->n_failed += ps->codes[k] != SL_OK;
+    }
+    return SL_OK;
+}
+
+const struct sl_chunk_error *
+sl_plan_errors(const sl_plan *plan, size_t *count)
+{
+    size_t n = atomic_load_explicit(&plan->n_errors, memory_order_relaxed);
+    *count = n < plan->opts.max_errors ? n : plan->opts.max_errors;
+    return plan->errors;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The run report as JSON: the summary, and for every put its counts and
+ * every failed chunk with coordinates, code and message (null where the
+ * message was dropped past max_errors; the code is always kept).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_internal.h"
+#include "graph_internal.h"
+
+/* Print `s` as a JSON string, quotes included. */
+static void
+json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", out);
+            break;
+        case '\\':
+            fputs("\\\\", out);
+            break;
+        case '\n':
+            fputs("\\n", out);
+            break;
+        case '\t':
+            fputs("\\t", out);
+            break;
+        default:
+            if (*p < 0x20)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/* An error record found by (node, linear index). */
+struct report_index {
+    uint32_t node;
+    uint64_t linear;
+    const struct sl_chunk_error *rec;
+};
+
+static int
+report_index_cmp(const void *a, const void *b)
+{
+    const struct report_index *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->linear < y->linear ? -1 : x->linear > y->linear;
+}
+
+static void
+report_summary(const struct sl_run_summary *s, FILE *out)
+{
+    fprintf(out,
+            "  \"summary\": {\"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"failed\": %" PRIu64
+            ", \"upstream\": %" PRIu64 ", \"canceled\": %" PRIu64 ", \"tasks\": %" PRIu64
+            ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+            ", \"peak_bytes\": %zu, \"budget_bytes\": %zu, \"elapsed_s\": %.6f"
+            ", \"errors_dropped\": %zu, \"first_error\": ",
+            s->n_chunks, s->n_ok, s->n_failed, s->n_upstream, s->n_canceled, s->n_tasks,
+            s->bytes_read, s->bytes_written, s->peak_bytes, s->budget_bytes, s->elapsed_s,
+            s->errors_dropped);
+    if (s->first_error == SL_OK)
+        fputs("null},\n", out);
+    else
+        fprintf(out, "\"%s\"},\n", sl_status_name(s->first_error));
+}
+
+/* The failures of one put, with messages looked up in `index`. */
+static void
+report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct report_index *index,
+           size_t n_index, FILE *out)
+{
+    const struct sl__node *n = sl__graph_node(plan->graph, ps->node);
+    struct sl_put_status st;
+    if (sl_plan_put_status(plan, ps->node, &st) != SL_OK)
+        return;
+    fputs("    {\"name\": ", out);
+    json_string(out, n->name);
+    fprintf(out,
+            ", \"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"failed\": %" PRIu64
+            ", \"failures\": [",
+            ps->n_chunks, st.n_ok, st.n_failed);
+    bool first = true;
+    for (uint64_t k = 0; k < ps->n_chunks; k++) {
+        uint8_t code = ps->codes[k];
+        if (code == SL_OK)
+            continue;
+        uint64_t coords[SL_MAX_RANK];
+        sl_grid_coords_of(&n->grid, k, coords);
+        fprintf(out, "%s\n      {\"chunk\": [", first ? "" : ",");
+        first = false;
+        for (uint32_t d = 0; d < n->grid.rank; d++)
+            fprintf(out, "%s%" PRIu64, d ? ", " : "", coords[d]);
+        fprintf(out, "], \"code\": \"%s\", \"message\": ",
+                code == SL__CODE_PENDING ? "ECANCELED" : sl_status_name((sl_status)code));
+        const struct report_index key = {.node = ps->node, .linear = k};
+        const struct report_index *hit =
+            n_index > 0 ? bsearch(&key, index, n_index, sizeof(key), report_index_cmp) : NULL;
+        if (hit != NULL)
+            json_string(out, hit->rec->text);
+        else if (code == SL__CODE_PENDING || code == SL_ECANCELED)
+            json_string(out, "not run: the run stopped before this chunk");
+        else
+            fputs("null", out);
+        fputc('}', out);
+    }
+    fputs(first ? "]}" : "\n    ]}", out);
+}
+
+sl_status
+sl_plan_write_report(const sl_plan *plan, FILE *out)
+{
+    size_t n_rec;
+    const struct sl_chunk_error *recs = sl_plan_errors(plan, &n_rec);
+    struct report_index *index = NULL;
+    if (n_rec > 0) {
+        index = malloc(n_rec * sizeof(*index));
+        if (index == NULL)
+            return SL_ENOMEM;
+        for (size_t i = 0; i < n_rec; i++) {
+            const struct sl__node *n = sl__graph_node(plan->graph, recs[i].node);
+            index[i] =
+                (struct report_index){.node = recs[i].node,
+                                      .linear = sl_grid_linear_index(&n->grid, recs[i].key.idx),
+                                      .rec = &recs[i]};
+        }
+        qsort(index, n_rec, sizeof(*index), report_index_cmp);
+    }
+    const struct sl_run_summary *s = &plan->summary;
+    fprintf(out, "{\n  \"sluice_report\": 1,\n  \"ok\": %s,\n",
+            s->n_chunks == s->n_ok ? "true" : "false");
+    report_summary(s, out);
+    fputs("  \"puts\": [\n", out);
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        report_put(plan, &plan->puts[i], index, n_rec, out);
+        fputs(i + 1 < plan->n_puts ? ",\n" : "\n", out);
+    }
+    fputs("  ]\n}\n", out);
+    free(index);
+    return ferror(out) ? SL_EIO : SL_OK;
+}
