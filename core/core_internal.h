@@ -11,9 +11,11 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sluice/common.h>
 #include <sluice/status.h>
+#include <sluice/view.h>
 
 /* Return the status of `expr` when it is not SL_OK.  Only where nothing
  * needs releasing. */
@@ -48,5 +50,41 @@ void sl__strbuf_append(char *buf, size_t size, size_t *len, const char *fmt, ...
 
 /* Copy `src` into `dst` of `size` bytes, truncating, always NUL-terminated. */
 void sl__strlcpy(char *dst, const char *src, size_t size);
+
+/* Advance the C-order index `idx` over `shape` (n entries); false after the
+ * last index, when `idx` is back to all zeros. */
+static inline bool
+sl__index_next(uint64_t *idx, const uint64_t *shape, uint32_t n)
+{
+    for (uint32_t d = n; d-- > 0;) {
+        if (++idx[d] < shape[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* ---- views (view.c) ---- */
+
+/* The lowest and highest byte offsets (relative to data) `v` touches, for
+ * a non-empty view already checked by sl_view_check. */
+void sl__view_byte_range(const struct sl_view *v, ptrdiff_t *lo, ptrdiff_t *hi);
+
+/* True when the views share any byte (both non-empty and checked). */
+bool sl__view_overlap(const struct sl_view *a, const struct sl_view *b);
+
+/* True when `v` holds no element. */
+bool sl__view_is_empty(const struct sl_view *v);
+
+/*
+ * Copy `src` to `dst` (same shape, same element size, checked, not
+ * overlapping), element by element in C order.
+ */
+void sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *src);
+
+/* Check that `a` and `b` have the same rank and shape; EINVAL naming
+ * `what`, both shapes and the first dimension that differs. */
+sl_status sl__view_check_same_shape(const char *what, const struct sl_view *a,
+                                    const struct sl_view *b, struct sl_error *err);
 
 #endif /* SL_CORE_INTERNAL_H */

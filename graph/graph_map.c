@@ -255,7 +255,7 @@ static sl_status
 rechunk_copy(void *ctx, struct sl_block *out, const struct sl_block *in, struct sl_error *err)
 {
     (void)ctx;
-    return sl_block_copy(out, in, err);
+    return sl_view_copy(&out->view, &in->view, err);
 }
 
 sl_status

@@ -19,5 +19,6 @@
 #include <sluice/region.h>
 #include <sluice/status.h>
 #include <sluice/version.h>
+#include <sluice/view.h>
 
 #endif /* SL_SLUICE_H */

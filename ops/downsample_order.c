@@ -49,7 +49,7 @@ order_drive(const struct sl__ds_plan *p, order_gather_fn *gather, order_pick_fn 
             out_off += (ptrdiff_t)o[d] * p->out_step[d];
         }
         pick(p->out + out_off, p->scratch, gather(p->scratch, p->in + in_off, &box));
-    } while (sl__ops_index_next(o, p->out_shape, p->rank));
+    } while (sl__index_next(o, p->out_shape, p->rank));
 }
 
 /* Key type, key of an element, element of a key, and the NaN test. */

@@ -93,7 +93,7 @@ reduce_drive(const struct sl__ds_plan *p, acc_init_fn *init, acc_row_fn *row_fn,
             final(p->out + out_off + (ptrdiff_t)j0 * out_step, out_step, &acc, n_full, n_rows * f,
                   n_rows * rem);
         }
-    } while (sl__ops_index_next(o, p->out_shape, last));
+    } while (sl__index_next(o, p->out_shape, last));
 }
 
 /*

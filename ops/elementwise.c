@@ -160,7 +160,7 @@ ew_run(const struct ew_job *job, const struct sl_view *in, const struct sl_view 
             else
                 job->store(dst, w.out_step[last], &tile, n);
         }
-    } while (sl__ops_index_next(idx, w.shape, last));
+    } while (sl__index_next(idx, w.shape, last));
 }
 
 /* True when the views address the same elements in the same bytes. */

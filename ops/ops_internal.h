@@ -184,19 +184,6 @@ union sl__ops_tile {
 
 /* ---- n-d iteration ------------------------------------------------------- */
 
-/* Advance the C-order index `idx` over `shape` (n entries); false after the
- * last index, when `idx` is back to all zeros. */
-static inline bool
-sl__ops_index_next(uint64_t *idx, const uint64_t *shape, uint32_t n)
-{
-    for (uint32_t d = n; d-- > 0;) {
-        if (++idx[d] < shape[d])
-            return true;
-        idx[d] = 0;
-    }
-    return false;
-}
-
 /*
  * A box of elements walked row by row: `rank` dimensions of extent `ext`,
  * `step` bytes apart; the last dimension is the row.
@@ -231,29 +218,6 @@ sl__ops_steps_chain(ptrdiff_t outer, ptrdiff_t inner, uint64_t n)
         return outer == 0;
     return outer % inner == 0 && (uint64_t)(outer / inner) == n && outer / inner > 0;
 }
-
-/* ---- views ----------------------------------------------------------------- */
-
-/* The lowest and highest byte offsets (relative to data) `v` touches, for
- * a non-empty view already checked by sl_view_check. */
-void sl__view_byte_range(const struct sl_view *v, ptrdiff_t *lo, ptrdiff_t *hi);
-
-/* True when the views share any byte (both non-empty and checked). */
-bool sl__view_overlap(const struct sl_view *a, const struct sl_view *b);
-
-/* True when `v` holds no element. */
-bool sl__view_is_empty(const struct sl_view *v);
-
-/*
- * Copy `src` to `dst` (same shape, same element size, checked, not
- * overlapping), element by element in C order.
- */
-void sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *src);
-
-/* Check that `a` and `b` have the same rank and shape; EINVAL naming
- * `what`, both shapes and the first dimension that differs. */
-sl_status sl__view_check_same_shape(const char *what, const struct sl_view *a,
-                                    const struct sl_view *b, struct sl_error *err);
 
 /* ---- downsample -------------------------------------------------------------- */
 

@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Blocks: a chunk (or any n-d piece of an array) in memory — its dtype,
- * shape, byte strides and data, where it lies in its array and its chunk
- * coordinates.  Blockwise functions, getters and putters receive blocks;
- * kernels read and write them through their strides, so a view of part of a
- * chunk costs nothing.
+ * Blocks: a chunk (or any n-d piece of an array) in memory — a view of its
+ * elements plus where it lies in its array and its chunk coordinates.
+ * Getters, blockwise functions and putters receive blocks; kernels work on
+ * their views, so taking part of a chunk costs nothing.
  */
 #ifndef SL_BLOCK_H
 #define SL_BLOCK_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include <sluice/common.h>
@@ -18,52 +15,37 @@
 #include <sluice/error.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
+#include <sluice/view.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* An n-d strided array of elements, and where it lies in its array. */
+/* Elements in memory and their place in an array. */
 struct sl_block {
-    sl_dtype dtype;               /* element type */
-    uint32_t rank;                /* number of dimensions */
-    uint64_t shape[SL_MAX_RANK];  /* elements per dimension */
-    int64_t strides[SL_MAX_RANK]; /* bytes between neighbours per dimension */
-    void *data;                   /* the element at index (0, ..., 0); borrowed */
-    struct sl_region region;      /* the elements' place in the array */
-    struct sl_chunk_key chunk;    /* chunk coordinates in the grid it came from */
+    struct sl_view view;       /* the elements (strides in elements) */
+    struct sl_region region;   /* their place in the array; extents equal view.shape */
+    struct sl_chunk_key chunk; /* chunk coordinates in the grid it came from; rank 0 if none */
 };
 
 /**
- * Describe `data` as a C-order contiguous block of `shape` (rank entries),
- * lying at `region` (NULL: [0, shape)).  Leaves `chunk` at rank 0.
+ * Describe `data` as a C-order contiguous block of `shape` (rank entries)
+ * lying at `region` in its array (NULL: at [0, shape)); `chunk` is left at
+ * rank 0.
+ * @return SL_OK, the errors of sl_view_init, or SL_EINVAL when `region`'s
+ * extents differ from `shape`.
  */
-SL_API void sl_block_init(struct sl_block *b, sl_dtype dtype, uint32_t rank, const uint64_t *shape,
-                          void *data, const struct sl_region *region);
-
-/** Number of elements (product of shape; the caller has checked it fits). */
-SL_API uint64_t sl_block_count(const struct sl_block *b);
-
-/** True when the elements are C-order contiguous. */
-SL_API bool sl_block_is_contiguous(const struct sl_block *b);
+SL_API SL_NODISCARD sl_status sl_block_init(struct sl_block *b, sl_dtype dtype, uint32_t rank,
+                                            const uint64_t *shape, void *data,
+                                            const struct sl_region *region, struct sl_error *err);
 
 /**
- * A view of the part of `b` covering `sub` (array coordinates, inside
- * `b->region`); shares `b`'s data.
+ * The part of `b` covering `sub` (array coordinates, inside `b->region`),
+ * sharing `b`'s memory; `chunk` is kept.
  * @return SL_OK or SL_EBOUNDS naming both regions.
  */
-SL_API SL_NODISCARD sl_status sl_block_view(const struct sl_block *b, const struct sl_region *sub,
-                                            struct sl_block *out, struct sl_error *err);
-
-/**
- * Copy the elements of `src` into `dst` (same dtype and shape; any strides).
- * @return SL_OK or SL_EINVAL naming the mismatch.
- */
-SL_API SL_NODISCARD sl_status sl_block_copy(struct sl_block *dst, const struct sl_block *src,
-                                            struct sl_error *err);
-
-/** Set every element of `b` to the `sl_dtype_size(b->dtype)` bytes at `value`. */
-SL_API void sl_block_fill(struct sl_block *b, const void *value);
+SL_API SL_NODISCARD sl_status sl_block_slice(const struct sl_block *b, const struct sl_region *sub,
+                                             struct sl_block *out, struct sl_error *err);
 
 #ifdef __cplusplus
 }

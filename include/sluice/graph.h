@@ -84,9 +84,10 @@ struct sl_select_desc {
 };
 
 /**
- * A blockwise function: compute `out` from `inputs[0..n_inputs)`.  Each
- * block carries its chunk coordinates and array region (dask's block_info /
- * ArraySliceDep).  `out` is C-order contiguous and not initialized.
+ * A blockwise function: compute `out` from `inputs[0..n_inputs)` (strided
+ * views).  Each block carries its chunk coordinates and array region (dask's
+ * block_info / ArraySliceDep).  `out` is C-order contiguous and not
+ * initialized.
  */
 typedef sl_status sl_map_fn(void *ctx, struct sl_block *out, size_t n_inputs,
                             const struct sl_block *inputs, struct sl_error *err);
@@ -105,8 +106,8 @@ struct sl_map_desc {
 
 /**
  * A regrid function: compute `out` from `in`, the input region the node's
- * mapping gives for `out->region` (assembled from however many input chunks
- * it meets, C-order contiguous).
+ * mapping gives for `out->region` (a view into one input chunk, or assembled
+ * from the several it meets; strided either way).
  */
 typedef sl_status sl_regrid_fn(void *ctx, struct sl_block *out, const struct sl_block *in,
                                struct sl_error *err);

@@ -16,17 +16,17 @@ sl_test_getter_iota(void *ctx, const char *array_name, const struct sl_region *r
     (void)array_name;
     (void)err;
     const uint64_t *shape = ctx != NULL ? ctx : NULL;
-    uint64_t n = sl_block_count(out);
-    double *p = out->data;
+    uint64_t n = sl_view_count(&out->view);
+    double *p = out->view.data;
     for (uint64_t i = 0; i < n; i++) {
         /* C-order index of element i of the block in the whole array. */
         uint64_t rem = i, lin = 0, mul = 1;
         uint64_t idx[SL_MAX_RANK];
-        for (uint32_t d = out->rank; d-- > 0;) {
-            idx[d] = rem % out->shape[d] + region->start[d];
-            rem /= out->shape[d];
+        for (uint32_t d = out->view.rank; d-- > 0;) {
+            idx[d] = rem % out->view.shape[d] + region->start[d];
+            rem /= out->view.shape[d];
         }
-        for (uint32_t d = out->rank; d-- > 0;) {
+        for (uint32_t d = out->view.rank; d-- > 0;) {
             lin += idx[d] * mul;
             mul *= shape != NULL ? shape[d] : 1000000;
         }

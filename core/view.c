@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Strided n-d views: making and checking them, taking a region of one, and
- * copying one into another of any dtype by bytes.
+ * Strided n-d views: making and checking them, taking a region of one,
+ * copying one into another of any dtype by bytes, and filling one.
  *
  * DESIGN: sl_view_check is the one place that proves a view addressable:
  * once it passes, every element's byte offset fits in ptrdiff_t, so kernels
@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include <sluice/checked.h>
-#include <sluice/ops.h>
+#include <sluice/view.h>
 
-#include "ops_internal.h"
+#include "core_internal.h"
 
 sl_status
 sl_view_init(struct sl_view *v, sl_dtype dtype, uint32_t rank, const uint64_t *shape, void *data,
@@ -237,7 +237,7 @@ sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *src)
                  dst->stride[last] * (ptrdiff_t)es,
                  (const unsigned char *)src->data + so * (ptrdiff_t)es,
                  src->stride[last] * (ptrdiff_t)es, src->shape[last], es);
-    } while (sl__ops_index_next(idx, src->shape, last));
+    } while (sl__index_next(idx, src->shape, last));
 }
 
 sl_status
@@ -254,5 +254,46 @@ sl_view_copy(const struct sl_view *dst, const struct sl_view *src, struct sl_err
     if (sl__view_overlap(dst, src))
         return sl_error_set(err, SL_EINVAL, NULL, "view copy: output overlaps input");
     sl__view_copy_unchecked(dst, src);
+    return SL_OK;
+}
+
+uint64_t
+sl_view_count(const struct sl_view *v)
+{
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < v->rank; d++)
+        n *= v->shape[d];
+    return n;
+}
+
+sl_status
+sl_view_fill(const struct sl_view *v, const void *value, struct sl_error *err)
+{
+    SL_TRY(sl_view_check(v, err));
+    if (sl__view_is_empty(v))
+        return SL_OK;
+    const size_t es = sl_dtype_size(v->dtype);
+    if (v->rank == 0) {
+        memcpy(v->data, value, es);
+        return SL_OK;
+    }
+    /* Fill one row element by element, then copy it into every other row. */
+    const uint32_t last = v->rank - 1;
+    unsigned char *row0 = v->data;
+    const ptrdiff_t step = (ptrdiff_t)v->stride[last] * (ptrdiff_t)es;
+    for (uint64_t i = 0; i < v->shape[last]; i++)
+        memcpy(row0 + (ptrdiff_t)i * step, value, es);
+    struct sl_view src = *v, dst = *v;
+    src.rank = dst.rank = 1;
+    src.shape[0] = dst.shape[0] = v->shape[last];
+    src.stride[0] = dst.stride[0] = v->stride[last];
+    uint64_t idx[SL_MAX_RANK] = {0};
+    while (sl__index_next(idx, v->shape, last)) {
+        ptrdiff_t off = 0;
+        for (uint32_t d = 0; d < last; d++)
+            off += (ptrdiff_t)idx[d] * (ptrdiff_t)v->stride[d];
+        dst.data = row0 + off * (ptrdiff_t)es;
+        sl__view_copy_unchecked(&dst, &src);
+    }
     return SL_OK;
 }
