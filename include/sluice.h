@@ -13,8 +13,10 @@
 #include <sluice/error.h>
 #include <sluice/grid.h>
 #include <sluice/parallel.h>
+#include <sluice/pool.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
+#include <sluice/topo.h>
 #include <sluice/version.h>
 
 #endif /* SL_SLUICE_H */
