@@ -19,7 +19,7 @@ if [ -d "$build" ]; then
 else
     meson setup "$build" -Dbuildtype=release -Dbench=true >/dev/null
 fi
-meson compile -C "$build" bench sluice >/dev/null
+meson compile -C "$build" bench launcher/sluice >/dev/null
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
