@@ -88,7 +88,7 @@ sl__ec_wait(struct sl__ec *ec, uint32_t key)
 bool
 sl__ec_has_waiters(struct sl__ec *ec)
 {
-    /* Relaxed: a hint for spawns (see sl__pool_wake_for_spawn). */
+    /* Relaxed: a hint for spawns (see sl__pool_spawn). */
     return atomic_load_explicit(&ec->n_waiters, memory_order_relaxed) != 0;
 }
 

@@ -325,13 +325,13 @@ struct sl__worker {
     struct sl__task_cache tasks;          /* free pool-owned tasks */
     uint64_t rng;                         /* xorshift state for victim choice */
     unsigned *victims;                    /* other workers, nearest first */
-    unsigned class_end[SL_TOPO_DISTANCE_COUNT_]; /* victims of class c end at class_end[c] */
-    struct sl__epoch_rec rec;                    /* epoch record for stealing and retiring */
-    struct sl__buf_cache bufs;                   /* NUMA-local buffers */
-    struct sl__worker_stats stats;               /* counters */
-    struct sl_topo_place place;                  /* planned core */
-    _Atomic bool pinned;                         /* bound to the core's PUs */
-    pthread_t thread;                            /* the thread */
+    unsigned class_end[SL_TOPO_DISTANCE_COUNT_];     /* victims of class c end at class_end[c] */
+    _Alignas(SL_CACHELINE) struct sl__epoch_rec rec; /* read by other workers polling epochs */
+    struct sl__buf_cache bufs;                       /* NUMA-local buffers */
+    struct sl__worker_stats stats;                   /* counters */
+    struct sl_topo_place place;                      /* planned core */
+    _Atomic bool pinned;                             /* bound to the core's PUs */
+    pthread_t thread;                                /* the thread */
 };
 
 struct sl_pool {
@@ -400,7 +400,6 @@ struct sl_task *sl__worker_find(struct sl__worker *w, bool *contended);
 void sl__worker_backoff(unsigned round);
 void sl__pool_schedule(sl_pool *pool, struct sl__worker *w, struct sl_task *t);
 void sl__pool_spawn(struct sl__worker *w, struct sl_task *t);
-void sl__pool_wake_for_spawn(sl_pool *pool);
 void sl__task_release_from(struct sl__worker *w, struct sl_task *t, bool canceled);
 void sl__group_finish(sl_pool *pool, struct sl_task_group *g, uint32_t n);
 void sl__worker_flush_done(struct sl__worker *w);

@@ -312,15 +312,6 @@ sl__worker_main(void *arg)
 }
 
 void
-sl__pool_wake_for_spawn(sl_pool *pool)
-{
-    /* Relaxed hints, no fence: see DESIGN. */
-    if (sl__ec_has_waiters(&pool->ec) &&
-        atomic_load_explicit(&pool->n_searching, memory_order_relaxed) == 0)
-        sl__ec_notify(&pool->ec, false);
-}
-
-void
 sl__pool_spawn(struct sl__worker *w, struct sl_task *t)
 {
     if (sl__deque_push_owner(&w->deque, t) != SL_OK) {
@@ -330,7 +321,12 @@ sl__pool_spawn(struct sl__worker *w, struct sl_task *t)
         return;
     }
     SL__STAT_ADD(w->stats.n_spawned, 1);
-    sl__pool_wake_for_spawn(w->pool);
+    /* Relaxed hints, no fence: see DESIGN. */
+    sl_pool *pool = w->pool;
+    if (sl__ec_has_waiters(&pool->ec) &&
+        atomic_load_explicit(&pool->n_searching, memory_order_relaxed) == 0 &&
+        sl__ec_notify(&pool->ec, false))
+        SL__STAT_ADD(w->stats.n_wakeups, 1);
 }
 
 void

@@ -136,7 +136,7 @@ struct sl_pool_stats {
     uint64_t n_deque_grows;      /* deque arrays replaced by one twice as large */
     uint64_t n_arrays_reclaimed; /* outgrown deque arrays freed after no thief could see them */
     uint64_t n_parks;            /* times a worker went to sleep */
-    uint64_t n_wakeups;          /* wake-up calls made to sleeping workers */
+    uint64_t n_wakeups;          /* sleepers woken by workers (spawns, found work) */
     uint64_t n_task_slabs; /* slabs of pool-owned tasks allocated (the only malloc of tasks) */
 };
 
@@ -231,7 +231,7 @@ SL_API void sl_task_group_init(struct sl_task_group *group, sl_pool *pool);
 
 /**
  * Queue `fn(arg, status)` as a task of `group`; as sl_pool_submit otherwise.
- * @return SL_OK, SL_EINVAL, SL_ENOMEM, SL_EOVERFLOW (2^30 unfinished tasks in
+ * @return SL_OK, SL_EINVAL, SL_ENOMEM, SL_EOVERFLOW (2^29 unfinished tasks in
  *         the group) or SL_ECANCELED (group cancelled or pool shutting down).
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit(struct sl_task_group *group, sl_task_fn *fn,

@@ -730,3 +730,24 @@ Test(runtime_pool, spawn_runs_inline_when_the_deque_cannot_grow)
     cr_assert_eq(sl_pool_stats(pool).n_deque_grows, 0);
     sl_pool_destroy(pool);
 }
+
+Test(runtime_pool, group_refuses_more_than_its_limit_of_unfinished_tasks)
+{
+    sl_pool *pool = pool_make(1);
+    struct sl_task_group g;
+    sl_task_group_init(&g, pool);
+    /* Pretend 2^29 tasks are unfinished (4 per task in the state word). */
+    uint32_t full = (uint32_t)1 << 31;
+    atomic_store(&g.state, full);
+    struct tally tally = {0};
+    cr_assert_eq(sl_task_group_submit(&g, tally_task, &tally), SL_EOVERFLOW);
+    struct sl_task t;
+    sl_task_init(&t, tally_task, &tally);
+    cr_assert_eq(sl_task_group_submit_task(&g, &t), SL_EOVERFLOW);
+    cr_assert_eq(atomic_load(&g.state), full, "a refused submit leaves the count as it was");
+    atomic_store(&g.state, 0);
+    cr_assert_eq(sl_task_group_submit_task(&g, &t), SL_OK, "the task was not consumed");
+    cr_assert_eq(sl_task_group_wait(&g), SL_OK);
+    cr_assert_eq(atomic_load(&tally.ok), 1);
+    sl_pool_destroy(pool);
+}
