@@ -16,8 +16,10 @@
 #include <sluice/grid.h>
 #include <sluice/ops.h>
 #include <sluice/parallel.h>
+#include <sluice/pool.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
+#include <sluice/topo.h>
 #include <sluice/version.h>
 #include <sluice/view.h>
 

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pool options from the environment: the one place that reads SLUICE_*
+ * variables, as cheetah reads its rts_options in one place.  Each variable
+ * is listed once in `env_opts` with its field and parser.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+/* Parse a whole decimal number in [min, max] with an optional K/M/G
+ * suffix when `suffixes` is set. */
+static sl_status
+parse_u64(const char *name, const char *text, uint64_t min, uint64_t max, bool suffixes,
+          uint64_t *out, struct sl_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    bool bad = errno != 0 || end == text || text[0] == '-';
+    unsigned shift = 0;
+    if (!bad && suffixes && *end != '\0' && end[1] == '\0') {
+        const char *units = "KMG";
+        const char *u = strchr(units, *end);
+        if (u != NULL) {
+            shift = 10 * (unsigned)(u - units + 1);
+            end++;
+        }
+    }
+    if (!bad && shift > 0 && v > (UINT64_MAX >> shift))
+        bad = true;
+    v <<= shift;
+    if (bad || *end != '\0' || v < min || v > max)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "%s=\"%.40s\": expected a whole number in [%" PRIu64 ", %" PRIu64 "]%s",
+                            name, text, min, max, suffixes ? " (suffix K, M or G allowed)" : "");
+    *out = v;
+    return SL_OK;
+}
+
+static sl_status
+parse_unsigned(const char *name, const char *text, uint64_t min, uint64_t max, unsigned *out,
+               struct sl_error *err)
+{
+    uint64_t v;
+    SL_TRY(parse_u64(name, text, min, max, false, &v, err));
+    *out = (unsigned)v;
+    return SL_OK;
+}
+
+static sl_status
+parse_pow2(const char *name, const char *text, uint64_t min, uint64_t max, unsigned *out,
+           struct sl_error *err)
+{
+    uint64_t v;
+    SL_TRY(parse_u64(name, text, min, max, false, &v, err));
+    if ((v & (v - 1)) != 0)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s=%" PRIu64 ": must be a power of two", name,
+                            v);
+    *out = (unsigned)v;
+    return SL_OK;
+}
+
+static sl_status
+parse_pin(const char *name, const char *text, sl_pin *out, struct sl_error *err)
+{
+    static const sl_pin pins[] = {SL_PIN_COMPACT, SL_PIN_SPREAD, SL_PIN_NONE};
+    for (size_t i = 0; i < SL_ARRAY_LEN(pins); i++) {
+        if (strcmp(text, sl_pin_name(pins[i])) == 0) {
+            *out = pins[i];
+            return SL_OK;
+        }
+    }
+    return sl_error_set(err, SL_EINVAL, NULL, "%s=\"%.40s\": expected compact, spread or none",
+                        name, text);
+}
+
+sl_status
+sl_pool_opts_from_env(struct sl_pool_opts *opts, struct sl_error *err)
+{
+    if (opts == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "sl_pool_opts_from_env: opts is NULL");
+    const char *v;
+    if ((v = getenv("SLUICE_THREADS")) != NULL && v[0] != '\0')
+        SL_TRY(parse_unsigned("SLUICE_THREADS", v, 0, SL_POOL_MAX_WORKERS, &opts->n_workers, err));
+    if ((v = getenv("SLUICE_TOPOLOGY")) != NULL && v[0] != '\0')
+        opts->topology = v;
+    if ((v = getenv("SLUICE_PIN")) != NULL && v[0] != '\0')
+        SL_TRY(parse_pin("SLUICE_PIN", v, &opts->pin, err));
+    if ((v = getenv("SLUICE_DEQUE_CAPACITY")) != NULL && v[0] != '\0')
+        SL_TRY(parse_pow2("SLUICE_DEQUE_CAPACITY", v, SL_POOL_MIN_DEQUE, SL_POOL_MAX_DEQUE,
+                          &opts->deque_capacity, err));
+    if ((v = getenv("SLUICE_INJECT_CAPACITY")) != NULL && v[0] != '\0')
+        SL_TRY(parse_pow2("SLUICE_INJECT_CAPACITY", v, SL_POOL_MIN_INJECT, SL_POOL_MAX_INJECT,
+                          &opts->inject_capacity, err));
+    if ((v = getenv("SLUICE_SPIN_ROUNDS")) != NULL && v[0] != '\0')
+        SL_TRY(parse_unsigned("SLUICE_SPIN_ROUNDS", v, 0, 1u << 20, &opts->spin_rounds, err));
+    if ((v = getenv("SLUICE_BUF_CACHE_BYTES")) != NULL && v[0] != '\0') {
+        uint64_t bytes;
+        SL_TRY(parse_u64("SLUICE_BUF_CACHE_BYTES", v, 0, SIZE_MAX, true, &bytes, err));
+        opts->buf_cache_bytes = (size_t)bytes;
+    }
+    return SL_OK;
+}
+
+sl_status
+sl__pool_opts_check(const struct sl_pool_opts *o, struct sl_error *err)
+{
+    if (o->n_workers > SL_POOL_MAX_WORKERS)
+        return sl_error_set(err, SL_EINVAL, NULL, "n_workers %u exceeds the limit of %u",
+                            o->n_workers, SL_POOL_MAX_WORKERS);
+    if (o->deque_capacity < SL_POOL_MIN_DEQUE || o->deque_capacity > SL_POOL_MAX_DEQUE ||
+        (o->deque_capacity & (o->deque_capacity - 1)) != 0)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "deque_capacity %u: expected a power of two in [%u, %u]",
+                            o->deque_capacity, SL_POOL_MIN_DEQUE, SL_POOL_MAX_DEQUE);
+    if (o->inject_capacity < SL_POOL_MIN_INJECT || o->inject_capacity > SL_POOL_MAX_INJECT ||
+        (o->inject_capacity & (o->inject_capacity - 1)) != 0)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "inject_capacity %u: expected a power of two in [%u, %u]",
+                            o->inject_capacity, SL_POOL_MIN_INJECT, SL_POOL_MAX_INJECT);
+    if (o->pin != SL_PIN_COMPACT && o->pin != SL_PIN_SPREAD && o->pin != SL_PIN_NONE)
+        return sl_error_set(err, SL_EINVAL, NULL, "unknown pin policy %d", (int)o->pin);
+    return SL_OK;
+}
