@@ -156,7 +156,8 @@ add_sat(size_t a, size_t b)
 /*
  * Chunk buffers one task of a stage holds at once: every node's output
  * except views (selects inside the stage) and puts, plus the regions a
- * regrid assembles from other stages' chunks.
+ * regrid assembles from other stages' chunks (unless its op runs chunk by
+ * chunk).
  */
 static size_t
 stage_task_bytes(const sl_graph *g, const struct sl__fusion *f, const struct sl__stage *s)
@@ -168,7 +169,7 @@ stage_task_bytes(const sl_graph *g, const struct sl__fusion *f, const struct sl_
         bool is_view = n->kind == SL_NODE_SELECT && n->id != s->root;
         if (!is_put && !is_view)
             total = add_sat(total, node_chunk_bytes(n));
-        if (n->kind != SL_NODE_REGRID)
+        if (n->kind != SL_NODE_REGRID || n->op_piecewise)
             continue;
         if (f->stage_of[n->inputs[0]] != f->stage_of[n->id])
             total = add_sat(total, node_input_bytes(g, n, 0));
@@ -217,12 +218,83 @@ fusion_build_stages(const sl_graph *g, struct sl__fusion *f, uint32_t *root_of,
         struct sl__stage *s = &f->stages[f->stage_of[i]];
         s->nodes[s->n_nodes++] = i;
     }
-    for (uint32_t e = 0; e < f->n_edges; e++)
-        if (f->edges[e].reason != SL__FUSED)
-            f->stages[f->stage_of[f->edges[e].producer]].n_consumers++;
+    for (uint32_t e = 0; e < f->n_edges; e++) {
+        if (f->edges[e].reason == SL__FUSED)
+            continue;
+        f->stages[f->stage_of[f->edges[e].producer]].n_consumers++;
+        f->stages[f->stage_of[f->edges[e].consumer]].n_unfused_inputs++;
+    }
     for (uint32_t s = 0; s < f->n_stages; s++)
         f->stages[s].task_bytes = stage_task_bytes(g, f, &f->stages[s]);
     return SL_OK;
+}
+
+/* Count, per dimension, the reads each producer chunk gets over unfused edge `e`. */
+static sl_status
+edge_count_uses(const sl_graph *g, const struct sl__fusion *f, struct sl__edge *e,
+                struct sl_error *err)
+{
+    const struct sl__node *p = sl__graph_node(g, e->producer);
+    uint32_t path[64], n_path = 0; /* consumer up to its stage root */
+    for (uint32_t x = e->consumer; x != UINT32_MAX; x = f->fused_to[x]) {
+        if (n_path == SL_ARRAY_LEN(path))
+            return sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                                "stage of \"%s\" fuses more than %zu nodes in a chain",
+                                sl__graph_node(g, e->consumer)->name, SL_ARRAY_LEN(path));
+        path[n_path++] = x;
+    }
+    const struct sl__node *root = sl__graph_node(g, path[n_path - 1]);
+    for (uint32_t d = 0; d < p->grid.rank; d++) {
+        e->uses[d] = sl_alloc_zeroed(&f->alloc, p->grid.n_chunks[d] + 1, sizeof(uint64_t), 0);
+        if (e->uses[d] == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory to count chunk reads");
+        for (uint64_t j = 0; j < root->grid.n_chunks[d]; j++) {
+            uint64_t a = sl_grid_chunk_start(&root->grid, d, j);
+            uint64_t b = sl_grid_chunk_start(&root->grid, d, j + 1);
+            /* Down the fused path: each step picks the one chunk it needs. */
+            for (uint32_t k = n_path - 1; k > 0 && a < b; k--) {
+                const struct sl__node *m = sl__graph_node(g, path[k]);
+                const struct sl__node *n = sl__graph_node(g, path[k - 1]);
+                uint64_t ia, ib;
+                sl__node_input_interval(g, m, f->fused_input[path[k - 1]], d, a, b, &ia, &ib);
+                if (ib <= ia) {
+                    a = b;
+                    break;
+                }
+                uint64_t c = sl_grid_chunk_at(&n->grid, d, ia);
+                a = sl_grid_chunk_start(&n->grid, d, c);
+                b = sl_grid_chunk_start(&n->grid, d, c + 1);
+            }
+            if (a >= b)
+                continue;
+            uint64_t ia, ib;
+            sl__node_input_interval(g, sl__graph_node(g, e->consumer), e->input, d, a, b, &ia, &ib);
+            if (ib <= ia)
+                continue;
+            uint64_t hi = sl_grid_chunk_at(&p->grid, d, ib - 1);
+            for (uint64_t k = sl_grid_chunk_at(&p->grid, d, ia); k <= hi; k++)
+                e->uses[d][k]++;
+        }
+    }
+    return SL_OK;
+}
+
+uint64_t
+sl__fusion_chunk_uses(const sl_graph *g, const struct sl__fusion *f, uint32_t producer,
+                      const uint64_t *coords)
+{
+    const struct sl__node *p = sl__graph_node(g, producer);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < f->n_edges; i++) {
+        const struct sl__edge *e = &f->edges[i];
+        if (e->producer != producer || e->reason == SL__FUSED)
+            continue;
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < p->grid.rank; d++)
+            n *= e->uses[d][coords[d]];
+        total += n;
+    }
+    return total;
 }
 
 sl_status
@@ -230,19 +302,25 @@ sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc, struct sl__
                 struct sl_error *err)
 {
     uint32_t n = g->n_nodes;
-    struct sl__fusion f = {.alloc = alloc != NULL ? *alloc : sl_allocator_default(), .n_nodes = n};
+    struct sl__fusion f = {
+        .alloc = alloc != NULL ? *alloc : sl_allocator_default(), .n_nodes = n, .graph = g};
     for (uint32_t i = 0; i < n; i++)
         f.n_edges += g->nodes[i].n_inputs;
     f.edges = sl_alloc_zeroed(&f.alloc, f.n_edges, sizeof(struct sl__edge), 0);
     f.stage_of = sl_alloc_zeroed(&f.alloc, n, sizeof(uint32_t), 0);
+    f.fused_to = sl_alloc_zeroed(&f.alloc, n, sizeof(uint32_t), 0);
+    f.fused_input = sl_alloc_zeroed(&f.alloc, n, sizeof(uint32_t), 0);
     uint32_t *root_of = sl_alloc_zeroed(&f.alloc, n, sizeof(uint32_t), 0);
-    if ((f.edges == NULL && f.n_edges > 0) || f.stage_of == NULL || root_of == NULL) {
+    if ((f.edges == NULL && f.n_edges > 0) || f.stage_of == NULL || root_of == NULL ||
+        f.fused_to == NULL || f.fused_input == NULL) {
         sl_free(&f.alloc, root_of, n * sizeof(uint32_t));
         sl__fusion_fini(&f);
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory to plan %" PRIu32 " nodes", n);
     }
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         root_of[i] = i;
+        f.fused_to[i] = UINT32_MAX;
+    }
     uint32_t k = 0;
     for (uint32_t c = 0; c < n; c++) {
         for (uint32_t in = 0; in < g->nodes[c].n_inputs; in++, k++) {
@@ -250,12 +328,18 @@ sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc, struct sl__
             *e = (struct sl__edge){.producer = g->nodes[c].inputs[in], .consumer = c, .input = in};
             fuse_decide(g, e);
             /* The producer joins the consumer's tree: its root is the consumer's. */
-            if (e->reason == SL__FUSED)
+            if (e->reason == SL__FUSED) {
                 root_of[e->producer] = c;
+                f.fused_to[e->producer] = c;
+                f.fused_input[e->producer] = in;
+            }
         }
     }
     sl_status st = fusion_build_stages(g, &f, root_of, err);
     sl_free(&f.alloc, root_of, n * sizeof(uint32_t));
+    for (uint32_t e = 0; e < f.n_edges && st == SL_OK; e++)
+        if (f.edges[e].reason != SL__FUSED)
+            st = edge_count_uses(g, &f, &f.edges[e], err);
     if (st != SL_OK) {
         sl__fusion_fini(&f);
         return st;
@@ -270,7 +354,18 @@ sl__fusion_fini(struct sl__fusion *f)
     for (uint32_t s = 0; s < f->n_stages && f->stages != NULL; s++)
         sl_free(&f->alloc, f->stages[s].nodes, f->stages[s].n_nodes * sizeof(uint32_t));
     sl_free(&f->alloc, f->stages, f->n_stages * sizeof(struct sl__stage));
+    for (uint32_t e = 0; e < f->n_edges && f->edges != NULL; e++) {
+        struct sl__edge *ed = &f->edges[e];
+        for (uint32_t d = 0; d < SL_MAX_RANK; d++) {
+            if (ed->uses[d] == NULL)
+                continue;
+            const struct sl__node *p = sl__graph_node(f->graph, ed->producer);
+            sl_free(&f->alloc, ed->uses[d], (p->grid.n_chunks[d] + 1) * sizeof(uint64_t));
+        }
+    }
     sl_free(&f->alloc, f->edges, f->n_edges * sizeof(struct sl__edge));
+    sl_free(&f->alloc, f->fused_to, f->n_nodes * sizeof(uint32_t));
+    sl_free(&f->alloc, f->fused_input, f->n_nodes * sizeof(uint32_t));
     sl_free(&f->alloc, f->stage_of, f->n_nodes * sizeof(uint32_t));
     memset(f, 0, sizeof(*f));
 }

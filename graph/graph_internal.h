@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <sluice/graph.h>
+#include <sluice/ops.h>
 
 #define SL__NODE_NAME_MAX 63
 
@@ -46,6 +47,11 @@ struct sl__node {
     sl_dtype dtype;                      /* output element type */
     struct sl_grid grid;                 /* output chunk grid, owned */
     struct sl__dim_map map[SL_MAX_RANK]; /* input coordinates of an output region */
+    uint64_t shard_chunks[SL_MAX_RANK];  /* puts: chunks per shard and dimension, 0 if unsharded */
+    bool has_op;                         /* maps and regrids: a built-in op instead of `u` */
+    struct sl_op op;                     /* the bound op when has_op */
+    bool op_piecewise; /* regrid op whose input chunk boundaries are multiples of its factors:
+                          applied chunk by chunk, never assembled */
     union {
         struct {
             char *array_name; /* owned */
@@ -134,6 +140,11 @@ struct sl__edge {
     uint32_t input;              /* which input of the consumer */
     enum sl__fuse_reason reason; /* SL__FUSED or why not */
     char detail[160];            /* the numbers behind the verdict */
+    /* Unfused edges: per dimension d, uses[d][k] counts the chunks of the
+     * consumer's stage root whose evaluation reads producer chunks with
+     * index k along d; a producer chunk is read prod_d uses[d][k_d] times.
+     * Owned; NULL for fused edges. */
+    uint64_t *uses[SL_MAX_RANK];
 };
 
 /*
@@ -142,28 +153,37 @@ struct sl__edge {
  * from other stages' chunks.
  */
 struct sl__stage {
-    uint32_t root;        /* node whose chunks the stage's tasks produce */
-    uint32_t n_nodes;     /* nodes in the stage */
-    uint32_t *nodes;      /* their ids, producers before consumers; owned */
-    uint32_t n_consumers; /* unfused edges reading the root's chunks */
-    size_t task_bytes;    /* chunk buffers one task holds at once (full chunks) */
-    uint32_t phase;       /* execution phase (puts whose inputs are written earlier) */
+    uint32_t root;             /* node whose chunks the stage's tasks produce */
+    uint32_t n_nodes;          /* nodes in the stage */
+    uint32_t *nodes;           /* their ids, producers before consumers; owned */
+    uint32_t n_consumers;      /* unfused edges reading the root's chunks */
+    uint32_t n_unfused_inputs; /* unfused edges into the stage's nodes */
+    size_t task_bytes;         /* chunk buffers one task holds at once (full chunks) */
+    uint32_t phase;            /* execution phase (puts whose inputs are written earlier) */
 };
 
 /* The fusion plan of a sealed graph: a pure function of the graph. */
 struct sl__fusion {
+    const sl_graph *graph;     /* the graph planned (borrowed) */
     uint32_t n_nodes;          /* nodes of the graph planned */
     uint32_t n_edges;          /* every edge of the graph */
     struct sl__edge *edges;    /* owned */
     uint32_t n_stages;         /* stages, producers before consumers */
     struct sl__stage *stages;  /* owned */
     uint32_t *stage_of;        /* node id -> stage index; owned */
+    uint32_t *fused_to;        /* node id -> the consumer it is fused into, or UINT32_MAX; owned */
+    uint32_t *fused_input;     /* node id -> which input of that consumer it is; owned */
     struct sl_allocator alloc; /* frees the arrays */
 };
 
 /* Plan `g` (sealed).  @return SL_OK, SL_ENOMEM. */
 sl_status sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc,
                           struct sl__fusion *out, struct sl_error *err);
+
+/* How many reads chunk `coords` of stage root `producer` gets from the
+ * unfused edges leaving it (its consumers' chunks that need it). */
+uint64_t sl__fusion_chunk_uses(const sl_graph *g, const struct sl__fusion *f, uint32_t producer,
+                               const uint64_t *coords);
 
 /* Release a fusion plan. */
 void sl__fusion_fini(struct sl__fusion *f);

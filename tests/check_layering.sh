@@ -74,7 +74,7 @@ check_file() {
         fi
         if [[ $quote == '"' ]]; then
             # Private headers: <module>_internal.h or a file of the same folder.
-            if [[ $inc =~ ^([a-z]+)_internal\.h$ ]]; then
+            if [[ $inc =~ ^([a-z]+)_internal\.h$ && -n ${allowed[${BASH_REMATCH[1]}]:-} ]]; then
                 local mod=${BASH_REMATCH[1]}
                 case $module in
                 launcher | examples)

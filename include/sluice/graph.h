@@ -28,6 +28,8 @@
 #include <sluice/dtype.h>
 #include <sluice/error.h>
 #include <sluice/grid.h>
+#include <sluice/ops.h>
+#include <sluice/pool.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
 
@@ -209,6 +211,18 @@ SL_API SL_NODISCARD sl_status sl_graph_add_rechunk(sl_graph *g, const char *name
                                                    const uint64_t *chunk_shape, uint32_t *id,
                                                    struct sl_error *err);
 
+/**
+ * A node applying the built-in operation `op` (bound with sl_op_bind to the
+ * input's dtype and rank) to `input`: a map for elementwise ops (same chunk
+ * grid), a regrid for downsample, whose output chunks are `chunk_shape`
+ * (NULL: the input's chunk shape, which must then be regular).  The op is
+ * copied.  Besides the errors of every add: SL_EINVAL when the op was bound
+ * for another dtype or rank, naming both.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_op(sl_graph *g, const char *name, uint32_t input,
+                                              const struct sl_op *op, const uint64_t *chunk_shape,
+                                              uint32_t *id, struct sl_error *err);
+
 /** A node handing every chunk of `input` to a user putter. */
 SL_API SL_NODISCARD sl_status sl_graph_add_putter(sl_graph *g, const char *name, uint32_t input,
                                                   const struct sl_putter_desc *desc, uint32_t *id,
@@ -256,13 +270,13 @@ typedef enum sl_error_policy {
 
 /* Progress of a run, as handed to a progress callback. */
 struct sl_progress {
-    uint64_t chunks_done;   /* output chunks finished (ok or not) */
+    uint64_t chunks_done;   /* output chunks of puts finished (ok or not) */
     uint64_t chunks_total;  /* output chunks of every put */
     uint64_t chunks_failed; /* ... of which failed, upstream-failed or were cancelled */
-    uint64_t bytes_read;    /* encoded bytes read from stores */
-    uint64_t bytes_written; /* encoded bytes written to stores */
+    uint64_t bytes_done;    /* decoded bytes of the finished output chunks */
+    uint64_t bytes_total;   /* decoded bytes of every output chunk */
     double elapsed_s;       /* since the run started */
-    double chunks_per_s;    /* average rate so far */
+    double bytes_per_s;     /* average rate so far */
     double eta_s;           /* estimated seconds left; negative when unknown */
     bool final;             /* the last call of the run */
 };
@@ -355,6 +369,19 @@ SL_API SL_NODISCARD sl_status sl_plan_write_dot(const sl_plan *plan, FILE *out);
 
 /** The counts of the last run (zeros before the first). */
 SL_API void sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out);
+
+/**
+ * Run the plan on `pool`: walk every put's output chunks (shard by shard),
+ * generating tasks lazily within the memory budget, and record every
+ * chunk's status.  A plan can run any number of times, one run at a time;
+ * each run starts from fresh status arrays.
+ * @return SL_OK when every chunk succeeded; otherwise the first failure's
+ * code, with its message in `err` (the status arrays and sl_plan_errors
+ * hold every failure).  SL_EBUDGET when the budget cannot hold what must
+ * be alive to go on; SL_ENOMEM when the run's own structures do not fit.
+ * Thread-safety: one run per plan at a time; the pool may run other work.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err);
 
 /**
  * The status array of put (or putter) node `node` from the last run.

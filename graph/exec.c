@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor's driver: sl_plan_run walks every put's output chunks,
+ * creates tasks lazily within the memory budget, tracks the intermediate
+ * chunks unfused stages share, reports progress and gathers the results.
+ *
+ * DESIGN: the thread calling sl_plan_run is the driver; the pool's workers
+ * run tasks.  Nothing of size O(chunks) exists besides the status arrays:
+ * the driver emits tasks (batches of consecutive chunks of one stage, in
+ * shard order) only while the chunk buffers accounted alive fit the budget
+ * and few enough tasks are queued, and sleeps otherwise.  A chunk of a
+ * stage with unfused inputs first gets the intermediate chunks it reads:
+ * each is created once, with the number of reads it will get, by a task of
+ * its own; the consumer task depends on the ones still pending and runs,
+ * as a continuation, on the worker that finishes the last of them.
+ *
+ * Budget: the driver reserves a stage's task bytes before emitting a task;
+ * the task returns them when done, except the bytes of an intermediate
+ * chunk it publishes, returned when that chunk's last reader frees it.
+ * Only the driver adds, so an admitted reservation is never overtaken.
+ *
+ * Lock order: ex->lock and the intermediate table's lock are never held
+ * together.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <sluice/checked.h>
+
+#include "core_internal.h"
+#include "exec_internal.h"
+
+/* Tasks queued or running at most, per worker, when the budget allows more. */
+#define EXEC_TASKS_PER_WORKER 8
+/* Largest number of chunks one task computes in a row. */
+#define EXEC_MAX_BATCH 64
+/* Trace events kept per worker. */
+#define EXEC_TRACE_CAP ((size_t)1 << 20)
+
+uint64_t
+sl__exec_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos,
+                    uint64_t *coords)
+{
+    const struct sl_grid *bg = &ex->boxes[stage];
+    uint64_t bc[SL_MAX_RANK];
+    struct sl_region r;
+    sl_grid_coords_of(bg, box, bc);
+    sl_grid_chunk_region(bg, bc, &r);
+    for (uint32_t d = bg->rank; d-- > 0;) {
+        uint64_t ext = r.stop[d] - r.start[d];
+        coords[d] = r.start[d] + pos % ext;
+        pos /= ext;
+    }
+}
+
+/* Wake the driver if it sleeps. */
+static void
+exec_wake_driver(struct sl__exec *ex)
+{
+    /* Seq-cst: pairs with the driver's store of driver_waiting followed by
+     * its re-check of the counters (a Dekker pattern): either it sees our
+     * update or we see it waiting. */
+    if (atomic_load(&ex->driver_waiting)) {
+        pthread_mutex_lock(&ex->lock);
+        pthread_cond_signal(&ex->cond);
+        pthread_mutex_unlock(&ex->lock);
+    }
+}
+
+void
+sl__exec_release(struct sl__exec *ex, size_t bytes)
+{
+    if (bytes == 0)
+        return;
+    atomic_fetch_sub(&ex->accounted, bytes);
+    exec_wake_driver(ex);
+}
+
+void
+sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err)
+{
+    int expected = SL_OK;
+    if (atomic_compare_exchange_strong(&ex->first_error, &expected, (int)code)) {
+        pthread_mutex_lock(&ex->lock);
+        ex->first_err = *err;
+        pthread_mutex_unlock(&ex->lock);
+    }
+    if (ex->plan->opts.policy == SL_POLICY_FAIL_FAST)
+        atomic_store(&ex->cancel, true);
+}
+
+/* Reserve `bytes` of budget (the driver only). */
+static void
+exec_reserve(struct sl__exec *ex, size_t bytes)
+{
+    size_t now = atomic_fetch_add(&ex->accounted, bytes) + bytes;
+    size_t peak = atomic_load_explicit(&ex->peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak(&ex->peak, &peak, now)) {
+    }
+}
+
+/* ---- tasks ------------------------------------------------------------------ */
+
+static struct sl__exec_task *
+exec_task_alloc(struct sl__exec *ex)
+{
+    pthread_mutex_lock(&ex->lock);
+    struct sl__exec_task *t = ex->free_tasks;
+    if (t != NULL)
+        ex->free_tasks = t->next;
+    pthread_mutex_unlock(&ex->lock);
+    if (t == NULL)
+        t = sl_alloc(&ex->plan->alloc, sizeof(*t), 0);
+    if (t != NULL)
+        memset(t, 0, sizeof(*t));
+    return t;
+}
+
+static void
+exec_task_free(struct sl__exec *ex, struct sl__exec_task *t)
+{
+    pthread_mutex_lock(&ex->lock);
+    t->next = ex->free_tasks;
+    ex->free_tasks = t;
+    pthread_mutex_unlock(&ex->lock);
+}
+
+/* The pool's callback for every task of a run. */
+static void
+exec_task_fn(void *arg, sl_status status)
+{
+    struct sl__exec_task *t = arg;
+    struct sl__exec *ex = t->ex;
+    if (status != SL_OK)
+        atomic_store(&ex->cancel, true);
+    int w = sl_pool_worker_index(ex->pool);
+    sl__exec_task_run(ex, t, w >= 0 ? (unsigned)w : ex->n_workers);
+    exec_task_free(ex, t);
+    atomic_fetch_sub(&ex->in_flight, 1);
+    exec_wake_driver(ex);
+}
+
+/* Submit `t` (the driver only). */
+static sl_status
+exec_submit(struct sl__exec *ex, struct sl__exec_task *t, struct sl_error *err)
+{
+    atomic_fetch_add(&ex->in_flight, 1);
+    sl_status st = sl_pool_submit_task(ex->pool, &t->task);
+    if (st != SL_OK) {
+        /* Only a pool shutting down refuses: the task stays allocated, as
+         * waiters may still point at it. */
+        atomic_fetch_sub(&ex->in_flight, 1);
+        sl__exec_release(ex, t->reserved);
+        atomic_store(&ex->cancel, true);
+        return sl_error_set(err, st, NULL, "the pool refused a task: %s", sl_status_message(st));
+    }
+    return SL_OK;
+}
+
+/* ---- the driver's waits -------------------------------------------------------- */
+
+/* Call the progress callback with the run's counters. */
+static void
+exec_progress(struct sl__exec *ex, uint64_t total, uint64_t bytes_total, bool final)
+{
+    const struct sl_plan_opts *o = &ex->plan->opts;
+    if (o->progress == NULL)
+        return;
+    struct sl_progress p = {
+        .chunks_done = atomic_load_explicit(&ex->chunks_done, memory_order_relaxed),
+        .chunks_total = total,
+        .chunks_failed = atomic_load_explicit(&ex->chunks_failed, memory_order_relaxed),
+        .bytes_done = atomic_load_explicit(&ex->bytes_done, memory_order_relaxed),
+        .bytes_total = bytes_total,
+        .elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9,
+        .final = final,
+    };
+    p.bytes_per_s = p.elapsed_s > 0 ? (double)p.bytes_done / p.elapsed_s : 0;
+    p.eta_s = p.bytes_done > 0 && p.bytes_per_s > 0
+                  ? (double)(bytes_total - p.bytes_done) / p.bytes_per_s
+                  : -1;
+    o->progress(o->progress_ctx, &p);
+}
+
+/* Progress totals, computed once per run. */
+struct exec_totals {
+    uint64_t chunks;           /* output chunks of every put */
+    uint64_t bytes;            /* their decoded bytes */
+    uint64_t next_progress_ns; /* when the next progress call is due */
+};
+
+/* What the driver waits for. */
+enum exec_wait {
+    EXEC_WAIT_ROOM, /* budget for `need` bytes and a free task slot */
+    EXEC_WAIT_IDLE  /* every task finished */
+};
+
+static bool
+exec_ready(struct sl__exec *ex, enum exec_wait what, size_t need, uint64_t max_tasks)
+{
+    uint64_t in_flight = atomic_load(&ex->in_flight);
+    if (what == EXEC_WAIT_IDLE)
+        return in_flight == 0;
+    size_t budget = ex->plan->opts.memory_budget;
+    bool fits = budget == 0 || atomic_load(&ex->accounted) + need <= budget;
+    return fits && in_flight < max_tasks;
+}
+
+/*
+ * Sleep until `what` holds, calling the progress callback when due.
+ * @return SL_OK, or SL_EBUDGET when room is awaited with nothing running
+ * (intermediate chunks waiting for consumers hold the budget).
+ */
+static sl_status
+exec_wait(struct sl__exec *ex, enum exec_wait what, size_t need, uint64_t max_tasks,
+          struct exec_totals *tot, struct sl_error *err)
+{
+    const uint64_t interval = (uint64_t)(ex->plan->opts.progress_interval_s * 1e9);
+    for (;;) {
+        uint64_t now = sl__exec_now_ns();
+        if (now >= tot->next_progress_ns) {
+            exec_progress(ex, tot->chunks, tot->bytes, false);
+            tot->next_progress_ns = now + interval;
+        }
+        if (exec_ready(ex, what, need, max_tasks))
+            return SL_OK;
+        if (what == EXEC_WAIT_ROOM && atomic_load(&ex->in_flight) == 0)
+            return sl_error_set(err, SL_EBUDGET, NULL,
+                                "memory budget of %zu bytes exhausted: %zu bytes are held by "
+                                "intermediate chunks awaiting their readers and the next task "
+                                "needs %zu",
+                                ex->plan->opts.memory_budget, atomic_load(&ex->accounted), need);
+        pthread_mutex_lock(&ex->lock);
+        atomic_store(&ex->driver_waiting, true);
+        if (!exec_ready(ex, what, need, max_tasks)) {
+            uint64_t until = tot->next_progress_ns;
+            struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+                                  .tv_nsec = (long)(until % 1000000000u)};
+            pthread_cond_timedwait(&ex->cond, &ex->lock, &ts);
+        }
+        atomic_store(&ex->driver_waiting, false);
+        pthread_mutex_unlock(&ex->lock);
+    }
+}
+
+/* ---- emitting work -------------------------------------------------------------- */
+
+/* Scratch list of intermediate chunks one task reads. */
+struct exec_needs {
+    uint32_t *node;   /* producer node ids */
+    uint64_t *coords; /* SL_MAX_RANK coordinates each */
+    size_t n;         /* in use */
+    size_t cap;       /* allocated */
+};
+
+static sl_status
+needs_push(struct sl__exec *ex, struct exec_needs *nd, uint32_t node, const uint64_t *coords,
+           struct sl_error *err)
+{
+    if (nd->n == nd->cap) {
+        size_t cap = nd->cap ? nd->cap * 2 : 64;
+        uint32_t *nn = sl_alloc_zeroed(&ex->plan->alloc, cap, sizeof(uint32_t), 0);
+        uint64_t *nc = sl_alloc_zeroed(&ex->plan->alloc, cap, SL_MAX_RANK * sizeof(uint64_t), 0);
+        if (nn == NULL || nc == NULL) {
+            sl_free(&ex->plan->alloc, nn, cap * sizeof(uint32_t));
+            sl_free(&ex->plan->alloc, nc, cap * SL_MAX_RANK * sizeof(uint64_t));
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory to plan a task's inputs");
+        }
+        if (nd->n > 0) {
+            memcpy(nn, nd->node, nd->n * sizeof(uint32_t));
+            memcpy(nc, nd->coords, nd->n * SL_MAX_RANK * sizeof(uint64_t));
+        }
+        sl_free(&ex->plan->alloc, nd->node, nd->cap * sizeof(uint32_t));
+        sl_free(&ex->plan->alloc, nd->coords, nd->cap * SL_MAX_RANK * sizeof(uint64_t));
+        nd->node = nn;
+        nd->coords = nc;
+        nd->cap = cap;
+    }
+    nd->node[nd->n] = node;
+    memcpy(&nd->coords[nd->n * SL_MAX_RANK], coords, SL_MAX_RANK * sizeof(uint64_t));
+    nd->n++;
+    return SL_OK;
+}
+
+/* Append the intermediate chunks chunk `coords` of node `id` reads, down its fused tree. */
+static sl_status
+needs_collect(struct sl__exec *ex, uint32_t id, const uint64_t *coords, struct exec_needs *nd,
+              struct sl_error *err)
+{
+    const struct sl__node *n = sl__graph_node(ex->graph, id);
+    struct sl_region r;
+    sl_grid_chunk_region(&n->grid, coords, &r);
+    for (uint32_t i = 0; i < n->n_inputs; i++) {
+        const struct sl__node *p = sl__graph_node(ex->graph, n->inputs[i]);
+        struct sl_region rin;
+        sl__node_input_region(ex->graph, n, i, &r, &rin);
+        if (sl_region_is_empty(&rin))
+            continue;
+        if (ex->fusion->fused_to[p->id] == id) {
+            uint64_t pc[SL_MAX_RANK] = {0};
+            for (uint32_t d = 0; d < rin.rank; d++)
+                pc[d] = sl_grid_chunk_at(&p->grid, d, rin.start[d]);
+            SL_TRY(needs_collect(ex, p->id, pc, nd, err));
+            continue;
+        }
+        struct sl_grid_iter it;
+        sl_grid_iter_init(&it, &p->grid, &rin);
+        while (sl_grid_iter_next(&it)) {
+            uint64_t pc[SL_MAX_RANK] = {0};
+            memcpy(pc, it.coords, p->grid.rank * sizeof(uint64_t));
+            SL_TRY(needs_push(ex, nd, p->id, pc, err));
+        }
+    }
+    return SL_OK;
+}
+
+/* The driver's state while emitting. */
+struct exec_drive {
+    struct exec_totals tot;  /* progress totals */
+    uint64_t max_tasks;      /* queued tasks at most */
+    struct exec_needs needs; /* scratch */
+};
+
+static sl_status emit_task(struct sl__exec *ex, struct exec_drive *dr, uint32_t stage, uint64_t box,
+                           uint64_t first, uint32_t count, struct sl__entry *output,
+                           struct sl_error *err);
+
+/*
+ * Make sure intermediate chunk `coords` of stage root `node` exists (creating
+ * it and its task) and make task `t` depend on it while it is pending.
+ * `*accounted` tells whether one of t's dependencies is now taken care of
+ * (released at once or registered with the entry), even when the status is
+ * a failure of the producer's emission.
+ */
+static sl_status
+need_entry(struct sl__exec *ex, struct exec_drive *dr, uint32_t node, const uint64_t *coords,
+           struct sl__exec_task *t, bool *accounted, struct sl_error *err)
+{
+    const struct sl__node *p = sl__graph_node(ex->graph, node);
+    uint32_t stage = ex->fusion->stage_of[node];
+    uint64_t linear = sl_grid_linear_index(&p->grid, coords);
+    *accounted = false;
+    pthread_mutex_lock(&ex->inter.lock);
+    struct sl__entry *e = sl__inter_find_locked(&ex->inter, stage, linear);
+    bool created = false;
+    if (e == NULL) {
+        uint64_t uses = sl__fusion_chunk_uses(ex->graph, ex->fusion, node, coords);
+        e = sl__inter_insert_locked(&ex->inter, stage, linear, uses);
+        created = e != NULL;
+    }
+    struct sl__waiter *w = NULL;
+    if (e != NULL && e->state == SL__ENTRY_PENDING) {
+        w = sl__inter_waiter_locked(&ex->inter);
+        if (w != NULL) {
+            w->task = t;
+            w->next = e->waiters;
+            e->waiters = w;
+        }
+    }
+    bool done = e != NULL && e->state != SL__ENTRY_PENDING;
+    pthread_mutex_unlock(&ex->inter.lock);
+    if (e == NULL || (!done && w == NULL)) {
+        if (created) {
+            /* Nobody waits for it yet: run its task anyway, as cancelled. */
+            atomic_store(&ex->cancel, true);
+            (void)emit_task(ex, dr, stage, linear, 0, 1, e, NULL);
+        }
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory to track an intermediate chunk");
+    }
+    *accounted = true;
+    if (done)
+        sl_task_release(&t->task);
+    if (created)
+        return emit_task(ex, dr, stage, linear, 0, 1, e, err);
+    return SL_OK;
+}
+
+/* Make `t` depend on every intermediate chunk its (single) chunk reads. */
+static sl_status
+emit_deps(struct sl__exec *ex, struct exec_drive *dr, struct sl__exec_task *t, struct sl_error *err)
+{
+    const struct sl__stage *s = &ex->fusion->stages[t->stage];
+    uint64_t coords[SL_MAX_RANK] = {0};
+    sl__exec_box_coords(ex, t->stage, t->box, t->first, coords);
+    size_t base = dr->needs.n;
+    sl_status st = needs_collect(ex, s->root, coords, &dr->needs, err);
+    size_t n = dr->needs.n - base, done = 0;
+    if (st == SL_OK && n > UINT32_MAX - 2)
+        st = sl_error_set(err, SL_EOVERFLOW, NULL, "a chunk reads %zu intermediate chunks", n);
+    if (st == SL_OK && n > 0)
+        st = sl_task_add_deps(&t->task, (uint32_t)n);
+    if (st != SL_OK)
+        n = 0;
+    /* Each accounted need is one dependency released at once or by the
+     * entry's producer; the others are released here after a failure, so
+     * the task runs (as cancelled) instead of waiting forever. */
+    while (done < n && st == SL_OK) {
+        bool accounted;
+        st = need_entry(ex, dr, dr->needs.node[base + done],
+                        &dr->needs.coords[(base + done) * SL_MAX_RANK], t, &accounted, err);
+        done += accounted;
+    }
+    if (st != SL_OK) {
+        atomic_store(&ex->cancel, true);
+        for (; done < n; done++)
+            sl_task_release(&t->task);
+    }
+    dr->needs.n = base;
+    return st;
+}
+
+static sl_status
+emit_task(struct sl__exec *ex, struct exec_drive *dr, uint32_t stage, uint64_t box, uint64_t first,
+          uint32_t count, struct sl__entry *output, struct sl_error *err)
+{
+    const struct sl__stage *s = &ex->fusion->stages[stage];
+    struct sl__exec_task *t = exec_task_alloc(ex);
+    if (t == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a task");
+    t->ex = ex;
+    t->stage = stage;
+    t->box = box;
+    t->first = first;
+    t->count = count;
+    t->output = output;
+    sl_task_init(&t->task, exec_task_fn, t);
+    sl_status st = SL_OK;
+    if (s->n_unfused_inputs > 0)
+        st = emit_deps(ex, dr, t, err);
+    /* Room is awaited after the inputs are under way: their tasks must be
+     * able to run while this one waits. */
+    if (st == SL_OK)
+        st = exec_wait(ex, EXEC_WAIT_ROOM, s->task_bytes, dr->max_tasks, &dr->tot, err);
+    if (st == SL_OK) {
+        t->reserved = s->task_bytes;
+        exec_reserve(ex, t->reserved);
+    } else {
+        atomic_store(&ex->cancel, true);
+    }
+    /* Submitted even after a failure: waiters may point at it, and it runs
+     * as cancelled. */
+    sl_status sst = exec_submit(ex, t, st == SL_OK ? err : NULL);
+    return st != SL_OK ? st : sst;
+}
+
+/* Chunks in box `box` of stage `stage`. */
+static uint64_t
+box_count(const struct sl__exec *ex, uint32_t stage, uint64_t box)
+{
+    const struct sl_grid *bg = &ex->boxes[stage];
+    uint64_t bc[SL_MAX_RANK];
+    struct sl_region r;
+    sl_grid_coords_of(bg, box, bc);
+    sl_grid_chunk_region(bg, bc, &r);
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < bg->rank; d++)
+        n *= r.stop[d] - r.start[d];
+    return n;
+}
+
+/* Where the driver is in one put stage's walk. */
+struct exec_cursor {
+    uint32_t stage; /* the put stage */
+    uint64_t box;   /* current box */
+    uint64_t pos;   /* next position in it */
+    uint32_t batch; /* chunks per task */
+};
+
+/* Emit the next task of `c`; false when the stage is done. */
+static bool
+cursor_step(struct sl__exec *ex, struct exec_drive *dr, struct exec_cursor *c, sl_status *st,
+            struct sl_error *err)
+{
+    const struct sl_grid *bg = &ex->boxes[c->stage];
+    while (c->box < bg->n_total) {
+        uint64_t n = box_count(ex, c->stage, c->box);
+        if (c->pos < n) {
+            uint64_t left = n - c->pos;
+            uint32_t count = left < c->batch ? (uint32_t)left : c->batch;
+            *st = emit_task(ex, dr, c->stage, c->box, c->pos, count, NULL, err);
+            c->pos += count;
+            return true;
+        }
+        c->box++;
+        c->pos = 0;
+    }
+    return false;
+}
+
+/* Emit every put stage of `phase`, round robin, then wait for them. */
+static sl_status
+exec_phase(struct sl__exec *ex, struct exec_drive *dr, uint32_t phase, struct sl_error *err)
+{
+    const struct sl__fusion *f = ex->fusion;
+    struct exec_cursor cur[64];
+    uint32_t n_cur = 0;
+    sl_status st = SL_OK;
+    for (uint32_t s = 0; s < f->n_stages; s++) {
+        const struct sl__node *root = sl__graph_node(ex->graph, f->stages[s].root);
+        bool is_put = root->kind == SL_NODE_PUT || root->kind == SL_NODE_PUTTER;
+        if (!is_put || f->stages[s].phase != phase)
+            continue;
+        if (n_cur == SL_ARRAY_LEN(cur))
+            return sl_error_set(err, SL_EUNSUPPORTED, NULL, "more than %zu puts in one phase",
+                                SL_ARRAY_LEN(cur));
+        uint64_t per = root->grid.n_total / (16 * (uint64_t)ex->n_workers);
+        uint32_t batch = per < 1 ? 1 : per > EXEC_MAX_BATCH ? EXEC_MAX_BATCH : (uint32_t)per;
+        if (f->stages[s].n_unfused_inputs > 0)
+            batch = 1;
+        cur[n_cur++] = (struct exec_cursor){.stage = s, .batch = batch};
+    }
+    bool any = true;
+    while (any && st == SL_OK && !atomic_load(&ex->cancel)) {
+        any = false;
+        for (uint32_t i = 0; i < n_cur && st == SL_OK; i++)
+            any |= cursor_step(ex, dr, &cur[i], &st, err);
+    }
+    sl_status wst = exec_wait(ex, EXEC_WAIT_IDLE, 0, 0, &dr->tot, NULL);
+    return st != SL_OK ? st : wst;
+}
+
+/* ---- setting up and tearing down a run ---------------------------------------- */
+
+/* Box grids: shards (in chunks) for puts, whole grids for putters, single
+ * chunks for intermediate stages. */
+static sl_status
+exec_boxes(struct sl__exec *ex, struct sl_error *err)
+{
+    const struct sl__fusion *f = ex->fusion;
+    ex->boxes = sl_alloc_zeroed(&ex->plan->alloc, f->n_stages, sizeof(struct sl_grid), 0);
+    if (ex->boxes == NULL && f->n_stages > 0)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %" PRIu32 " stages", f->n_stages);
+    for (uint32_t s = 0; s < f->n_stages; s++) {
+        const struct sl__node *root = sl__graph_node(ex->graph, f->stages[s].root);
+        uint64_t box[SL_MAX_RANK];
+        bool is_put = root->kind == SL_NODE_PUT || root->kind == SL_NODE_PUTTER;
+        for (uint32_t d = 0; d < root->grid.rank; d++) {
+            uint64_t n = root->grid.n_chunks[d];
+            box[d] = is_put ? (n > 0 ? n : 1) : 1;
+            if (is_put && root->shard_chunks[d] > 0)
+                box[d] = root->shard_chunks[d];
+        }
+        SL_TRY(sl_grid_init_regular(&ex->boxes[s], root->grid.rank, root->grid.n_chunks, box, err));
+    }
+    return SL_OK;
+}
+
+/* Per-worker scratch for ops kernels, and trace buffers. */
+static sl_status
+exec_workers(struct sl__exec *ex, struct sl_error *err)
+{
+    size_t scratch = 0;
+    for (uint32_t i = 0; i < ex->graph->n_nodes; i++) {
+        const struct sl__node *n = sl__graph_node(ex->graph, i);
+        if (!n->has_op)
+            continue;
+        size_t bytes = 0;
+        SL_TRY(sl_op_scratch_bytes(&n->op, NULL, &bytes, err));
+        scratch = bytes > scratch ? bytes : scratch;
+    }
+    unsigned n = ex->n_workers + 1;
+    ex->workers =
+        sl_alloc_zeroed(&ex->plan->alloc, n, sizeof(struct sl__exec_worker), SL_CACHELINE);
+    if (ex->workers == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %u workers' state", n);
+    for (unsigned w = 0; w < n; w++) {
+        struct sl__exec_worker *wk = &ex->workers[w];
+        if (scratch > 0) {
+            wk->scratch = sl_alloc(&ex->plan->alloc, scratch, 64);
+            if (wk->scratch == NULL)
+                return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %zu bytes of scratch",
+                                    scratch);
+            wk->scratch_bytes = scratch;
+        }
+        if (ex->plan->opts.trace_path != NULL) {
+            wk->trace.cap = EXEC_TRACE_CAP;
+            wk->trace.events =
+                sl_alloc(&ex->plan->alloc, wk->trace.cap * sizeof(struct sl__trace_event), 0);
+            if (wk->trace.events == NULL)
+                return sl_error_set(err, SL_ENOMEM, NULL, "no memory for trace events");
+        }
+    }
+    return SL_OK;
+}
+
+static void
+exec_fini(struct sl__exec *ex)
+{
+    const struct sl_allocator *a = &ex->plan->alloc;
+    if (ex->workers != NULL) {
+        for (unsigned w = 0; w <= ex->n_workers; w++) {
+            struct sl__exec_worker *wk = &ex->workers[w];
+            sl_free(a, wk->scratch, wk->scratch_bytes);
+            sl_free(a, wk->trace.events, wk->trace.cap * sizeof(struct sl__trace_event));
+        }
+        sl_free(a, ex->workers, (ex->n_workers + 1) * sizeof(struct sl__exec_worker));
+    }
+    if (ex->boxes != NULL) {
+        for (uint32_t s = 0; s < ex->fusion->n_stages; s++)
+            sl_grid_fini(&ex->boxes[s]);
+        sl_free(a, ex->boxes, ex->fusion->n_stages * sizeof(struct sl_grid));
+    }
+    if (ex->inter.buckets != NULL)
+        sl__inter_fini(&ex->inter, ex->pool);
+    while (ex->free_tasks != NULL) {
+        struct sl__exec_task *t = ex->free_tasks;
+        ex->free_tasks = t->next;
+        sl_free(a, t, sizeof(*t));
+    }
+    pthread_cond_destroy(&ex->cond);
+    pthread_mutex_destroy(&ex->lock);
+}
+
+static sl_status
+exec_init(struct sl__exec *ex, sl_plan *plan, sl_pool *pool, struct sl_error *err)
+{
+    memset(ex, 0, sizeof(*ex));
+    ex->plan = plan;
+    ex->graph = plan->graph;
+    ex->fusion = &plan->fusion;
+    ex->pool = pool;
+    ex->n_workers = sl_pool_worker_count(pool);
+    atomic_init(&ex->first_error, SL_OK);
+    ex->first_err = SL_ERROR_INIT;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&ex->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    if (rc != 0 || pthread_mutex_init(&ex->lock, NULL) != 0)
+        return sl_error_set(err, SL_ENOMEM, NULL, "cannot create the run's lock");
+    SL_TRY(sl__inter_init(&ex->inter, &plan->alloc, err));
+    SL_TRY(exec_boxes(ex, err));
+    return exec_workers(ex, err);
+}
+
+/* Totals for progress: every put's chunks and their bytes. */
+static void
+exec_totals(const struct sl__exec *ex, struct exec_totals *tot)
+{
+    memset(tot, 0, sizeof(*tot));
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++) {
+        const struct sl__node *n = sl__graph_node(ex->graph, ex->plan->puts[i].node);
+        uint64_t count;
+        if (sl_shape_count(n->grid.rank, n->grid.shape, &count, NULL) != SL_OK)
+            count = 0;
+        tot->chunks += n->grid.n_total;
+        tot->bytes += count * sl_dtype_size(n->dtype);
+    }
+}
+
+/* After the run: pending chunks become cancelled, counts and first error. */
+static sl_status
+exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct sl_error *err)
+{
+    sl_plan *plan = ex->plan;
+    for (uint32_t i = 0; i < plan->n_puts; i++)
+        for (uint64_t k = 0; k < plan->puts[i].n_chunks; k++)
+            if (plan->puts[i].codes[k] == SL__CODE_PENDING)
+                plan->puts[i].codes[k] = SL_ECANCELED;
+    sl__plan_count(plan);
+    struct sl_run_summary *s = &plan->summary;
+    s->n_tasks = atomic_load(&ex->n_tasks);
+    s->peak_bytes = atomic_load(&ex->peak);
+    s->budget_bytes = plan->opts.memory_budget;
+    s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
+    s->first_error = (sl_status)atomic_load(&ex->first_error);
+    if (st != SL_OK) {
+        /* The run itself failed (budget, memory): that is the first error. */
+        if (s->first_error == SL_OK)
+            s->first_error = st;
+        if (err != NULL)
+            *err = *run_err;
+        return st;
+    }
+    if (s->first_error != SL_OK) {
+        if (err != NULL && err->code == SL_OK)
+            *err = ex->first_err;
+        return s->first_error;
+    }
+    if (s->n_ok != s->n_chunks)
+        return sl_error_set(err, SL_ECANCELED, NULL, "%" PRIu64 " chunks were not run",
+                            s->n_chunks - s->n_ok);
+    return SL_OK;
+}
+
+sl_status
+sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
+{
+    if (plan == NULL || pool == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "sl_plan_run needs a plan and a pool");
+    struct sl__exec ex;
+    struct sl_error run_err = SL_ERROR_INIT;
+    sl__plan_reset(plan);
+    memset(&plan->summary, 0, sizeof(plan->summary));
+    sl_status st = exec_init(&ex, plan, pool, &run_err);
+    struct exec_drive dr;
+    memset(&dr, 0, sizeof(dr));
+    if (st == SL_OK) {
+        ex.t0_ns = sl__exec_now_ns();
+        exec_totals(&ex, &dr.tot);
+        dr.max_tasks = (uint64_t)EXEC_TASKS_PER_WORKER * ex.n_workers;
+        uint32_t n_phases = 0;
+        for (uint32_t s = 0; s < ex.fusion->n_stages; s++)
+            n_phases = ex.fusion->stages[s].phase + 1 > n_phases ? ex.fusion->stages[s].phase + 1
+                                                                 : n_phases;
+        for (uint32_t ph = 0; ph < n_phases && st == SL_OK && !atomic_load(&ex.cancel); ph++)
+            st = exec_phase(&ex, &dr, ph, &run_err);
+        /* Whatever happened, nothing may still run when the run returns. */
+        (void)exec_wait(&ex, EXEC_WAIT_IDLE, 0, 0, &dr.tot, NULL);
+        exec_progress(&ex, dr.tot.chunks, dr.tot.bytes, true);
+        if (plan->opts.trace_path != NULL && st == SL_OK)
+            st = sl__trace_write(plan->opts.trace_path, ex.graph, ex.fusion, &ex.workers[0],
+                                 ex.n_workers + 1, &run_err);
+    }
+    sl_free(&plan->alloc, dr.needs.node, dr.needs.cap * sizeof(uint32_t));
+    sl_free(&plan->alloc, dr.needs.coords, dr.needs.cap * SL_MAX_RANK * sizeof(uint64_t));
+    st = exec_finish(&ex, st, &run_err, err);
+    exec_fini(&ex);
+    return st;
+}

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Evaluating chunks: a task computes each of its output chunks by walking
+ * the stage's fused tree from the root down, reading whole stored chunks at
+ * the leaves, viewing or assembling input regions, running kernels and user
+ * functions, and finally handing the chunk to its put, or publishing it as
+ * an intermediate chunk for other stages.
+ *
+ * DESIGN: evaluation is a recursion over the fused tree, one output chunk at
+ * a time.  Each node's result either owns a buffer from the pool's
+ * NUMA-local caches (freed by its consumer as soon as it is used), views a
+ * buffer owned further down, or views an intermediate chunk of another
+ * stage (released, by refcount, once used).  A failure anywhere stops the
+ * chunk with the first error; a failed input chunk of another stage makes
+ * the chunk fail as upstream without running anything of it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sluice/checked.h>
+
+#include "core_internal.h"
+#include "exec_internal.h"
+
+/* What evaluating a node produced. */
+struct eval_out {
+    struct sl_block block;   /* the result (or the part asked for) */
+    void *buf;               /* buffer owned by this result, freed after use; NULL if a view */
+    size_t buf_bytes;        /* its size */
+    struct sl__entry *entry; /* intermediate chunk this result views; released after use */
+};
+
+/* One output chunk's evaluation. */
+struct eval {
+    struct sl__exec *ex;       /* the run */
+    struct sl__exec_worker *w; /* this worker's scratch */
+    sl_status code;            /* first failure, or SL_OK */
+    struct sl_error err;       /* its message */
+};
+
+static sl_status eval_node(struct eval *ev, uint32_t id, const uint64_t *coords,
+                           struct eval_out *out);
+
+/* Record the chunk's failure (the first wins) and return `code`. */
+static sl_status eval_fail(struct eval *ev, sl_status code, const char *fmt, ...) SL_PRINTF(3, 4);
+
+static sl_status
+eval_fail(struct eval *ev, sl_status code, const char *fmt, ...)
+{
+    if (ev->code != SL_OK)
+        return code;
+    ev->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    ev->err = SL_ERROR_INIT;
+    sl_error_setv(&ev->err, code, NULL, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Drop one read of intermediate chunk `e`; the last read frees it. */
+static void
+entry_release(struct sl__exec *ex, struct sl__entry *e)
+{
+    void *buf = NULL;
+    size_t bytes = 0;
+    pthread_mutex_lock(&ex->inter.lock);
+    if (SL_ALWAYS(e->refs_left > 0) && --e->refs_left == 0) {
+        buf = e->buf;
+        bytes = e->buf_bytes;
+        sl__inter_remove_locked(&ex->inter, e);
+    }
+    pthread_mutex_unlock(&ex->inter.lock);
+    if (buf != NULL) {
+        sl_pool_buf_free(ex->pool, buf, bytes);
+        sl__exec_release(ex, bytes);
+    }
+}
+
+/* Free whatever `o` holds. */
+static void
+out_release(struct sl__exec *ex, struct eval_out *o)
+{
+    if (o->buf != NULL)
+        sl_pool_buf_free(ex->pool, o->buf, o->buf_bytes);
+    if (o->entry != NULL)
+        entry_release(ex, o->entry);
+    o->buf = NULL;
+    o->entry = NULL;
+}
+
+/* Allocate a C-order block of `dtype` covering `region` into `o`. */
+static sl_status
+out_alloc(struct eval *ev, sl_dtype dtype, const struct sl_region *region, const uint64_t *coords,
+          struct eval_out *o)
+{
+    uint64_t shape[SL_MAX_RANK];
+    sl_region_shape(region, shape);
+    size_t bytes;
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_shape_bytes(region->rank, shape, sl_dtype_size(dtype), &bytes, &err) != SL_OK)
+        return eval_fail(ev, err.code, "%s", err.text);
+    memset(o, 0, sizeof(*o));
+    /* One element at least, so even empty blocks have an address. */
+    o->buf_bytes = bytes > 0 ? bytes : sl_dtype_size(dtype);
+    o->buf = sl_pool_buf_alloc(ev->ex->pool, o->buf_bytes);
+    if (o->buf == NULL)
+        return eval_fail(ev, SL_ENOMEM, "no memory for a chunk buffer of %zu bytes", bytes);
+    if (sl_block_init(&o->block, dtype, region->rank, shape, o->buf, region, &err) != SL_OK) {
+        out_release(ev->ex, o);
+        return eval_fail(ev, err.code, "%s", err.text);
+    }
+    o->block.chunk = sl_chunk_key_make(region->rank, coords);
+    return SL_OK;
+}
+
+/* Format chunk coordinates of node `n` for messages. */
+static void
+coords_text(const struct sl__node *n, const uint64_t *coords, char *buf, size_t size)
+{
+    struct sl_chunk_key key = sl_chunk_key_make(n->grid.rank, coords);
+    sl_chunk_key_format(&key, buf, size);
+}
+
+/* An intermediate chunk's view of `rin` into `o`, or its failure. */
+static sl_status
+input_from_entry(struct eval *ev, const struct sl__node *p, struct sl__entry *e,
+                 const struct sl_region *rin, struct eval_out *o)
+{
+    if (e->state != SL__ENTRY_READY) {
+        uint64_t coords[SL_MAX_RANK];
+        char key[96];
+        sl_grid_coords_of(&p->grid, e->linear, coords);
+        coords_text(p, coords, key, sizeof(key));
+        eval_fail(ev, SL_EUPSTREAM, "input chunk %s of \"%s\" failed: %s: %s", key, p->name,
+                  sl_status_name(e->code), e->text);
+        entry_release(ev->ex, e);
+        return SL_EUPSTREAM;
+    }
+    memset(o, 0, sizeof(*o));
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_block_slice(&e->block, rin, &o->block, &err) != SL_OK) {
+        entry_release(ev->ex, e);
+        return eval_fail(ev, err.code, "%s", err.text);
+    }
+    o->entry = e;
+    return SL_OK;
+}
+
+/* Look up the entry of chunk `coords` of stage root `p` (done before this task ran). */
+static struct sl__entry *
+entry_find(struct eval *ev, const struct sl__node *p, const uint64_t *coords)
+{
+    struct sl__exec *ex = ev->ex;
+    uint32_t stage = ex->fusion->stage_of[p->id];
+    uint64_t linear = sl_grid_linear_index(&p->grid, coords);
+    pthread_mutex_lock(&ex->inter.lock);
+    struct sl__entry *e = sl__inter_find_locked(&ex->inter, stage, linear);
+    pthread_mutex_unlock(&ex->inter.lock);
+    if (e == NULL)
+        eval_fail(ev, SL_ESTATE, "intermediate chunk %" PRIu64 " of \"%s\" is missing", linear,
+                  p->name);
+    return e;
+}
+
+/* Copy every intermediate chunk meeting `rin` into one new block. */
+static sl_status
+input_assemble(struct eval *ev, const struct sl__node *p, const struct sl_region *rin,
+               struct eval_out *o)
+{
+    SL_TRY(out_alloc(ev, p->dtype, rin, (const uint64_t[SL_MAX_RANK]){0}, o));
+    o->block.chunk.rank = 0;
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &p->grid, rin);
+    while (sl_grid_iter_next(&it)) {
+        struct sl__entry *e = entry_find(ev, p, it.coords);
+        struct eval_out part;
+        if (e == NULL || input_from_entry(ev, p, e, &it.part, &part) != SL_OK)
+            break;
+        struct sl_block dst;
+        struct sl_error err = SL_ERROR_INIT;
+        sl_status st = sl_block_slice(&o->block, &it.part, &dst, &err);
+        if (st == SL_OK)
+            st = sl_view_copy(&dst.view, &part.block.view, &err);
+        out_release(ev->ex, &part);
+        if (st != SL_OK) {
+            eval_fail(ev, st, "%s", err.text);
+            break;
+        }
+    }
+    if (ev->code != SL_OK) {
+        /* Release the reads of the chunks not reached. */
+        while (sl_grid_iter_next(&it)) {
+            struct sl__entry *e = entry_find(ev, p, it.coords);
+            if (e != NULL)
+                entry_release(ev->ex, e);
+        }
+        out_release(ev->ex, o);
+        return ev->code;
+    }
+    return SL_OK;
+}
+
+/* The region `rin` of input `i` of node `n`, evaluated or read from another stage. */
+static sl_status
+eval_input(struct eval *ev, const struct sl__node *n, uint32_t i, const struct sl_region *rin,
+           struct eval_out *o)
+{
+    const struct sl__fusion *f = ev->ex->fusion;
+    const struct sl__node *p = sl__graph_node(ev->ex->graph, n->inputs[i]);
+    memset(o, 0, sizeof(*o));
+    if (sl_region_is_empty(rin)) {
+        /* An output chunk past the input's extent reads nothing. */
+        o->block.view.dtype = p->dtype;
+        o->block.view.rank = rin->rank;
+        o->block.region = *rin;
+        for (uint32_t d = 0; d < rin->rank; d++)
+            o->block.view.shape[d] = rin->stop[d] - rin->start[d];
+        return SL_OK;
+    }
+    uint64_t coords[SL_MAX_RANK];
+    if (f->fused_to[p->id] == n->id) {
+        /* Fused: exactly one producer chunk holds the region. */
+        for (uint32_t d = 0; d < rin->rank; d++)
+            coords[d] = sl_grid_chunk_at(&p->grid, d, rin->start[d]);
+        struct eval_out whole;
+        SL_TRY(eval_node(ev, p->id, coords, &whole));
+        *o = whole;
+        if (sl_region_equal(&whole.block.region, rin))
+            return SL_OK;
+        struct sl_error err = SL_ERROR_INIT;
+        if (sl_block_slice(&whole.block, rin, &o->block, &err) != SL_OK) {
+            out_release(ev->ex, &whole);
+            return eval_fail(ev, err.code, "%s", err.text);
+        }
+        return SL_OK;
+    }
+    struct sl_region range;
+    sl_grid_chunks_meeting(&p->grid, rin, &range);
+    uint64_t n_chunks = 1;
+    for (uint32_t d = 0; d < rin->rank; d++)
+        n_chunks *= range.stop[d] - range.start[d];
+    if (n_chunks > 1)
+        return input_assemble(ev, p, rin, o);
+    struct sl__entry *e = entry_find(ev, p, range.start);
+    if (e == NULL)
+        return ev->code;
+    return input_from_entry(ev, p, e, rin, o);
+}
+
+/* A getter's chunk. */
+static sl_status
+eval_getter(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+            const uint64_t *coords, struct eval_out *out)
+{
+    SL_TRY(out_alloc(ev, n->dtype, r, coords, out));
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = n->u.getter.fn(n->u.getter.ctx, n->u.getter.array_name, r, &out->block, &err);
+    if (st == SL_OK)
+        return SL_OK;
+    out_release(ev->ex, out);
+    char key[96];
+    coords_text(n, coords, key, sizeof(key));
+    return eval_fail(ev, st, "getter \"%s\" chunk %s: %s", n->name, key,
+                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+}
+
+/* A map's chunk: the same chunk of each input, then the function or op. */
+static sl_status
+eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+         const uint64_t *coords, struct eval_out *out)
+{
+    struct eval_out ins[8];
+    struct sl_block blocks[8];
+    if (n->n_inputs > SL_ARRAY_LEN(ins))
+        return eval_fail(ev, SL_EUNSUPPORTED, "map \"%s\" has %" PRIu32 " inputs; at most %zu",
+                         n->name, n->n_inputs, SL_ARRAY_LEN(ins));
+    uint32_t got = 0;
+    for (; got < n->n_inputs; got++) {
+        struct sl_region rin;
+        sl__node_input_region(ev->ex->graph, n, got, r, &rin);
+        if (eval_input(ev, n, got, &rin, &ins[got]) != SL_OK)
+            break;
+        blocks[got] = ins[got].block;
+    }
+    sl_status st = ev->code;
+    if (st == SL_OK)
+        st = out_alloc(ev, n->dtype, r, coords, out);
+    if (st == SL_OK) {
+        struct sl_error err = SL_ERROR_INIT;
+        if (n->has_op)
+            st = sl_op_apply(&n->op, &blocks[0].view, &out->block.view, ev->w->scratch,
+                             ev->w->scratch_bytes, &err);
+        else
+            st = n->u.map.fn(n->u.map.ctx, &out->block, n->n_inputs, blocks, &err);
+        if (st != SL_OK) {
+            char key[96];
+            coords_text(n, coords, key, sizeof(key));
+            eval_fail(ev, SL_EFUNC, "%s \"%s\" chunk %s: %s: %s", n->op_name, n->name, key,
+                      sl_status_name(st), err.text);
+            out_release(ev->ex, out);
+            st = SL_EFUNC;
+        }
+    }
+    for (uint32_t i = 0; i < got; i++)
+        out_release(ev->ex, &ins[i]);
+    return st;
+}
+
+/*
+ * A downsample whose input chunks align with its factors, from another
+ * stage's chunks: each input chunk's part is reduced straight into its part
+ * of the output, with no assembled copy of the input region.
+ */
+static sl_status
+eval_regrid_piecewise(struct eval *ev, const struct sl__node *n, const struct sl__node *p,
+                      const struct sl_region *rin, struct eval_out *out)
+{
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &p->grid, rin);
+    while (sl_grid_iter_next(&it)) {
+        struct sl__entry *e = entry_find(ev, p, it.coords);
+        struct eval_out part;
+        if (e == NULL || input_from_entry(ev, p, e, &it.part, &part) != SL_OK)
+            break;
+        struct sl_region sub = {.rank = it.part.rank};
+        for (uint32_t d = 0; d < sub.rank; d++) {
+            uint64_t f = n->op.u.downsample.factor[d];
+            sub.start[d] = it.part.start[d] / f;
+            sub.stop[d] = (it.part.stop[d] + f - 1) / f;
+        }
+        struct sl_block dst;
+        struct sl_error err = SL_ERROR_INIT;
+        sl_status st = sl_block_slice(&out->block, &sub, &dst, &err);
+        if (st == SL_OK)
+            st = sl_op_apply(&n->op, &part.block.view, &dst.view, ev->w->scratch,
+                             ev->w->scratch_bytes, &err);
+        out_release(ev->ex, &part);
+        if (st != SL_OK) {
+            eval_fail(ev, SL_EFUNC, "%s \"%s\": %s: %s", n->op_name, n->name, sl_status_name(st),
+                      err.text);
+            break;
+        }
+    }
+    if (ev->code == SL_OK)
+        return SL_OK;
+    while (sl_grid_iter_next(&it)) {
+        struct sl__entry *e = entry_find(ev, p, it.coords);
+        if (e != NULL)
+            entry_release(ev->ex, e);
+    }
+    out_release(ev->ex, out);
+    return ev->code;
+}
+
+/* A regrid's chunk: the mapped input region, then the function or op. */
+static sl_status
+eval_regrid(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+            const uint64_t *coords, struct eval_out *out)
+{
+    struct sl_region rin;
+    sl__node_input_region(ev->ex->graph, n, 0, r, &rin);
+    const struct sl__node *p = sl__graph_node(ev->ex->graph, n->inputs[0]);
+    if (n->op_piecewise && ev->ex->fusion->fused_to[p->id] != n->id && !sl_region_is_empty(&rin)) {
+        SL_TRY(out_alloc(ev, n->dtype, r, coords, out));
+        return eval_regrid_piecewise(ev, n, p, &rin, out);
+    }
+    struct eval_out in;
+    SL_TRY(eval_input(ev, n, 0, &rin, &in));
+    sl_status st = out_alloc(ev, n->dtype, r, coords, out);
+    if (st == SL_OK) {
+        struct sl_error err = SL_ERROR_INIT;
+        if (n->has_op)
+            st = sl_op_apply(&n->op, &in.block.view, &out->block.view, ev->w->scratch,
+                             ev->w->scratch_bytes, &err);
+        else
+            st = n->u.regrid.fn(n->u.regrid.ctx, &out->block, &in.block, &err);
+        if (st != SL_OK) {
+            char key[96];
+            coords_text(n, coords, key, sizeof(key));
+            eval_fail(ev, SL_EFUNC, "%s \"%s\" chunk %s: %s: %s", n->op_name, n->name, key,
+                      sl_status_name(st), err.text);
+            out_release(ev->ex, out);
+            st = SL_EFUNC;
+        }
+    }
+    out_release(ev->ex, &in);
+    return st;
+}
+
+/* A select's chunk: a view of its input, relabelled with output coordinates. */
+static sl_status
+eval_select(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+            const uint64_t *coords, struct eval_out *out)
+{
+    struct sl_region rin;
+    sl__node_input_region(ev->ex->graph, n, 0, r, &rin);
+    SL_TRY(eval_input(ev, n, 0, &rin, out));
+    out->block.region = *r;
+    out->block.chunk = sl_chunk_key_make(r->rank, coords);
+    return SL_OK;
+}
+
+/* A putter's chunk: its input, handed to the user function. */
+static sl_status
+eval_putter(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+            const uint64_t *coords, struct eval_out *out)
+{
+    struct sl_region rin;
+    sl__node_input_region(ev->ex->graph, n, 0, r, &rin);
+    SL_TRY(eval_input(ev, n, 0, &rin, out));
+    out->block.region = *r;
+    out->block.chunk = sl_chunk_key_make(r->rank, coords);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = n->u.putter.fn(n->u.putter.ctx, n->name, &out->block, &err);
+    if (st == SL_OK)
+        return SL_OK;
+    out_release(ev->ex, out);
+    char key[96];
+    coords_text(n, coords, key, sizeof(key));
+    return eval_fail(ev, st, "putter \"%s\" chunk %s: %s", n->name, key,
+                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+}
+
+static sl_status
+eval_node(struct eval *ev, uint32_t id, const uint64_t *coords, struct eval_out *out)
+{
+    const struct sl__node *n = sl__graph_node(ev->ex->graph, id);
+    struct sl_region r;
+    sl_grid_chunk_region(&n->grid, coords, &r);
+    memset(out, 0, sizeof(*out));
+    switch (n->kind) {
+    case SL_NODE_GETTER:
+        return eval_getter(ev, n, &r, coords, out);
+    case SL_NODE_SELECT:
+        return eval_select(ev, n, &r, coords, out);
+    case SL_NODE_MAP:
+        return eval_map(ev, n, &r, coords, out);
+    case SL_NODE_REGRID:
+        return eval_regrid(ev, n, &r, coords, out);
+    case SL_NODE_PUTTER:
+        return eval_putter(ev, n, &r, coords, out);
+    default:
+        return eval_fail(ev, SL_EUNSUPPORTED, "node \"%s\": %s nodes cannot run here", n->name,
+                         sl_node_kind_name(n->kind));
+    }
+}
+
+/* Bytes of the output chunk at `coords` of node `n`. */
+static uint64_t
+chunk_bytes(const struct sl__node *n, const uint64_t *coords)
+{
+    struct sl_region r;
+    sl_grid_chunk_region(&n->grid, coords, &r);
+    uint64_t count = 1;
+    for (uint32_t d = 0; d < r.rank; d++)
+        count *= r.stop[d] - r.start[d];
+    return count * sl_dtype_size(n->dtype);
+}
+
+/* Finish a chunk of a put stage: record its status. */
+static void
+finish_put_chunk(struct sl__exec *ex, const struct sl__node *root, const uint64_t *coords,
+                 struct eval *ev)
+{
+    struct sl__put_state *ps = sl__plan_put(ex->plan, root->id);
+    uint64_t linear = sl_grid_linear_index(&root->grid, coords);
+    sl__plan_record(ex->plan, ps, linear, ev->code, ev->err.text);
+    atomic_fetch_add_explicit(&ex->chunks_done, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ex->bytes_done, chunk_bytes(root, coords), memory_order_relaxed);
+    if (ev->code != SL_OK) {
+        atomic_fetch_add_explicit(&ex->chunks_failed, 1, memory_order_relaxed);
+        if (ev->code != SL_EUPSTREAM && ev->code != SL_ECANCELED)
+            sl__exec_note_failure(ex, ev->code, &ev->err);
+    }
+}
+
+/*
+ * Finish a chunk of an intermediate stage: publish it (owning its buffer)
+ * or its failure, then release the tasks waiting for it.  Returns the bytes
+ * the published buffer keeps from the task's budget share.
+ */
+static size_t
+finish_entry(struct sl__exec *ex, struct sl__entry *e, struct eval *ev, struct eval_out *out)
+{
+    if (ev->code == SL_OK &&
+        (out->buf == NULL || out->entry != NULL || !sl_view_is_contiguous(&out->block.view))) {
+        /* A view of something else: copy it into a buffer of its own. */
+        struct eval_out own;
+        if (out_alloc(ev, out->block.view.dtype, &out->block.region, out->block.chunk.idx, &own) ==
+            SL_OK) {
+            struct sl_error err = SL_ERROR_INIT;
+            if (sl_view_copy(&own.block.view, &out->block.view, &err) != SL_OK)
+                eval_fail(ev, err.code, "%s", err.text);
+        }
+        out_release(ex, out);
+        *out = own;
+    }
+    if (ev->code != SL_OK && ev->code != SL_EUPSTREAM && ev->code != SL_ECANCELED)
+        sl__exec_note_failure(ex, ev->code, &ev->err);
+    pthread_mutex_lock(&ex->inter.lock);
+    if (ev->code == SL_OK) {
+        e->state = SL__ENTRY_READY;
+        e->block = out->block;
+        e->buf = out->buf;
+        e->buf_bytes = out->buf_bytes;
+    } else {
+        e->state = SL__ENTRY_FAILED;
+        e->code = ev->code;
+        sl__strlcpy(e->text, ev->err.text, sizeof(e->text));
+    }
+    struct sl__waiter *w = e->waiters;
+    e->waiters = NULL;
+    pthread_mutex_unlock(&ex->inter.lock);
+    size_t kept = ev->code == SL_OK ? out->buf_bytes : 0;
+    if (ev->code != SL_OK)
+        out_release(ex, out);
+    /* Release the waiting tasks outside the lock; the last release of a
+     * task's dependencies runs it next on this worker. */
+    while (w != NULL) {
+        struct sl__waiter *next = w->next;
+        struct sl__exec_task *t = w->task;
+        pthread_mutex_lock(&ex->inter.lock);
+        w->next = ex->inter.free_waiters;
+        ex->inter.free_waiters = w;
+        pthread_mutex_unlock(&ex->inter.lock);
+        sl_task_release(&t->task);
+        w = next;
+    }
+    return kept;
+}
+
+void
+sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker)
+{
+    const struct sl__stage *s = &ex->fusion->stages[t->stage];
+    const struct sl__node *root = sl__graph_node(ex->graph, s->root);
+    struct sl__exec_worker *w = &ex->workers[worker];
+    uint64_t t0 = w->trace.events != NULL ? sl__exec_now_ns() : 0;
+    size_t kept = 0;
+    for (uint32_t k = 0; k < t->count; k++) {
+        uint64_t coords[SL_MAX_RANK];
+        sl__exec_box_coords(ex, t->stage, t->box, t->first + k, coords);
+        struct eval ev = {.ex = ex, .w = w, .code = SL_OK, .err = SL_ERROR_INIT};
+        struct eval_out out;
+        memset(&out, 0, sizeof(out));
+        if (atomic_load_explicit(&ex->cancel, memory_order_relaxed))
+            eval_fail(&ev, SL_ECANCELED, "not run: the run stopped at the first failure");
+        else
+            eval_node(&ev, root->id, coords, &out);
+        if (t->output != NULL) {
+            kept += finish_entry(ex, t->output, &ev, &out);
+        } else {
+            out_release(ex, &out);
+            finish_put_chunk(ex, root, coords, &ev);
+        }
+    }
+    if (w->trace.events != NULL) {
+        if (w->trace.n < w->trace.cap) {
+            uint64_t coords[SL_MAX_RANK];
+            sl__exec_box_coords(ex, t->stage, t->box, t->first, coords);
+            w->trace.events[w->trace.n++] =
+                (struct sl__trace_event){.start_ns = t0 - ex->t0_ns,
+                                         .end_ns = sl__exec_now_ns() - ex->t0_ns,
+                                         .stage = t->stage,
+                                         .count = t->count,
+                                         .first = sl_grid_linear_index(&root->grid, coords)};
+        } else {
+            w->trace.dropped++;
+        }
+    }
+    atomic_fetch_add_explicit(&ex->n_tasks, 1, memory_order_relaxed);
+    sl__exec_release(ex, t->reserved > kept ? t->reserved - kept : 0);
+}
