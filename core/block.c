@@ -14,21 +14,25 @@ sl_status
 sl_block_init(struct sl_block *b, sl_dtype dtype, uint32_t rank, const uint64_t *shape, void *data,
               const struct sl_region *region, struct sl_error *err)
 {
-    struct sl_block tmp;
-    memset(&tmp, 0, sizeof(tmp));
-    SL_TRY(sl_view_init(&tmp.view, dtype, rank, shape, data, err));
-    if (region == NULL) {
-        tmp.region = sl_region_whole(rank, shape);
-    } else {
+    if (region != NULL) {
         for (uint32_t d = 0; d < rank; d++)
             if (region->rank != rank || region->stop[d] - region->start[d] != shape[d])
                 return sl_error_set(err, SL_EINVAL, NULL,
                                     "block region extent differs from its shape in dimension "
                                     "%" PRIu32,
                                     d);
-        tmp.region = *region;
     }
-    *b = tmp;
+    /* Blocks are made once per chunk on the hot path: write only the
+     * fields in use rather than clearing the whole struct. */
+    SL_TRY(sl_view_init(&b->view, dtype, rank, shape, data, err));
+    if (region != NULL) {
+        b->region.rank = rank;
+        memcpy(b->region.start, region->start, rank * sizeof(uint64_t));
+        memcpy(b->region.stop, region->stop, rank * sizeof(uint64_t));
+    } else {
+        b->region = sl_region_whole(rank, shape);
+    }
+    b->chunk.rank = 0;
     return SL_OK;
 }
 

@@ -33,18 +33,21 @@ sl_view_init(struct sl_view *v, sl_dtype dtype, uint32_t rank, const uint64_t *s
         return sl_error_set(err, SL_EOVERFLOW, NULL, "view: %zu bytes exceed PTRDIFF_MAX", bytes);
     if (data == NULL && bytes > 0)
         return sl_error_set(err, SL_EINVAL, NULL, "view: NULL data for %zu bytes", bytes);
-    struct sl_view w = {.dtype = dtype, .rank = rank, .data = data};
+    /* Views are made once per chunk on the hot path: only the first `rank`
+     * entries are written. */
+    v->dtype = dtype;
+    v->rank = rank;
+    v->data = data;
     int64_t stride = 1;
     for (uint32_t d = rank; d-- > 0;) {
-        w.shape[d] = shape[d];
+        v->shape[d] = shape[d];
         /* An empty view addresses nothing: its strides stay 0, as the
          * product of the other extents need not fit. */
-        w.stride[d] = bytes > 0 ? stride : 0;
+        v->stride[d] = bytes > 0 ? stride : 0;
         /* Fits when non-empty: the byte size fits in ptrdiff_t (above). */
         if (bytes > 0)
             stride *= (int64_t)shape[d];
     }
-    *v = w;
     return SL_OK;
 }
 

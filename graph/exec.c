@@ -23,6 +23,8 @@
  * together.
  */
 #include <inttypes.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -33,9 +35,11 @@
 #include "exec_internal.h"
 
 /* Tasks queued or running at most, per worker, when the budget allows more. */
-#define EXEC_TASKS_PER_WORKER 8
+#define EXEC_TASKS_PER_WORKER 32
 /* Largest number of chunks one task computes in a row. */
 #define EXEC_MAX_BATCH 64
+/* How long the driver yields and looks again before it sleeps (ns). */
+#define EXEC_DRIVER_SPIN_NS 200000u
 /* Trace events kept per worker. */
 #define EXEC_TRACE_CAP ((size_t)1 << 20)
 
@@ -63,14 +67,30 @@ sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box, uin
     }
 }
 
-/* Wake the driver if it sleeps. */
+uint64_t
+sl__exec_sum(const struct sl__exec *ex, size_t offset)
+{
+    uint64_t total = 0;
+    for (unsigned w = 0; w <= ex->n_workers; w++) {
+        const char *base = (const char *)&ex->workers[w];
+        total += atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)(base + offset),
+                                      memory_order_relaxed);
+    }
+    return total;
+}
+
+/*
+ * Wake the driver if it sleeps for `why`: room (any finished task or freed
+ * byte may give it) or idleness (only the last task's end does).
+ */
 static void
-exec_wake_driver(struct sl__exec *ex)
+exec_wake_driver(struct sl__exec *ex, int why)
 {
     /* Seq-cst: pairs with the driver's store of driver_waiting followed by
      * its re-check of the counters (a Dekker pattern): either it sees our
      * update or we see it waiting. */
-    if (atomic_load(&ex->driver_waiting)) {
+    int waiting = atomic_load(&ex->driver_waiting);
+    if (waiting != 0 && (waiting == why || why == SL__WAIT_IDLE)) {
         pthread_mutex_lock(&ex->lock);
         pthread_cond_signal(&ex->cond);
         pthread_mutex_unlock(&ex->lock);
@@ -83,7 +103,7 @@ sl__exec_release(struct sl__exec *ex, size_t bytes)
     if (bytes == 0)
         return;
     atomic_fetch_sub(&ex->accounted, bytes);
-    exec_wake_driver(ex);
+    exec_wake_driver(ex, SL__WAIT_ROOM);
 }
 
 void
@@ -111,14 +131,18 @@ exec_reserve(struct sl__exec *ex, size_t bytes)
 
 /* ---- tasks ------------------------------------------------------------------ */
 
+/* A task from the driver's free list, refilled from what workers returned. */
 static struct sl__exec_task *
 exec_task_alloc(struct sl__exec *ex)
 {
-    pthread_mutex_lock(&ex->lock);
+    if (ex->free_tasks == NULL)
+        /* Acquire: pairs with the release CAS in exec_task_free, so the
+         * driver sees each returned task's last writes before reusing it.
+         * Taking the whole list at once leaves no ABA window. */
+        ex->free_tasks = atomic_exchange_explicit(&ex->returned, NULL, memory_order_acquire);
     struct sl__exec_task *t = ex->free_tasks;
     if (t != NULL)
         ex->free_tasks = t->next;
-    pthread_mutex_unlock(&ex->lock);
     if (t == NULL)
         t = sl_alloc(&ex->plan->alloc, sizeof(*t), 0);
     if (t != NULL)
@@ -126,13 +150,16 @@ exec_task_alloc(struct sl__exec *ex)
     return t;
 }
 
+/* Return a finished task (any worker): a lock-free push. */
 static void
 exec_task_free(struct sl__exec *ex, struct sl__exec_task *t)
 {
-    pthread_mutex_lock(&ex->lock);
-    t->next = ex->free_tasks;
-    ex->free_tasks = t;
-    pthread_mutex_unlock(&ex->lock);
+    struct sl__exec_task *head = atomic_load_explicit(&ex->returned, memory_order_relaxed);
+    do
+        t->next = head;
+    /* Release: pairs with the driver's acquire exchange in exec_task_alloc. */
+    while (!atomic_compare_exchange_weak_explicit(&ex->returned, &head, t, memory_order_release,
+                                                  memory_order_relaxed));
 }
 
 /* The pool's callback for every task of a run. */
@@ -141,19 +168,33 @@ exec_task_fn(void *arg, sl_status status)
 {
     struct sl__exec_task *t = arg;
     struct sl__exec *ex = t->ex;
+    atomic_fetch_add_explicit(&ex->n_started, 1, memory_order_relaxed);
     if (status != SL_OK)
         atomic_store(&ex->cancel, true);
     int w = sl_pool_worker_index(ex->pool);
     sl__exec_task_run(ex, t, w >= 0 ? (unsigned)w : ex->n_workers);
     exec_task_free(ex, t);
-    atomic_fetch_sub(&ex->in_flight, 1);
-    exec_wake_driver(ex);
+    bool last = atomic_fetch_sub(&ex->in_flight, 1) == 1;
+    exec_wake_driver(ex, last ? SL__WAIT_IDLE : SL__WAIT_ROOM);
 }
 
 /* Submit `t` (the driver only). */
 static sl_status
 exec_submit(struct sl__exec *ex, struct sl__exec_task *t, struct sl_error *err)
 {
+    /* While no submitted task has started yet (the workers are still waking
+     * up), the driver computes a task without dependencies itself rather
+     * than wait idle: short runs then start at once. */
+    if (ex->n_submitted > 0 && t->output == NULL &&
+        ex->fusion->stages[t->stage].n_unfused_inputs == 0 &&
+        atomic_load_explicit(&ex->n_started, memory_order_relaxed) == 0 &&
+        !atomic_load(&ex->cancel)) {
+        sl__exec_task_run(ex, t, ex->n_workers);
+        exec_task_free(ex, t);
+        atomic_fetch_add_explicit(&ex->n_inline, 1, memory_order_relaxed);
+        return SL_OK;
+    }
+    ex->n_submitted++;
     atomic_fetch_add(&ex->in_flight, 1);
     sl_status st = sl_pool_submit_task(ex->pool, &t->task);
     if (st != SL_OK) {
@@ -177,10 +218,10 @@ exec_progress(struct sl__exec *ex, uint64_t total, uint64_t bytes_total, bool fi
     if (o->progress == NULL)
         return;
     struct sl_progress p = {
-        .chunks_done = atomic_load_explicit(&ex->chunks_done, memory_order_relaxed),
+        .chunks_done = sl__exec_sum(ex, offsetof(struct sl__exec_worker, chunks_done)),
         .chunks_total = total,
-        .chunks_failed = atomic_load_explicit(&ex->chunks_failed, memory_order_relaxed),
-        .bytes_done = atomic_load_explicit(&ex->bytes_done, memory_order_relaxed),
+        .chunks_failed = sl__exec_sum(ex, offsetof(struct sl__exec_worker, chunks_failed)),
+        .bytes_done = sl__exec_sum(ex, offsetof(struct sl__exec_worker, bytes_done)),
         .bytes_total = bytes_total,
         .elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9,
         .final = final,
@@ -226,6 +267,7 @@ exec_wait(struct sl__exec *ex, enum exec_wait what, size_t need, uint64_t max_ta
           struct exec_totals *tot, struct sl_error *err)
 {
     const uint64_t interval = (uint64_t)(ex->plan->opts.progress_interval_s * 1e9);
+    const uint64_t wait_start = sl__exec_now_ns();
     for (;;) {
         uint64_t now = sl__exec_now_ns();
         if (now >= tot->next_progress_ns) {
@@ -240,15 +282,21 @@ exec_wait(struct sl__exec *ex, enum exec_wait what, size_t need, uint64_t max_ta
                                 "intermediate chunks awaiting their readers and the next task "
                                 "needs %zu",
                                 ex->plan->opts.memory_budget, atomic_load(&ex->accounted), need);
+        /* Short runs end within microseconds: look again a few times
+         * before paying for a sleep and a wake-up. */
+        if (now - wait_start < EXEC_DRIVER_SPIN_NS) {
+            sched_yield();
+            continue;
+        }
         pthread_mutex_lock(&ex->lock);
-        atomic_store(&ex->driver_waiting, true);
+        atomic_store(&ex->driver_waiting, what == EXEC_WAIT_IDLE ? SL__WAIT_IDLE : SL__WAIT_ROOM);
         if (!exec_ready(ex, what, need, max_tasks)) {
             uint64_t until = tot->next_progress_ns;
             struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
                                   .tv_nsec = (long)(until % 1000000000u)};
             pthread_cond_timedwait(&ex->cond, &ex->lock, &ts);
         }
-        atomic_store(&ex->driver_waiting, false);
+        atomic_store(&ex->driver_waiting, 0);
         pthread_mutex_unlock(&ex->lock);
     }
 }
@@ -612,10 +660,13 @@ exec_fini(struct sl__exec *ex)
     }
     if (ex->inter.buckets != NULL)
         sl__inter_fini(&ex->inter, ex->pool);
-    while (ex->free_tasks != NULL) {
-        struct sl__exec_task *t = ex->free_tasks;
-        ex->free_tasks = t->next;
-        sl_free(a, t, sizeof(*t));
+    for (int list = 0; list < 2; list++) {
+        struct sl__exec_task *t = list == 0 ? ex->free_tasks : atomic_load(&ex->returned);
+        while (t != NULL) {
+            struct sl__exec_task *next = t->next;
+            sl_free(a, t, sizeof(*t));
+            t = next;
+        }
     }
     pthread_cond_destroy(&ex->cond);
     pthread_mutex_destroy(&ex->lock);
@@ -670,7 +721,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
                 plan->puts[i].codes[k] = SL_ECANCELED;
     sl__plan_count(plan);
     struct sl_run_summary *s = &plan->summary;
-    s->n_tasks = atomic_load(&ex->n_tasks);
+    s->n_tasks = sl__exec_sum(ex, offsetof(struct sl__exec_worker, n_tasks));
     s->peak_bytes = atomic_load(&ex->peak);
     s->budget_bytes = plan->opts.memory_budget;
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;

@@ -101,7 +101,7 @@ out_alloc(struct eval *ev, sl_dtype dtype, const struct sl_region *region, const
     struct sl_error err = SL_ERROR_INIT;
     if (sl_shape_bytes(region->rank, shape, sl_dtype_size(dtype), &bytes, &err) != SL_OK)
         return eval_fail(ev, err.code, "%s", err.text);
-    memset(o, 0, sizeof(*o));
+    o->entry = NULL;
     /* One element at least, so even empty blocks have an address. */
     o->buf_bytes = bytes > 0 ? bytes : sl_dtype_size(dtype);
     o->buf = sl_pool_buf_alloc(ev->ex->pool, o->buf_bytes);
@@ -111,7 +111,8 @@ out_alloc(struct eval *ev, sl_dtype dtype, const struct sl_region *region, const
         out_release(ev->ex, o);
         return eval_fail(ev, err.code, "%s", err.text);
     }
-    o->block.chunk = sl_chunk_key_make(region->rank, coords);
+    o->block.chunk.rank = region->rank;
+    memcpy(o->block.chunk.idx, coords, region->rank * sizeof(uint64_t));
     return SL_OK;
 }
 
@@ -138,7 +139,8 @@ input_from_entry(struct eval *ev, const struct sl__node *p, struct sl__entry *e,
         entry_release(ev->ex, e);
         return SL_EUPSTREAM;
     }
-    memset(o, 0, sizeof(*o));
+    o->buf = NULL;
+    o->entry = NULL;
     struct sl_error err = SL_ERROR_INIT;
     if (sl_block_slice(&e->block, rin, &o->block, &err) != SL_OK) {
         entry_release(ev->ex, e);
@@ -209,9 +211,11 @@ eval_input(struct eval *ev, const struct sl__node *n, uint32_t i, const struct s
 {
     const struct sl__fusion *f = ev->ex->fusion;
     const struct sl__node *p = sl__graph_node(ev->ex->graph, n->inputs[i]);
-    memset(o, 0, sizeof(*o));
+    o->buf = NULL;
+    o->entry = NULL;
     if (sl_region_is_empty(rin)) {
         /* An output chunk past the input's extent reads nothing. */
+        memset(&o->block, 0, sizeof(o->block));
         o->block.view.dtype = p->dtype;
         o->block.view.rank = rin->rank;
         o->block.region = *rin;
@@ -429,7 +433,8 @@ eval_node(struct eval *ev, uint32_t id, const uint64_t *coords, struct eval_out 
     const struct sl__node *n = sl__graph_node(ev->ex->graph, id);
     struct sl_region r;
     sl_grid_chunk_region(&n->grid, coords, &r);
-    memset(out, 0, sizeof(*out));
+    out->buf = NULL;
+    out->entry = NULL;
     switch (n->kind) {
     case SL_NODE_GETTER:
         return eval_getter(ev, n, &r, coords, out);
@@ -467,10 +472,10 @@ finish_put_chunk(struct sl__exec *ex, const struct sl__node *root, const uint64_
     struct sl__put_state *ps = sl__plan_put(ex->plan, root->id);
     uint64_t linear = sl_grid_linear_index(&root->grid, coords);
     sl__plan_record(ex->plan, ps, linear, ev->code, ev->err.text);
-    atomic_fetch_add_explicit(&ex->chunks_done, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ex->bytes_done, chunk_bytes(root, coords), memory_order_relaxed);
+    sl__exec_count(&ev->w->chunks_done, 1);
+    sl__exec_count(&ev->w->bytes_done, chunk_bytes(root, coords));
     if (ev->code != SL_OK) {
-        atomic_fetch_add_explicit(&ex->chunks_failed, 1, memory_order_relaxed);
+        sl__exec_count(&ev->w->chunks_failed, 1);
         if (ev->code != SL_EUPSTREAM && ev->code != SL_ECANCELED)
             sl__exec_note_failure(ex, ev->code, &ev->err);
     }
@@ -570,6 +575,6 @@ sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker)
             w->trace.dropped++;
         }
     }
-    atomic_fetch_add_explicit(&ex->n_tasks, 1, memory_order_relaxed);
+    sl__exec_count(&w->n_tasks, 1);
     sl__exec_release(ex, t->reserved > kept ? t->reserved - kept : 0);
 }

@@ -119,8 +119,17 @@ struct sl__exec_worker {
     _Alignas(SL_CACHELINE) void *scratch; /* kernel scratch (median, mode); owned */
     size_t scratch_bytes;                 /* its size */
     struct sl__trace_buf trace;           /* this worker's events */
-    char pad[SL_CACHELINE];               /* keep the next worker's fields away */
+    /* Counters with one writer (this worker) that the driver sums for
+     * progress: relaxed load-and-store, no locked add, no shared line. */
+    _Atomic uint64_t chunks_done;   /* output chunks of puts finished */
+    _Atomic uint64_t chunks_failed; /* ... of which not ok */
+    _Atomic uint64_t bytes_done;    /* decoded bytes of finished output chunks */
+    _Atomic uint64_t n_tasks;       /* tasks run */
+    char pad[SL_CACHELINE];         /* keep the next worker's fields away */
 };
+
+/* What the driver waits for. */
+enum { SL__WAIT_ROOM = 1, SL__WAIT_IDLE = 2 };
 
 /* One run of a plan. */
 struct sl__exec {
@@ -137,19 +146,31 @@ struct sl__exec {
     _Alignas(SL_CACHELINE) _Atomic size_t accounted; /* budget bytes alive */
     _Atomic size_t peak;                             /* highest `accounted` */
     _Atomic uint64_t in_flight;                      /* tasks submitted and not finished */
-    _Atomic uint64_t chunks_done;                    /* output chunks of puts finished */
-    _Atomic uint64_t chunks_failed;                  /* ... of which not ok */
-    _Atomic uint64_t bytes_done;                     /* decoded bytes of finished output chunks */
-    _Atomic uint64_t n_tasks;                        /* tasks run */
-    _Atomic bool cancel;         /* fail_fast tripped: skip what has not started */
-    _Atomic bool driver_waiting; /* the driver sleeps on `cond` */
-    _Atomic int first_error;     /* first failure's sl_status, or SL_OK */
+    _Atomic uint64_t n_started;                      /* submitted tasks whose callback has begun */
+    uint64_t n_submitted;       /* tasks the driver submitted (only it writes) */
+    _Atomic uint64_t n_inline;  /* tasks the driver ran itself */
+    _Atomic bool cancel;        /* fail_fast tripped: skip what has not started */
+    _Atomic int driver_waiting; /* what the driver sleeps on `cond` for: 0 (not asleep),
+                                   SL__WAIT_ROOM or SL__WAIT_IDLE */
+    _Atomic int first_error;    /* first failure's sl_status, or SL_OK */
 
-    _Alignas(SL_CACHELINE) pthread_mutex_t lock; /* guards `cond` and the task free list */
-    pthread_cond_t cond;              /* the driver waits here for budget or completion */
-    struct sl__exec_task *free_tasks; /* recycled tasks */
-    struct sl_error first_err;        /* message of the first failure, under `lock` */
+    _Alignas(SL_CACHELINE) pthread_mutex_t lock; /* guards `cond` and `first_err` */
+    pthread_cond_t cond;                      /* the driver waits here for budget or completion */
+    struct sl__exec_task *free_tasks;         /* the driver's recycled tasks (only it reads) */
+    _Atomic(struct sl__exec_task *) returned; /* tasks workers finished, pushed lock-free */
+    struct sl_error first_err;                /* message of the first failure, under `lock` */
 };
+
+/* Add `n` to a counter only the calling worker writes. */
+static inline void
+sl__exec_count(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* Sum a counter over the workers (and the driver's slot). */
+uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
 
 /* Compute every chunk of task `t` (exec_eval.c); runs on a worker. */
 void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);

@@ -220,6 +220,7 @@ struct sl_plan {
     size_t min_budget;             /* bytes the most demanding task needs */
     uint32_t min_budget_stage;     /* ... its stage */
     struct sl_chunk_error *errors; /* owned, opts.max_errors slots */
+    size_t cap_errors;             /* records in `errors`: min(max_errors, output chunks) */
     _Atomic size_t n_errors;       /* slots claimed (may pass max_errors) */
     struct sl_run_summary summary; /* of the last run */
 };

@@ -128,6 +128,25 @@ plan_alloc_puts(sl_plan *plan, struct sl_error *err)
     return SL_OK;
 }
 
+/* Room for the messages of up to max_errors failed chunks (no more than
+ * there are chunks); written before they are read, so not zeroed. */
+static sl_status
+plan_alloc_errors(sl_plan *plan, struct sl_error *err)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < plan->n_puts; i++)
+        total += plan->puts[i].n_chunks;
+    plan->cap_errors = plan->opts.max_errors < total ? plan->opts.max_errors : (size_t)total;
+    if (plan->cap_errors == 0)
+        return SL_OK;
+    size_t bytes;
+    if (!sl_size_mul_fits(plan->cap_errors, sizeof(struct sl_chunk_error), &bytes) ||
+        (plan->errors = sl_alloc(&plan->alloc, bytes, 0)) == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %zu error records",
+                            plan->cap_errors);
+    return SL_OK;
+}
+
 /* Check the options and copy them into the plan. */
 static sl_status
 plan_set_opts(sl_plan *plan, const struct sl_plan_opts *opts, struct sl_error *err)
@@ -144,13 +163,6 @@ plan_set_opts(sl_plan *plan, const struct sl_plan_opts *opts, struct sl_error *e
         if (plan->trace_path == NULL)
             return sl_error_set(err, SL_ENOMEM, NULL, "no memory for the trace path");
         plan->opts.trace_path = plan->trace_path;
-    }
-    if (plan->opts.max_errors > 0) {
-        plan->errors =
-            sl_alloc_zeroed(&plan->alloc, plan->opts.max_errors, sizeof(struct sl_chunk_error), 0);
-        if (plan->errors == NULL)
-            return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %zu error records",
-                                plan->opts.max_errors);
     }
     return SL_OK;
 }
@@ -192,6 +204,8 @@ sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *
         st = sl__fusion_plan(g, &plan->alloc, &plan->fusion, err);
     if (st == SL_OK)
         st = plan_alloc_puts(plan, err);
+    if (st == SL_OK)
+        st = plan_alloc_errors(plan, err);
     if (st == SL_OK) {
         plan_min_budget(plan);
         st = plan_check_budget(plan, err);
@@ -213,7 +227,7 @@ sl_plan_destroy(sl_plan *plan)
     for (uint32_t i = 0; i < plan->n_puts && plan->puts != NULL; i++)
         sl_free(&plan->alloc, plan->puts[i].codes, (size_t)plan->puts[i].n_chunks);
     sl_free(&plan->alloc, plan->puts, plan->n_puts * sizeof(struct sl__put_state));
-    sl_free(&plan->alloc, plan->errors, plan->opts.max_errors * sizeof(struct sl_chunk_error));
+    sl_free(&plan->alloc, plan->errors, plan->cap_errors * sizeof(struct sl_chunk_error));
     if (plan->trace_path != NULL)
         sl_free(&plan->alloc, plan->trace_path, strlen(plan->trace_path) + 1);
     sl__fusion_fini(&plan->fusion);
@@ -256,7 +270,7 @@ sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_sta
     /* Relaxed: the slot index only has to be unique; the record is read after
      * the run, which the executor orders after every task has finished. */
     size_t slot = atomic_fetch_add_explicit(&plan->n_errors, 1, memory_order_relaxed);
-    if (slot >= plan->opts.max_errors)
+    if (slot >= plan->cap_errors)
         return;
     struct sl_chunk_error *e = &plan->errors[slot];
     const struct sl__node *n = sl__graph_node(plan->graph, ps->node);
@@ -285,7 +299,7 @@ sl__plan_count(sl_plan *plan)
         }
     }
     size_t n = atomic_load_explicit(&plan->n_errors, memory_order_relaxed);
-    s->errors_dropped = n > plan->opts.max_errors ? n - plan->opts.max_errors : 0;
+    s->errors_dropped = n > plan->cap_errors ? n - plan->cap_errors : 0;
 }
 
 sl_status
@@ -332,6 +346,6 @@ const struct sl_chunk_error *
 sl_plan_errors(const sl_plan *plan, size_t *count)
 {
     size_t n = atomic_load_explicit(&plan->n_errors, memory_order_relaxed);
-    *count = n < plan->opts.max_errors ? n : plan->opts.max_errors;
+    *count = n < plan->cap_errors ? n : plan->cap_errors;
     return plan->errors;
 }
