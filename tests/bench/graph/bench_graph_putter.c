@@ -64,8 +64,12 @@ build(uint64_t n, bool *full)
     struct sl_error err = SL_ERROR_INIT;
     sl_graph *g = sl_graph_create(NULL, &err);
     const uint64_t chunk = 1000;
-    const struct sl_getter_desc gd = {.array_name = "zeros", .dtype = SL_DTYPE_F64, .rank = 1,
-                                      .shape = &n, .chunk_shape = &chunk, .fn = zeros_getter,
+    const struct sl_getter_desc gd = {.array_name = "zeros",
+                                      .dtype = SL_DTYPE_F64,
+                                      .rank = 1,
+                                      .shape = &n,
+                                      .chunk_shape = &chunk,
+                                      .fn = zeros_getter,
                                       .ctx = full};
     uint32_t get, put;
     check(sl_graph_add_getter(g, "zeros", &gd, &get, &err), &err, "add getter");
