@@ -14,6 +14,7 @@
 #include <sluice/grid.h>
 #include <sluice/parallel.h>
 #include <sluice/region.h>
+#include <sluice/sha256.h>
 #include <sluice/status.h>
 #include <sluice/version.h>
 
