@@ -16,6 +16,7 @@
 #include <sluice/region.h>
 #include <sluice/sha256.h>
 #include <sluice/status.h>
+#include <sluice/store.h>
 #include <sluice/version.h>
 
 #endif /* SL_SLUICE_H */
