@@ -8,6 +8,7 @@
 
 #include <sluice/alloc.h>
 #include <sluice/checked.h>
+#include <sluice/codec.h>
 #include <sluice/common.h>
 #include <sluice/dtype.h>
 #include <sluice/error.h>
