@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <sluice/alloc.h>
+#include <sluice/array.h>
 #include <sluice/checked.h>
 #include <sluice/codec.h>
 #include <sluice/dtype.h>
@@ -302,5 +303,147 @@ size_t sl__gzip_bound(size_t n);
 size_t sl__blosc_bound(size_t n);
 bool sl__blosc_cname_known(const char *cname);
 void sl__codec_ctx_free_zlib(sl_codec_ctx *ctx);
+
+/* ---- fill values ---------------------------------------------------------------- */
+
+typedef struct json_t json_t;
+
+/* Parse fill value `v` of a `zarr_format` array of `dt` into native bytes;
+ * `*is_null` reports a v2 null.  @return SL_OK or SL_EPARSE at `path`. */
+sl_status sl__fill_parse(const json_t *v, sl_dtype dt, int zarr_format, uint8_t out[16],
+                         bool *is_null, const char *path, struct sl_error *err);
+
+/* The JSON of a fill value (a new reference in `*out`).  @return SL_OK,
+ * SL_ENOMEM or SL_EUNSUPPORTED (a uint64 above 2^63-1). */
+sl_status sl__fill_to_json(sl_dtype dt, const uint8_t fill[16], bool is_null, int zarr_format,
+                           json_t **out, struct sl_error *err);
+
+/* IEEE binary16 conversions, rounding to nearest even. */
+uint16_t sl__f16_from_double(double d);
+double sl__f16_to_double(uint16_t h);
+
+/* True when `bits` of a `width`-byte float (2, 4, 8) are a NaN. */
+bool sl__float_bits_is_nan(uint64_t bits, size_t width);
+
+/* The canonical quiet NaN's bits: 0x7e00, 0x7fc00000, 0x7ff8000000000000. */
+uint64_t sl__float_canonical_nan(size_t width);
+
+/* ---- JSON helpers ------------------------------------------------------------------ */
+
+/* Parse a JSON document (duplicate keys refused); syntax errors carry line,
+ * column and byte position, and `source` names the document. */
+sl_status sl__json_parse(const char *text, size_t n, const char *source, json_t **out,
+                         struct sl_error *err);
+
+/* An array of 1..`max` integers in [lo, SL_DIM_MAX] at `path`. */
+sl_status sl__json_dims(const json_t *v, const char *path, uint64_t lo, uint64_t *out, uint32_t max,
+                        uint32_t *n, struct sl_error *err);
+
+/* An integer in [lo, hi] at `path`. */
+sl_status sl__json_int(const json_t *v, const char *path, long long lo, long long hi, int *out,
+                       struct sl_error *err);
+
+/* Refuse keys of object `obj` (at `path`) not in the NULL-terminated `known`. */
+sl_status sl__json_only_keys(const json_t *obj, const char *path, const char *const *known,
+                             struct sl_error *err);
+
+/* Serialize `v` into `out` (replacing its contents, NUL-terminated, the NUL
+ * not counted in size). */
+sl_status sl__json_dump(const json_t *v, size_t flags, struct sl_buf *out, struct sl_error *err);
+
+/* ---- array metadata ------------------------------------------------------------------ */
+
+/* How chunk coordinates become keys. */
+typedef enum sl__key_encoding {
+    SL__KEYS_DEFAULT, /* v3 "default": "c/1/2" */
+    SL__KEYS_V2,      /* v3 "v2" and every v2 array: "1.2" */
+} sl__key_encoding;
+
+/* Largest extent of one dimension, and of one chunk's decoded bytes. */
+#define SL_DIM_MAX ((uint64_t)1 << 62)
+
+/* Metadata of one array, whichever format it came from.  Sharded arrays
+ * keep the shard shape in `chunk`, the inner chunk shape in `inner`, and the
+ * inner chunks' codecs in `chain`. */
+struct sl__meta {
+    int zarr_format;                 /* 2 or 3 */
+    uint32_t rank;                   /* dimensions, <= SL_MAX_RANK */
+    uint64_t shape[SL_MAX_RANK];     /* array shape */
+    sl_dtype dtype;                  /* element type */
+    uint64_t chunk[SL_MAX_RANK];     /* chunk grid: stored objects (shards when sharded) */
+    sl__key_encoding keys;           /* chunk key encoding */
+    char sep;                        /* '/' or '.' */
+    uint8_t fill[16];                /* fill value, native byte order */
+    bool fill_null;                  /* v2 "fill_value": null (reads as zeros) */
+    struct sl__chain chain;          /* codecs of a (inner) chunk */
+    bool sharded;                    /* sharding_indexed */
+    uint64_t inner[SL_MAX_RANK];     /* sharded: inner chunk shape */
+    uint64_t per_shard[SL_MAX_RANK]; /* sharded: inner chunks per shard, per dimension */
+    uint64_t n_per_shard;            /* sharded: inner chunks per shard */
+    struct sl__chain index_chain;    /* sharded: codecs of the index */
+    bool index_at_start;             /* sharded: index before the chunks */
+    size_t index_bytes;              /* sharded: stored size of the index */
+    char *dim_names[SL_MAX_RANK];    /* owned; NULL: unnamed */
+    bool has_dim_names;              /* "dimension_names" present (v2: _ARRAY_DIMENSIONS) */
+    char *attributes;                /* owned JSON object text, compact */
+    struct sl_allocator alloc;       /* owns dim_names and attributes */
+};
+
+/* Zero `m` and set its allocator (NULL: default). */
+void sl__meta_init(struct sl__meta *m, const struct sl_allocator *alloc);
+
+/* Free what `m` owns; safe on a zeroed or initialized meta. */
+void sl__meta_fini(struct sl__meta *m);
+
+/*
+ * Check that the metadata is consistent and inside sluice's caps: rank,
+ * extents, chunk byte counts, inner chunks dividing shards, codec chains
+ * valid for their chunks; fills the derived sharding fields.
+ * @return SL_OK, SL_EPARSE, SL_EOVERFLOW or SL_EUNSUPPORTED.
+ */
+sl_status sl__meta_check(struct sl__meta *m, struct sl_error *err);
+
+/* The layout of one (inner) chunk; of one shard index. */
+void sl__meta_chunk_layout(const struct sl__meta *m, struct sl__chunk_layout *lay);
+void sl__meta_index_layout(const struct sl__meta *m, struct sl__chunk_layout *lay);
+
+/*
+ * Parse a v3 zarr.json of an array.  `source` names the document in errors.
+ * @return SL_OK; SL_EPARSE (syntax with line and column, meaning with a JSON
+ * pointer); SL_EUNSUPPORTED naming the codec, data type or field sluice
+ * lacks; SL_EINVAL when the document is a group.
+ */
+sl_status sl__meta_parse_v3(const char *text, size_t n, const char *source, struct sl__meta *m,
+                            struct sl_error *err);
+
+/* Set `m`'s attributes to the compact text of JSON object `attrs`. */
+sl_status sl__meta_set_attributes(struct sl__meta *m, const json_t *attrs, struct sl_error *err);
+
+/* Write `m` as a v3 zarr.json into `out`. */
+sl_status sl__meta_write_v3(const struct sl__meta *m, struct sl_buf *out, struct sl_error *err);
+
+/*
+ * Parse a v2 array from its .zarray and optional .zattrs texts (`zattrs`
+ * NULL when absent).  @return as sl__meta_parse_v3.
+ */
+sl_status sl__meta_parse_v2(const char *zarray, size_t n, const char *zattrs, size_t n_attrs,
+                            const char *source, struct sl__meta *m, struct sl_error *err);
+
+/* Write `m` as a v2 .zarray and .zattrs (the latter empty when there is
+ * nothing to say). */
+sl_status sl__meta_write_v2(const struct sl__meta *m, struct sl_buf *zarray, struct sl_buf *zattrs,
+                            struct sl_error *err);
+
+/* Check a v3 group zarr.json; its attributes as compact text in `attrs`. */
+sl_status sl__group_parse_v3(const char *text, size_t n, const char *source, struct sl_buf *attrs,
+                             struct sl_error *err);
+
+/* Write the key of stored object `coords` (chunk or shard grid coordinates)
+ * relative to the array.  @return the length needed, as snprintf does. */
+size_t sl__meta_chunk_key(const struct sl__meta *m, const uint64_t *coords, char *buf, size_t size);
+
+/* Parse a key relative to the array back into object coordinates; false
+ * when it is not one of this array's chunk keys. */
+bool sl__meta_parse_chunk_key(const struct sl__meta *m, const char *key, uint64_t *coords);
 
 #endif /* SL_IO_INTERNAL_H */
