@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Writing array metadata: zarr.json in the field order zarr-python uses.
+ * Writing array metadata: zarr.json in the field order zarr-python uses, and
+ * .zarray/.zattrs with sorted keys as zarr-python 2 writes them.  v2 zstd
+ * compressors are written without a "checksum" key, which numcodecs 0.11
+ * (Debian's python3-zarr 2.13) refuses.
  */
 #include <jansson.h>
 #include <string.h>
@@ -193,5 +196,104 @@ sl__meta_write_v3(const struct sl__meta *m, struct sl_buf *out, struct sl_error 
     }
     sl_status st = sl__json_dump(root, JSON_INDENT(2), out, err);
     json_decref(root);
+    return st;
+}
+
+/* ---- v2 ------------------------------------------------------------------------ */
+
+static json_t *
+compressor_v2_json(const struct sl__chain *ch)
+{
+    const struct sl__codec *c = ch->n > ch->n_aa + 1 ? &ch->c[ch->n - 1] : NULL;
+    if (c == NULL)
+        return json_null();
+    json_t *o = json_object();
+    bool ok = o != NULL;
+    switch (c->id) {
+    case SL__CODEC_ZSTD:
+        ok = ok && put(o, "id", json_string("zstd")) &&
+             put(o, "level", json_integer(c->u.zstd.level));
+        break;
+    case SL__CODEC_ZLIB:
+    case SL__CODEC_GZIP:
+        ok = ok && put(o, "id", json_string(sl__codec_name(c->id))) &&
+             put(o, "level", json_integer(c->u.gzip.level));
+        break;
+    case SL__CODEC_BLOSC:
+        ok = ok && put(o, "id", json_string("blosc")) &&
+             put(o, "cname", json_string(c->u.blosc.cname)) &&
+             put(o, "clevel", json_integer(c->u.blosc.clevel)) &&
+             put(o, "shuffle", json_integer(c->u.blosc.shuffle)) &&
+             put(o, "blocksize", json_integer(c->u.blosc.blocksize));
+        break;
+    default:
+        ok = false;
+        break;
+    }
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static sl_status
+zattrs_v2_write(const struct sl__meta *m, struct sl_buf *zattrs, struct sl_error *err)
+{
+    json_t *attrs = attributes_json(m);
+    if (attrs == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory writing .zattrs");
+    if (m->has_dim_names) {
+        json_t *dims = json_array();
+        for (uint32_t d = 0; dims != NULL && d < m->rank; d++)
+            if (!push(dims, json_string(m->dim_names[d] != NULL ? m->dim_names[d] : ""))) {
+                json_decref(dims);
+                dims = NULL;
+            }
+        if (!put(attrs, "_ARRAY_DIMENSIONS", dims)) {
+            json_decref(attrs);
+            return sl_error_set(err, SL_ENOMEM, NULL, "out of memory writing .zattrs");
+        }
+    }
+    sl_status st = SL_OK;
+    zattrs->size = 0;
+    if (json_object_size(attrs) > 0)
+        st = sl__json_dump(attrs, JSON_INDENT(4) | JSON_SORT_KEYS, zattrs, err);
+    json_decref(attrs);
+    return st;
+}
+
+sl_status
+sl__meta_write_v2(const struct sl__meta *m, struct sl_buf *zarray, struct sl_buf *zattrs,
+                  struct sl_error *err)
+{
+    if (m->sharded)
+        return sl_error_set(err, SL_EUNSUPPORTED, NULL, "Zarr v2 has no sharding");
+    char typestr[8];
+    const struct sl__codec *bytes = &m->chain.c[m->chain.n_aa];
+    if (sl_dtype_typestr(m->dtype, bytes->u.bytes.endian, typestr, sizeof(typestr)) != SL_OK)
+        return sl_error_set(err, SL_EINVAL, NULL, "invalid data type");
+    json_t *fill = NULL;
+    SL_TRY(sl__fill_to_json(m->dtype, m->fill, m->fill_null, 2, &fill, err));
+    char sep[2] = {m->sep, '\0'};
+    json_t *root = json_object();
+    bool ok = root != NULL && put(root, "zarr_format", json_integer(2)) &&
+              put(root, "shape", dims_json(m->rank, m->shape)) &&
+              put(root, "chunks", dims_json(m->rank, m->chunk)) &&
+              put(root, "dtype", json_string(typestr)) &&
+              put(root, "compressor", compressor_v2_json(&m->chain)) &&
+              put(root, "fill_value", json_incref(fill)) &&
+              put(root, "order", json_string(m->chain.n_aa > 0 ? "F" : "C")) &&
+              put(root, "filters", json_null()) &&
+              put(root, "dimension_separator", json_string(sep));
+    json_decref(fill);
+    if (!ok) {
+        json_decref(root);
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory writing .zarray");
+    }
+    sl_status st = sl__json_dump(root, JSON_INDENT(4) | JSON_SORT_KEYS, zarray, err);
+    json_decref(root);
+    if (st == SL_OK)
+        st = zattrs_v2_write(m, zattrs, err);
     return st;
 }

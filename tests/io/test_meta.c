@@ -401,3 +401,102 @@ Test(io_meta, chunk_keys_in_every_encoding)
     cr_assert_str_eq(key, "c");
     sl__meta_fini(&m);
 }
+
+/* ---- v2 ----------------------------------------------------------------------- */
+
+static sl_status
+parse2(const char *zarray, const char *zattrs, struct sl__meta *m, struct sl_error *err)
+{
+    sl__meta_init(m, NULL);
+    return sl__meta_parse_v2(zarray, strlen(zarray), zattrs, zattrs ? strlen(zattrs) : 0,
+                             "a/.zarray", m, err);
+}
+
+static void
+doc_v2(char *buf, size_t size, const char *dtype, const char *compressor, const char *filters,
+       const char *order, const char *fill)
+{
+    snprintf(buf, size,
+             "{\"zarr_format\": 2, \"shape\": [5, 6], \"chunks\": [2, 4], \"dtype\": \"%s\", "
+             "\"compressor\": %s, \"filters\": %s, \"order\": \"%s\", \"fill_value\": %s}",
+             dtype, compressor, filters, order, fill);
+}
+
+Test(io_meta, v2_arrays_become_codec_chains)
+{
+    char doc[1024];
+    struct sl__meta m;
+    struct sl_error err = SL_ERROR_INIT;
+    doc_v2(doc, sizeof(doc), ">f8", "{\"id\": \"zstd\", \"level\": 0, \"checksum\": false}", "null",
+           "F", "\"NaN\"");
+    cr_assert_eq(parse2(doc, "{\"_ARRAY_DIMENSIONS\": [\"y\", \"x\"], \"units\": \"m\"}", &m, &err),
+                 SL_OK, "%s", err.text);
+    cr_assert_eq(m.zarr_format, 2);
+    cr_assert_eq(m.dtype, SL_DTYPE_F64);
+    cr_assert_eq(m.chain.n, 3);
+    cr_assert_eq(m.chain.c[0].id, SL__CODEC_TRANSPOSE);
+    cr_assert_eq(m.chain.c[1].u.bytes.endian, SL_ENDIAN_BIG);
+    cr_assert_eq(m.chain.c[2].id, SL__CODEC_ZSTD);
+    cr_assert(m.keys == SL__KEYS_V2 && m.sep == '.');
+    uint64_t nan;
+    memcpy(&nan, m.fill, 8);
+    cr_assert_eq(nan, 0x7ff8000000000000ull);
+    cr_assert_str_eq(m.dim_names[1], "x");
+    cr_assert_str_eq(m.attributes, "{\"units\":\"m\"}");
+    struct sl_buf za = SL_BUF_INIT, zt = SL_BUF_INIT;
+    cr_assert_eq(sl__meta_write_v2(&m, &za, &zt, &err), SL_OK, "%s", err.text);
+    cr_assert_null(strstr((const char *)za.data, "checksum"), "%s", za.data);
+    cr_assert_not_null(strstr((const char *)za.data, "\"order\": \"F\""), "%s", za.data);
+    cr_assert_not_null(strstr((const char *)zt.data, "_ARRAY_DIMENSIONS"), "%s", zt.data);
+    struct sl__meta again;
+    cr_assert_eq(parse2((const char *)za.data, (const char *)zt.data, &again, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert(memcmp(&again.chain, &m.chain, sizeof(m.chain)) == 0);
+    cr_assert_str_eq(again.dim_names[0], "y");
+    sl_buf_fini(&za);
+    sl_buf_fini(&zt);
+    sl__meta_fini(&again);
+    sl__meta_fini(&m);
+
+    doc_v2(doc, sizeof(doc), "|b1",
+           "{\"id\": \"blosc\", \"cname\": \"lz4\", \"clevel\": 5, "
+           "\"shuffle\": -1, \"blocksize\": 0}",
+           "[]", "C", "false");
+    cr_assert_eq(parse2(doc, NULL, &m, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(m.chain.c[1].u.blosc.shuffle, 2, "autoshuffle of one-byte items is bitshuffle");
+    sl__meta_fini(&m);
+    doc_v2(doc, sizeof(doc), "<i4", "null", "null", "C", "null");
+    cr_assert_eq(parse2(doc, NULL, &m, &err), SL_OK, "%s", err.text);
+    cr_assert(m.fill_null && m.chain.n == 1);
+    sl__meta_fini(&m);
+}
+
+static void
+expect_v2_error(const char *doc, sl_status want, const char *path, const char *msg)
+{
+    struct sl__meta m;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(parse2(doc, NULL, &m, &err), want, "%s", err.text);
+    cr_assert_str_eq(err.path, path, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, msg), "%s", err.text);
+    cr_assert_str_eq(err.source, "a/.zarray");
+    sl__meta_fini(&m);
+}
+
+Test(io_meta, v2_filters_compressors_and_types_sluice_lacks_are_named)
+{
+    char doc[1024];
+    doc_v2(doc, sizeof(doc), "<i2", "{\"id\": \"zlib\", \"level\": 1}",
+           "[{\"id\": \"delta\", \"dtype\": \"<i2\"}, {\"id\": \"shuffle\"}]", "C", "0");
+    expect_v2_error(doc, SL_EUNSUPPORTED, "/filters", "filter \"delta\", \"shuffle\"");
+    doc_v2(doc, sizeof(doc), "<i2", "{\"id\": \"lz4\", \"acceleration\": 1}", "null", "C", "0");
+    expect_v2_error(doc, SL_EUNSUPPORTED, "/compressor/id", "compressor \"lz4\"");
+    doc_v2(doc, sizeof(doc), "<U7", "null", "null", "C", "\"\"");
+    expect_v2_error(doc, SL_EUNSUPPORTED, "/dtype", "<U7");
+    doc_v2(doc, sizeof(doc), "|O", "null", "[{\"id\": \"json2\"}]", "C", "0");
+    expect_v2_error(doc, SL_EUNSUPPORTED, "/filters", "json2");
+    doc_v2(doc, sizeof(doc), "<i2", "null", "null", "K", "0");
+    expect_v2_error(doc, SL_EPARSE, "/order", "\"C\" or \"F\"");
+    doc_v2(doc, sizeof(doc), "<i2", "{\"id\": \"zlib\", \"level\": 12}", "null", "C", "0");
+    expect_v2_error(doc, SL_EPARSE, "/compressor/level", "0..9");
+}
