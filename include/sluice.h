@@ -7,6 +7,7 @@
 #define SL_SLUICE_H
 
 #include <sluice/alloc.h>
+#include <sluice/array.h>
 #include <sluice/checked.h>
 #include <sluice/codec.h>
 #include <sluice/common.h>

@@ -8,6 +8,7 @@
 #ifndef SL_IO_INTERNAL_H
 #define SL_IO_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -138,6 +139,9 @@ typedef enum sl__scratch {
     SL__SCR_CHUNK,     /* a decoded chunk being merged or copied */
     SL__SCR_SHARD,     /* a shard being assembled */
     SL__SCR_OLD,       /* the previous version of a shard being rewritten */
+    SL__SCR_INDEX_NEW, /* entries of a shard being assembled */
+    SL__SCR_PLAN,      /* byte ranges planned for one shard read */
+    SL__SCR_WHICH,     /* inner chunks of one shard a region needs */
     SL__SCR_COUNT_
 } sl__scratch;
 
@@ -373,7 +377,7 @@ struct sl__meta {
     uint64_t chunk[SL_MAX_RANK];     /* chunk grid: stored objects (shards when sharded) */
     sl__key_encoding keys;           /* chunk key encoding */
     char sep;                        /* '/' or '.' */
-    uint8_t fill[16];                /* fill value, native byte order */
+    _Alignas(16) uint8_t fill[16];   /* fill value, native byte order, aligned for any type */
     bool fill_null;                  /* v2 "fill_value": null (reads as zeros) */
     struct sl__chain chain;          /* codecs of a (inner) chunk */
     bool sharded;                    /* sharding_indexed */
@@ -445,5 +449,201 @@ size_t sl__meta_chunk_key(const struct sl__meta *m, const uint64_t *coords, char
 /* Parse a key relative to the array back into object coordinates; false
  * when it is not one of this array's chunk keys. */
 bool sl__meta_parse_chunk_key(const struct sl__meta *m, const char *key, uint64_t *coords);
+
+/* ---- boxes, fill and errors ---------------------------------------------------- */
+
+/* Copy box `shape` from `src` (a C-order array of `src_dims`) at `src_origin`
+ * to `dst` (of `dst_dims`) at `dst_origin`; `es` bytes per element. */
+void sl__box_copy(void *dst, const uint64_t *dst_dims, const uint64_t *dst_origin, const void *src,
+                  const uint64_t *src_dims, const uint64_t *src_origin, const uint64_t *shape,
+                  uint32_t rank, size_t es);
+
+/* Fill box `shape` at `origin` of `dst` (of `dst_dims`) with `fill`. */
+void sl__box_fill(void *dst, const uint64_t *dst_dims, const uint64_t *origin,
+                  const uint64_t *shape, uint32_t rank, const uint8_t *fill, size_t es);
+
+/* Fill everything of `buf` (of `dims`) outside [0, extent) with `fill`. */
+void sl__fill_outside(void *buf, uint32_t rank, const uint64_t *dims, const uint64_t *extent,
+                      const uint8_t *fill, size_t es);
+
+/* Write `n` elements of `fill` at `dst`. */
+void sl__fill_elements(void *dst, size_t n, const uint8_t *fill, size_t es);
+
+/* True when every `es`-byte element of `n_bytes` at `buf` equals `fill`. */
+bool sl__is_fill(const void *buf, size_t n_bytes, const uint8_t *fill, size_t es);
+
+/* Copy `src` into `dst` unless `dst` already records an error. */
+void sl__error_forward(struct sl_error *dst, const struct sl_error *src);
+
+/* Name the key and chunk coordinates of a recorded error that lacks them. */
+void sl__error_locate(struct sl_error *err, const char *key, uint32_t rank, const uint64_t *coords);
+
+/* ---- parallel loops ------------------------------------------------------------ */
+
+/* One iteration of sl__for_each, on the worker's codec context. */
+typedef sl_status sl__each_fn(void *arg, size_t index, sl_codec_ctx *ctx, struct sl_error *err);
+
+/*
+ * Run fn(arg, i, ctx, err) for i in [0, n) on `par` (NULL: a plain loop),
+ * each worker with its own codec context (worker 0 uses `ctx0` when not
+ * NULL).  Stops early after a failure and reports the lowest failing
+ * index's error.  @return SL_OK or that error's status.
+ */
+sl_status sl__for_each(const struct sl_parallel *par, size_t n, sl_codec_ctx *ctx0,
+                       const struct sl_allocator *alloc, sl__each_fn *fn, void *arg,
+                       struct sl_error *err);
+
+/* ---- arrays -------------------------------------------------------------------- */
+
+/* Locks that serialize read-modify-write of one stored object (a chunk
+ * rewritten in part, or a shard): object i uses stripe i % SL__STRIPES. */
+#define SL__STRIPES 64
+
+/* Opaque in array.h. */
+struct sl_array {
+    _Atomic uint32_t refs;                /* the last unref frees */
+    sl_store *store;                      /* retained */
+    char *prefix;                         /* owned: "" or "path/" */
+    size_t prefix_len;                    /* strlen(prefix) */
+    struct sl__meta meta;                 /* immutable after open */
+    struct sl_allocator alloc;            /* the array's own memory */
+    bool write_fill_chunks;               /* store chunks equal to the fill value */
+    struct sl_grid chunk_grid;            /* chunks read and written (inner if sharded) */
+    struct sl_grid object_grid;           /* stored objects (shards if sharded) */
+    struct sl__chunk_layout layout;       /* one (inner) chunk */
+    size_t elem_bytes;                    /* bytes per element */
+    pthread_mutex_t stripes[SL__STRIPES]; /* see SL__STRIPES */
+};
+
+/* The key of stored object `coords` (object grid), prefix included. */
+size_t sl__array_object_key(const sl_array *a, const uint64_t *coords, char *buf, size_t size);
+
+/* The stripe lock of stored object `coords`. */
+pthread_mutex_t *sl__array_stripe(const sl_array *a, const uint64_t *coords);
+
+/* Check chunk coordinates against the chunk grid (SL_EBOUNDS). */
+sl_status sl__array_check_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err);
+
+/*
+ * Decode chunk `coords` of an unsharded array into `buf` (a whole chunk);
+ * when it is absent, set `*missing` and leave `buf` untouched.
+ */
+sl_status sl__chunk_fetch(const sl_array *a, const uint64_t *coords, void *buf, sl_codec_ctx *ctx,
+                          bool *missing, struct sl_error *err);
+
+/* Store chunk `coords` of an unsharded array from `buf` (padding already
+ * filled): encoded, or deleted when it is all fill and fill chunks are not
+ * written. */
+sl_status sl__chunk_store(const sl_array *a, const uint64_t *coords, const void *buf,
+                          sl_codec_ctx *ctx, struct sl_error *err);
+
+/* Copy `buf` into the context's chunk scratch with the padding beyond the
+ * array filled, when chunk `coords` is an edge chunk; else return `buf`. */
+sl_status sl__chunk_padded(const sl_array *a, const uint64_t *coords, const void *buf,
+                           sl_codec_ctx *ctx, const void **out, struct sl_error *err);
+
+/* ---- shards -------------------------------------------------------------------- */
+
+/* An index entry's offset and nbytes when the inner chunk is empty. */
+#define SL__SHARD_EMPTY UINT64_MAX
+
+/*
+ * Check index entry k (offset, nbytes) against a shard of `shard_bytes`:
+ * both SL__SHARD_EMPTY is an empty chunk; anything else must lie inside
+ * the shard, tested without overflow.  @return SL_OK or SL_ECORRUPT naming
+ * the entry, its range and the shard size.
+ */
+sl_status sl__shard_entry_check(uint64_t k, uint64_t offset, uint64_t nbytes, uint64_t shard_bytes,
+                                struct sl_error *err);
+
+/* Where the index of a shard of `shard_bytes` lies; SL_ECORRUPT when the
+ * shard is smaller than its index. */
+sl_status sl__shard_index_range(const struct sl__meta *m, uint64_t shard_bytes, uint64_t *offset,
+                                struct sl_error *err);
+
+/*
+ * Decode `n` stored index bytes of a shard of `shard_bytes` into `entries`
+ * (2 * m->n_per_shard native uint64: offset, nbytes per inner chunk in C
+ * order), verifying the index codecs (crc32c) and every entry's bounds.
+ * @return SL_OK or SL_ECORRUPT.
+ */
+sl_status sl__shard_index_decode(const struct sl__meta *m, const uint8_t *bytes, size_t n,
+                                 uint64_t shard_bytes, uint64_t *entries, sl_codec_ctx *ctx,
+                                 struct sl_error *err);
+
+/* Read and decode the index of the shard open in `rd` into the context's
+ * SL__SCR_INDEX; `*entries` points there. */
+sl_status sl__shard_index_read(struct sl__reader *rd, const struct sl__meta *m, sl_codec_ctx *ctx,
+                               const uint64_t **entries, struct sl_error *err);
+
+/* Called once per inner chunk read: its index `k` in the shard and its
+ * stored bytes. */
+typedef sl_status sl__shard_chunk_fn(void *arg, uint64_t k, const uint8_t *bytes, size_t n,
+                                     struct sl_error *err);
+
+/*
+ * Read inner chunks `which[0..n_which)` (empty ones skipped) of the shard
+ * open in `rd` whose decoded index is `entries`, coalescing byte ranges
+ * less than 64 KiB apart into single reads of at most 16 MiB, and call `fn`
+ * for each in the order of their offsets.  Uses SL__SCR_IO and SL__SCR_PLAN.
+ */
+sl_status sl__shard_read_entries(struct sl__reader *rd, const uint64_t *entries,
+                                 const uint64_t *which, size_t n_which, sl_codec_ctx *ctx,
+                                 sl__shard_chunk_fn *fn, void *arg, struct sl_error *err);
+
+/*
+ * Assembling a shard: init, add inner chunks (any order), finish.  The
+ * shard's bytes go to `out`; entries to `entries` (2 * n_per_shard).
+ */
+struct sl__shard_builder {
+    const struct sl__meta *m; /* the array */
+    struct sl_buf *out;       /* the shard being built */
+    uint64_t *entries;        /* offset, nbytes per inner chunk */
+    uint64_t n_chunks;        /* inner chunks added */
+};
+
+sl_status sl__shard_builder_init(struct sl__shard_builder *b, const struct sl__meta *m,
+                                 struct sl_buf *out, uint64_t *entries, struct sl_error *err);
+sl_status sl__shard_builder_add(struct sl__shard_builder *b, uint64_t k, const uint8_t *bytes,
+                                size_t n, struct sl_error *err);
+/* Encode and place the index.  `*empty` is true when no chunk was added
+ * (the shard should be deleted rather than written). */
+sl_status sl__shard_builder_finish(struct sl__shard_builder *b, sl_codec_ctx *ctx, bool *empty,
+                                   struct sl_error *err);
+
+/* Inner chunk coordinates (chunk grid) of inner chunk k of shard `shard`. */
+void sl__shard_inner_coords(const struct sl__meta *m, const uint64_t *shard, uint64_t k,
+                            uint64_t *inner);
+
+/* Shard coordinates and index k within it of inner chunk `inner`. */
+void sl__shard_of_inner(const struct sl__meta *m, const uint64_t *inner, uint64_t *shard,
+                        uint64_t *k);
+
+/*
+ * Rewrite one shard: for each inner chunk, `fn` decides to keep it, drop it
+ * or replace it.  The previous shard is read only when `need_old`.  Writes
+ * the shard once (or deletes it when nothing is left).  The caller holds
+ * the shard's stripe lock.
+ */
+typedef enum sl__inner_action {
+    SL__INNER_KEEP,    /* keep the stored bytes (none if it was empty) */
+    SL__INNER_EMPTY,   /* make it empty */
+    SL__INNER_REPLACE, /* encode the chunk `fn` wrote into its buffer */
+} sl__inner_action;
+
+/* Decide inner chunk k (at chunk-grid `inner`): return the action; for
+ * SL__INNER_REPLACE fill `chunk` (a whole chunk).  `old` is the previously
+ * stored encoding (NULL when absent or not read) for merges. */
+typedef sl_status sl__inner_fn(void *arg, uint64_t k, const uint64_t *inner, const uint8_t *old,
+                               size_t old_n, void *chunk, sl_codec_ctx *ctx,
+                               sl__inner_action *action, struct sl_error *err);
+
+sl_status sl__shard_rewrite(const sl_array *a, const uint64_t *shard, bool need_old,
+                            sl__inner_fn *fn, void *arg, sl_codec_ctx *ctx, struct sl_error *err);
+
+/* Decode inner chunk `inner` (chunk grid) of a sharded array into `buf`;
+ * `*missing` when its shard or entry is absent (`buf` untouched). */
+sl_status sl__inner_fetch(const sl_array *a, const uint64_t *inner, void *buf, sl_codec_ctx *ctx,
+                          bool *missing, struct sl_error *err);
 
 #endif /* SL_IO_INTERNAL_H */

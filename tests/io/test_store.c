@@ -6,7 +6,6 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -336,61 +335,3 @@ Test(io_store, memory_store_survives_every_allocation_failure)
         cr_assert(fail < 10000);
     }
 }
-
-/* ---- concurrency ----------------------------------------------------------- */
-
-struct worker {
-    sl_store *s;
-    int id;
-    int failures;
-};
-
-static void *
-hammer(void *arg)
-{
-    struct worker *w = arg;
-    struct sl_buf b = SL_BUF_INIT;
-    char key[64], val[64];
-    for (int i = 0; i < 200; i++) {
-        snprintf(key, sizeof(key), "t%d/c/%d", w->id, i % 7);
-        snprintf(val, sizeof(val), "value %d of %d", i, w->id);
-        if (sl_store_set(w->s, key, val, strlen(val), NULL) != SL_OK)
-            w->failures++;
-        if (sl_store_get(w->s, key, NULL, &b, NULL, NULL) != SL_OK || b.size != strlen(val) ||
-            memcmp(b.data, val, b.size) != 0)
-            w->failures++;
-        /* Everyone also reads one shared key that one thread keeps replacing. */
-        if (w->id == 0)
-            put(w->s, "shared", i % 2 ? "odd-value" : "even-value");
-        else if (sl_store_get(w->s, "shared", NULL, &b, NULL, NULL) == SL_OK &&
-                 !(b.size == 9 && memcmp(b.data, "odd-value", 9) == 0) &&
-                 !(b.size == 10 && memcmp(b.data, "even-value", 10) == 0))
-            w->failures++;
-        if (i % 50 == 0 && sl_store_delete(w->s, key, NULL) != SL_OK)
-            w->failures++;
-    }
-    sl_buf_fini(&b);
-    return NULL;
-}
-
-static void
-check_concurrency(make_store_fn *make)
-{
-    sl_store *s = make();
-    put(s, "shared", "even-value");
-    enum { N = 4 };
-    pthread_t t[N];
-    struct worker w[N];
-    for (int i = 0; i < N; i++) {
-        w[i] = (struct worker){s, i, 0};
-        pthread_create(&t[i], NULL, hammer, &w[i]);
-    }
-    for (int i = 0; i < N; i++) {
-        pthread_join(t[i], NULL);
-        cr_assert_eq(w[i].failures, 0, "thread %d saw %d failures", i, w[i].failures);
-    }
-    sl_store_unref(s);
-}
-
-Test(io_store, memory_concurrent_threads_see_whole_values) { check_concurrency(make_memory); }
-Test(io_store, fs_concurrent_threads_see_whole_values) { check_concurrency(make_fs); }
