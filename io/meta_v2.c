@@ -24,15 +24,15 @@ v2_filters(const json_t *filters, struct sl_error *err)
     if (!json_is_array(filters))
         return sl_error_set_path(err, SL_EPARSE, "/filters", "expected null or an array");
     char names[120] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < json_array_size(filters); i++) {
+    size_t len = 0, n = json_array_size(filters);
+    for (size_t i = 0; i < n; i++) {
         const char *id = json_string_value(json_object_get(json_array_get(filters, i), "id"));
         sl__strbuf_append(names, sizeof(names), &len, "%s\"%s\"", i > 0 ? ", " : "",
                           id != NULL ? id : "?");
     }
     return sl_error_set_path(err, SL_EUNSUPPORTED, "/filters",
-                             "filter %s is not supported by sluice (v2 filters are not read)",
-                             names);
+                             "filter%s %s %s not supported by sluice (v2 filters are not read)",
+                             n > 1 ? "s" : "", names, n > 1 ? "are" : "is");
 }
 
 /* An optional integer field of a compressor config. */
