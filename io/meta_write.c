@@ -82,8 +82,9 @@ codec_v3_json(const struct sl__codec *c, uint32_t rank)
         json_decref(conf);
         return named("crc32c", NULL);
     case SL__CODEC_ZSTD:
+        /* zarr-extensions: "checksum" should be omitted when false. */
         ok = put(conf, "level", json_integer(c->u.zstd.level)) &&
-             put(conf, "checksum", json_boolean(c->u.zstd.checksum));
+             (!c->u.zstd.checksum || put(conf, "checksum", json_true()));
         break;
     case SL__CODEC_GZIP:
     case SL__CODEC_ZLIB:
