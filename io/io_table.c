@@ -130,6 +130,8 @@ static int
 io_realpath(void *ctx, const char *path, char *resolved, size_t size)
 {
     (void)ctx;
+    if (size >= PATH_MAX) /* the common case: no allocation */
+        return realpath(path, resolved) != NULL ? 0 : neg_errno();
     char *r = realpath(path, NULL);
     if (r == NULL)
         return neg_errno();
