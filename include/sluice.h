@@ -7,8 +7,10 @@
 #define SL_SLUICE_H
 
 #include <sluice/alloc.h>
+#include <sluice/array.h>
 #include <sluice/block.h>
 #include <sluice/checked.h>
+#include <sluice/codec.h>
 #include <sluice/common.h>
 #include <sluice/dtype.h>
 #include <sluice/error.h>
@@ -18,7 +20,9 @@
 #include <sluice/parallel.h>
 #include <sluice/pool.h>
 #include <sluice/region.h>
+#include <sluice/sha256.h>
 #include <sluice/status.h>
+#include <sluice/store.h>
 #include <sluice/topo.h>
 #include <sluice/version.h>
 #include <sluice/view.h>

@@ -1,12 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The `sluice` program: dispatches to its commands.  It uses only the
- * public API, which proves that API is enough to build tools on.
+ * The `sluice` program: dispatches to its commands through one table.  It
+ * uses only the public API, which proves that API is enough to build tools
+ * on.
  */
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <sluice.h>
+
+#include "commands.h"
+
+/* Every command; a new one is one line here. */
+static const struct cmd *const commands[] = {
+    &cmd_info,
+    &cmd_checksum,
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static void
 print_usage(FILE *out)
@@ -15,9 +28,51 @@ print_usage(FILE *out)
                  "\n"
                  "Dataflow graphs over chunked arrays.\n"
                  "\n"
+                 "Commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s  %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(out, "\n"
                  "Options:\n"
                  "  --version   print the version and exit\n"
-                 "  --help      print this help and exit\n");
+                 "  --help      print this help and exit\n"
+                 "\n"
+                 "Run `sluice <command> --help` for a command's options.\n");
+}
+
+static bool
+is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int
+cmd_fail(const char *name, const char *path, const struct sl_error *err)
+{
+    char text[512];
+    sl_error_format(err, text, sizeof(text));
+    fprintf(stderr, "sluice %s: %s: %s\n", name, path, text);
+    return 1;
+}
+
+int
+cmd_usage_error(const struct cmd *c, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "sluice %s: ", c->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s", c->usage);
+    return 2;
+}
+
+static const struct cmd *
+find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i]->name) == 0)
+            return commands[i];
+    return NULL;
 }
 
 int
@@ -31,11 +86,26 @@ main(int argc, char **argv)
         printf("sluice %s\n", sl_version());
         return 0;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        print_usage(stdout);
+    if (is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+        const struct cmd *c = argc > 2 && !is_help(argv[1]) ? find_command(argv[2]) : NULL;
+        if (c != NULL)
+            printf("%s\n\n%s", c->summary, c->usage);
+        else
+            print_usage(stdout);
         return 0;
     }
-    fprintf(stderr, "sluice: unknown command \"%s\" (see sluice --help)\n", argv[1]);
-    return 2;
+    const struct cmd *c = find_command(argv[1]);
+    if (c == NULL) {
+        fprintf(stderr, "sluice: unknown command \"%s\" (see sluice --help)\n", argv[1]);
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (is_help(argv[i])) {
+            printf("%s\n\n%s", c->summary, c->usage);
+            return 0;
+        }
+    }
+    return c->run(argc - 1, argv + 1);
 }

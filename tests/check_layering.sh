@@ -12,7 +12,7 @@ cd "$root" || exit 2
 
 # Public headers (include/sluice/NAME.h) by owning module.
 declare -A owner
-for h in alloc block checked common dtype error grid parallel region status version view; do owner[$h]=core; done
+for h in alloc block checked common dtype error grid parallel region sha256 status version view; do owner[$h]=core; done
 for h in pool topo; do owner[$h]=runtime; done
 for h in ops; do owner[$h]=ops; done
 for h in store codec array zarr txn batch; do owner[$h]=io; done

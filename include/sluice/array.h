@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Zarr arrays (v2 and v3) in a store: open or create one, read its
+ * metadata, and read or write whole chunks or any region, with the fill
+ * value wherever nothing is stored.  Arrays are opaque and refcounted; their
+ * metadata is immutable after open, and different chunks may be read and
+ * written from many threads at once.
+ *
+ * Chunk buffers are always a whole chunk (the inner chunk of a sharded
+ * array) in C order and this machine's byte order, edge chunks included at
+ * full size: what lies outside the array is padding that writes fill with
+ * the fill value.
+ */
+#ifndef SL_ARRAY_H
+#define SL_ARRAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/codec.h>
+#include <sluice/common.h>
+#include <sluice/dtype.h>
+#include <sluice/error.h>
+#include <sluice/grid.h>
+#include <sluice/parallel.h>
+#include <sluice/region.h>
+#include <sluice/sha256.h>
+#include <sluice/status.h>
+#include <sluice/store.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Caps on what metadata may describe; larger values are refused on open
+ * with SL_EOVERFLOW, so hostile metadata cannot make sluice allocate them. */
+#define SL_CHUNK_MAX_BYTES ((size_t)1 << 30)    /* one decoded (inner) chunk */
+#define SL_SHARD_MAX_CHUNKS ((uint64_t)1 << 22) /* inner chunks in one shard */
+
+typedef struct sl_array sl_array;
+
+/* Options of an open array. */
+struct sl_array_opts {
+    bool write_fill_chunks;           /* store chunks equal to the fill value
+                                         (default: delete them instead) */
+    const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+};
+#define SL_ARRAY_OPTS_DEFAULT ((struct sl_array_opts){.write_fill_chunks = false, .alloc = NULL})
+
+/* What sl_array_create makes. */
+struct sl_array_spec {
+    int zarr_format;                          /* 3 (default) or 2 */
+    uint32_t rank;                            /* dimensions, 0..SL_MAX_RANK */
+    uint64_t shape[SL_MAX_RANK];              /* array shape */
+    sl_dtype dtype;                           /* element type */
+    uint64_t chunk_shape[SL_MAX_RANK];        /* chunk shape; inner chunk shape when sharded */
+    uint64_t shard_shape[SL_MAX_RANK];        /* all zero: unsharded; else a multiple of
+                                                 chunk_shape (v3 only) */
+    struct sl_codec_spec codec;               /* compressor of each (inner) chunk */
+    bool checksum;                            /* append crc32c to each chunk (v3 only) */
+    sl_endian endian;                         /* byte order stored */
+    bool order_f;                             /* store chunks in Fortran order (v2 "F",
+                                                 v3 a reversing transpose) */
+    bool index_at_start;                      /* sharded: index before the chunks */
+    const void *fill_value;                   /* one element, native order; NULL: zero */
+    const char *dimension_names[SL_MAX_RANK]; /* NULL entries: unnamed; all NULL: none */
+    const char *attributes_json;              /* a JSON object, or NULL for {} */
+    char separator;                           /* '/' or '.'; 0: v3 '/', v2 '.' */
+    bool overwrite;                           /* replace an existing array's metadata */
+};
+#define SL_ARRAY_SPEC_DEFAULT                               \
+    ((struct sl_array_spec){.zarr_format = 3,               \
+                            .rank = 0,                      \
+                            .dtype = SL_DTYPE_U8,           \
+                            .codec = SL_CODEC_SPEC_DEFAULT, \
+                            .endian = SL_ENDIAN_LITTLE})
+
+/**
+ * Open the array at `path` in `store` ("" for the store's root): reads
+ * `path`/zarr.json (v3) or `path`/.zarray and .zattrs (v2).
+ * @param store  retained by the array.
+ * @param opts   NULL for SL_ARRAY_OPTS_DEFAULT.
+ * @return an array with one reference (release with sl_array_unref), or
+ * NULL with: SL_ENOTFOUND (no array there; SL_EINVAL when it is a group);
+ * SL_EPARSE (malformed metadata: line and column, or a JSON pointer);
+ * SL_EUNSUPPORTED naming the codec, filter or data type sluice lacks;
+ * SL_EOVERFLOW (sizes beyond the caps above); SL_EIO; SL_ENOMEM.
+ */
+SL_API sl_array *sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opts,
+                               struct sl_error *err);
+
+/**
+ * Create an array at `path` from `spec`, writing its metadata, and open it.
+ * @return the open array, or NULL with SL_EINVAL (inconsistent spec, naming
+ * the field), SL_EEXIST (an array or group is there and `overwrite` is
+ * false), SL_EUNSUPPORTED (e.g. sharding or crc32c in v2), or a store error.
+ */
+SL_API sl_array *sl_array_create(sl_store *store, const char *path,
+                                 const struct sl_array_spec *spec, const struct sl_array_opts *opts,
+                                 struct sl_error *err);
+
+/** Take a reference.  Thread-safety: any thread. */
+SL_API void sl_array_ref(sl_array *a);
+
+/** Drop a reference; the last one frees the array.  NULL is a no-op. */
+SL_API void sl_array_unref(sl_array *a);
+
+/* ---- metadata (immutable; any thread) ------------------------------------ */
+
+/** 2 or 3. */
+SL_API int sl_array_zarr_format(const sl_array *a);
+/** Number of dimensions. */
+SL_API uint32_t sl_array_rank(const sl_array *a);
+/** Shape, rank entries; valid while the array lives. */
+SL_API const uint64_t *sl_array_shape(const sl_array *a);
+/** Element type. */
+SL_API sl_dtype sl_array_dtype(const sl_array *a);
+/** Shape of the chunks read and written: the inner chunk when sharded. */
+SL_API const uint64_t *sl_array_chunk_shape(const sl_array *a);
+/** Shape of a shard, or NULL when the array is not sharded. */
+SL_API const uint64_t *sl_array_shard_shape(const sl_array *a);
+/** Bytes of one chunk buffer (the product of the chunk shape and the element size). */
+SL_API size_t sl_array_chunk_bytes(const sl_array *a);
+/** The fill value: one element, native byte order (zero for a v2 null). */
+SL_API const void *sl_array_fill_value(const sl_array *a);
+/** Name of dimension `dim`, or NULL when it has none. */
+SL_API const char *sl_array_dimension_name(const sl_array *a, uint32_t dim);
+/** The attributes as compact JSON object text ("{}" when none). */
+SL_API const char *sl_array_attributes(const sl_array *a);
+/** The store the array lives in (borrowed). */
+SL_API sl_store *sl_array_store(const sl_array *a);
+
+/**
+ * Describe the codecs, e.g. "bytes(little) > zstd(level=1)" or
+ * "sharding_indexed(inner=[32,32], index=end: bytes(little) > crc32c) >
+ * bytes(little) > zstd(level=1)".  @return the length the full text needs.
+ */
+SL_API size_t sl_array_codecs_describe(const sl_array *a, char *buf, size_t size);
+
+/**
+ * Describe the fill value as zarr.json would spell it ("0", "NaN",
+ * "[1.0, 0.0]", "null").  @return the length the full text needs.
+ */
+SL_API size_t sl_array_fill_describe(const sl_array *a, char *buf, size_t size);
+
+/**
+ * The grid of chunks read and written (inner chunks when sharded).
+ * The grid allocates nothing.  @return SL_OK.
+ */
+SL_API SL_NODISCARD sl_status sl_array_chunk_grid(const sl_array *a, struct sl_grid *out,
+                                                  struct sl_error *err);
+
+/**
+ * The grid of stored objects: shards when sharded, else the chunk grid.
+ * @return SL_OK.
+ */
+SL_API SL_NODISCARD sl_status sl_array_shard_grid(const sl_array *a, struct sl_grid *out,
+                                                  struct sl_error *err);
+
+/**
+ * The store key of the object holding chunk `coords` (its shard when
+ * sharded), e.g. "arr/c/0/1".  @return the length the full key needs.
+ */
+SL_API size_t sl_array_chunk_key(const sl_array *a, const uint64_t *coords, char *buf, size_t size);
+
+/* ---- chunks ---------------------------------------------------------------- */
+
+/**
+ * Decode chunk `coords` (chunk grid coordinates; inner chunk when sharded)
+ * into `buf`: sl_array_chunk_bytes() bytes, C order, native byte order, edge
+ * chunks full size.  An absent chunk (or empty inner chunk) fills `buf`
+ * with the fill value and sets `*missing` (the caller decides whether that
+ * is an error).  Reads one shard index, then the inner chunk's bytes.
+ * @param ctx      this thread's codec context, or NULL for a temporary one.
+ * @param missing  may be NULL.
+ * @return SL_OK; SL_EBOUNDS (coords outside the grid); SL_EINVAL
+ * (`buf_bytes` too small); SL_ECORRUPT naming the key and what failed;
+ * SL_EIO; SL_ENOMEM.
+ * Thread-safety: any thread, concurrently with reads and writes of other
+ * chunks.
+ */
+SL_API SL_NODISCARD sl_status sl_array_read_chunk(const sl_array *a, const uint64_t *coords,
+                                                  void *buf, size_t buf_bytes, sl_codec_ctx *ctx,
+                                                  bool *missing, struct sl_error *err);
+
+/**
+ * Encode and store chunk `coords` from `buf` (as sl_array_read_chunk
+ * writes it).  Padding outside the array is stored as the fill value.  A
+ * chunk equal to the fill value is deleted instead of stored unless the
+ * array was opened with `write_fill_chunks`.  A sharded array rewrites the
+ * inner chunk's whole shard (read, replace, write once); writers of the
+ * same shard are serialized.
+ * @return SL_OK, SL_EBOUNDS, SL_EINVAL, SL_ECORRUPT (the existing shard),
+ * SL_EACCES (read-only store), SL_ENOSPC, SL_EIO, SL_ENOMEM.
+ */
+SL_API SL_NODISCARD sl_status sl_array_write_chunk(sl_array *a, const uint64_t *coords,
+                                                   const void *buf, size_t buf_bytes,
+                                                   sl_codec_ctx *ctx, struct sl_error *err);
+
+/* ---- regions ----------------------------------------------------------------- */
+
+/**
+ * Read `region` (inside the array) into `buf` as a dense C-order array of
+ * the region's shape, assembled from the chunks it meets; the fill value
+ * where nothing is stored.  A sharded array reads each shard's index once
+ * and only the inner chunks needed, coalescing nearby byte ranges.
+ * @param ctx  used on the calling thread (worker 0); NULL: temporary.
+ * @param par  runs chunks (shards) in parallel; NULL: a plain loop.
+ * @return SL_OK, SL_EBOUNDS (region outside the array), SL_EINVAL
+ * (`buf_bytes` too small), or the first failing chunk's error.
+ */
+SL_API SL_NODISCARD sl_status sl_array_read_region(const sl_array *a,
+                                                   const struct sl_region *region, void *buf,
+                                                   size_t buf_bytes, sl_codec_ctx *ctx,
+                                                   const struct sl_parallel *par,
+                                                   struct sl_error *err);
+
+/**
+ * Write `region` from `buf` (as sl_array_read_region reads it).  Chunks
+ * the region covers only partly are read, merged and rewritten; each shard
+ * touched is written once.  Not atomic across chunks: after a failure some
+ * chunks may hold the new data.
+ * @return as sl_array_read_region, plus the errors of sl_array_write_chunk.
+ */
+SL_API SL_NODISCARD sl_status sl_array_write_region(sl_array *a, const struct sl_region *region,
+                                                    const void *buf, size_t buf_bytes,
+                                                    sl_codec_ctx *ctx,
+                                                    const struct sl_parallel *par,
+                                                    struct sl_error *err);
+
+/* ---- whole arrays -------------------------------------------------------------- */
+
+/**
+ * SHA-256 of the array's decoded contents: every element in C order,
+ * little-endian, each NaN replaced by the canonical quiet NaN (float16
+ * 0x7e00, float32 0x7fc00000, float64 0x7ff8000000000000; complex parts
+ * each), absent chunks as the fill value.  What `sluice checksum` prints.
+ * Reads a slab of whole chunk rows at a time.
+ * @return SL_OK or the first read error.
+ */
+SL_API SL_NODISCARD sl_status sl_array_checksum(const sl_array *a, uint8_t digest[SL_SHA256_BYTES],
+                                                const struct sl_parallel *par,
+                                                struct sl_error *err);
+
+/* What is stored of an array. */
+struct sl_array_stored {
+    uint64_t n_objects; /* chunk (or shard) objects present */
+    uint64_t n_bytes;   /* their total size */
+};
+
+/**
+ * Count the chunk (or shard) objects stored and their bytes, by listing
+ * the array's keys.  @return SL_OK or the store's error.
+ */
+SL_API SL_NODISCARD sl_status sl_array_stored(const sl_array *a, struct sl_array_stored *out,
+                                              struct sl_error *err);
+
+/* ---- zarr nodes: arrays and groups
+ * -------------------------------------------------------------------- */
+
+/* What a path in a store holds. */
+typedef enum sl_zarr_kind {
+    SL_ZARR_NONE,  /* nothing recognized */
+    SL_ZARR_ARRAY, /* an array */
+    SL_ZARR_GROUP, /* a group */
+} sl_zarr_kind;
+
+/**
+ * Look at `path` in `store`: an array or group, and which Zarr format.
+ * `zarr_format` may be NULL.  @return SL_OK (with SL_ZARR_NONE when nothing
+ * is there), SL_EPARSE for an unreadable zarr.json, or a store error.
+ */
+SL_API SL_NODISCARD sl_status sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind,
+                                            int *zarr_format, struct sl_error *err);
+
+/**
+ * Create a group at `path` (zarr.json with node_type "group", or v2
+ * .zgroup and .zattrs).  `attributes_json` may be NULL.
+ * @return SL_OK, SL_EINVAL (not a JSON object), SL_EEXIST or a store error.
+ */
+SL_API SL_NODISCARD sl_status sl_group_create(sl_store *store, const char *path, int zarr_format,
+                                              const char *attributes_json, struct sl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_ARRAY_H */

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Stores: maps from string keys ("arr/c/0/1") to byte objects.  A filesystem
+ * store keeps each object in a file under a root directory and writes it
+ * atomically; a memory store serves tests and scratch work.  Both are
+ * opaque, refcounted and safe for concurrent get, set and delete of
+ * different keys from many threads.
+ *
+ * Every system call of the filesystem store goes through a `struct
+ * sl_io_table`, so tests can count calls, fail chosen ones and shorten
+ * writes (crash, ENOSPC and "written exactly once" tests).
+ */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/alloc.h>
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The longest key a store accepts, in bytes, and the longest component. */
+#define SL_STORE_KEY_MAX 1024
+#define SL_STORE_KEY_COMPONENT_MAX 255
+
+/* ---- growable byte buffers ------------------------------------------------ */
+
+/*
+ * A byte buffer owned by the caller that stores fill and grow.  Reusing one
+ * across calls keeps reads free of allocation once it has grown.  A zeroed
+ * buffer (SL_BUF_INIT) is empty and uses the default allocator.
+ */
+struct sl_buf {
+    uint8_t *data;             /* `capacity` bytes, or NULL */
+    size_t size;               /* bytes in use */
+    size_t capacity;           /* bytes allocated */
+    struct sl_allocator alloc; /* where `data` comes from; zeroed: the default */
+};
+#define SL_BUF_INIT ((struct sl_buf){.data = NULL, .size = 0, .capacity = 0})
+
+/**
+ * Make room for at least `n` bytes, keeping the first `size` bytes.
+ * @return SL_OK or SL_ENOMEM (the buffer is unchanged).
+ */
+SL_API SL_NODISCARD sl_status sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err);
+
+/** Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW. */
+SL_API SL_NODISCARD sl_status sl_buf_append(struct sl_buf *b, const void *data, size_t n,
+                                            struct sl_error *err);
+
+/** Free the buffer's memory and make it empty.  NULL is a no-op. */
+SL_API void sl_buf_fini(struct sl_buf *b);
+
+/* ---- byte ranges ---------------------------------------------------------- */
+
+/* Which bytes of an object a read wants. */
+typedef enum sl_range_kind {
+    SL_RANGE_ALL,    /* the whole object */
+    SL_RANGE_FROM,   /* `length` bytes from `offset` (SL_RANGE_TO_END: the rest) */
+    SL_RANGE_SUFFIX, /* the last `length` bytes */
+} sl_range_kind;
+
+#define SL_RANGE_TO_END UINT64_MAX
+
+struct sl_byte_range {
+    sl_range_kind kind; /* how to read offset and length */
+    uint64_t offset;    /* SL_RANGE_FROM: first byte */
+    uint64_t length;    /* SL_RANGE_FROM, SL_RANGE_SUFFIX: bytes wanted */
+};
+
+/** The range [offset, offset + length). */
+static inline struct sl_byte_range
+sl_byte_range_at(uint64_t offset, uint64_t length)
+{
+    struct sl_byte_range r = {SL_RANGE_FROM, offset, length};
+    return r;
+}
+
+/** The last `length` bytes. */
+static inline struct sl_byte_range
+sl_byte_range_suffix(uint64_t length)
+{
+    struct sl_byte_range r = {SL_RANGE_SUFFIX, 0, length};
+    return r;
+}
+
+/* ---- the I/O table -------------------------------------------------------- */
+
+/* Kind of a file system entry. */
+typedef enum sl_io_kind { SL_IO_FILE, SL_IO_DIR, SL_IO_LINK, SL_IO_OTHER } sl_io_kind;
+
+/* What fstat and lstat report. */
+struct sl_io_stat {
+    uint64_t size;   /* bytes (files) */
+    sl_io_kind kind; /* file, directory, symbolic link or other */
+};
+
+/* Called once per directory entry ("." and ".." excluded); return 0 to go on,
+ * anything else to stop listing and have list_dir return it. */
+typedef int sl_io_dir_fn(void *arg, const char *name, sl_io_kind kind);
+
+/*
+ * The system calls of the filesystem store.  Each returns a value >= 0 on
+ * success and a negated errno value (-ENOSPC) on failure, never touching
+ * `errno` as the contract.  sl_io_table_default() calls the C library; a
+ * test wraps it to count calls, fail the n-th one or shorten a write.
+ * `ctx` is passed back untouched.  All functions may be called from many
+ * threads at once.
+ */
+struct sl_io_table {
+    void *ctx; /* implementation state */
+    /* open(2): `flags` and `mode` as for open; returns a descriptor. */
+    int (*open)(void *ctx, const char *path, int flags, unsigned mode);
+    /* close(2). */
+    int (*close)(void *ctx, int fd);
+    /* pread(2): returns the bytes read, 0 at end of file. */
+    int64_t (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t offset);
+    /* write(2): returns the bytes written, which may be fewer than `n`. */
+    int64_t (*write)(void *ctx, int fd, const void *buf, size_t n);
+    /* fsync(2), on files and on directories opened read-only. */
+    int (*fsync)(void *ctx, int fd);
+    /* fstat(2), reduced to size and kind. */
+    int (*fstat)(void *ctx, int fd, struct sl_io_stat *st);
+    /* lstat(2), reduced to size and kind (a symbolic link is SL_IO_LINK). */
+    int (*lstat)(void *ctx, const char *path, struct sl_io_stat *st);
+    /* rename(2). */
+    int (*rename)(void *ctx, const char *from, const char *to);
+    /* unlink(2). */
+    int (*unlink)(void *ctx, const char *path);
+    /* mkdir(2). */
+    int (*mkdir)(void *ctx, const char *path, unsigned mode);
+    /* realpath(3) into `resolved` of `size` bytes. */
+    int (*realpath)(void *ctx, const char *path, char *resolved, size_t size);
+    /* opendir/readdir/closedir: call `fn` for each entry of directory `path`. */
+    int (*list_dir)(void *ctx, const char *path, sl_io_dir_fn *fn, void *arg);
+};
+
+/** The table that calls the C library.  Never NULL; static. */
+SL_API const struct sl_io_table *sl_io_table_default(void);
+
+/* ---- stores --------------------------------------------------------------- */
+
+typedef struct sl_store sl_store;
+
+/* Options of the filesystem store. */
+struct sl_fs_store_opts {
+    bool durable;                     /* also fsync the directory after each rename,
+                                         unlink and mkdir, so a change survives a crash */
+    bool create;                      /* make the root directory when it is missing */
+    bool read_only;                   /* refuse set and delete with SL_EACCES */
+    const struct sl_io_table *io;     /* borrowed, must outlive the store; NULL: default */
+    const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+};
+#define SL_FS_STORE_OPTS_DEFAULT \
+    ((struct sl_fs_store_opts){  \
+        .durable = false, .create = true, .read_only = false, .io = NULL, .alloc = NULL})
+
+/**
+ * Open a filesystem store rooted at directory `root`.  Keys map to paths
+ * under it ("a/c/0" is `root`/a/c/0).  Each set writes a temporary file in
+ * the target directory, writes it fully, fsyncs it and renames it over the
+ * target, so readers see the old or the new object, never a mix.  Keys that
+ * could leave the root are refused (see sl_store_set), and so are keys that
+ * resolve outside it through symbolic links.
+ *
+ * @param opts  NULL for SL_FS_STORE_OPTS_DEFAULT.
+ * @return a store with one reference (release with sl_store_unref), or NULL
+ * with SL_ENOTFOUND (root missing and `create` false), SL_EIO, SL_EACCES or
+ * SL_ENOMEM in `err`.
+ */
+SL_API sl_store *sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts,
+                                  struct sl_error *err);
+
+/* Operations a memory store reports to its hook. */
+typedef enum sl_store_op { SL_STORE_OP_GET, SL_STORE_OP_SET, SL_STORE_OP_DELETE } sl_store_op;
+
+/* Called before each memory-store operation with its key and, for sets, the
+ * byte count; return 0 to let it run or a negated errno value (-ENOSPC) to
+ * fail it.  May be called from many threads at once. */
+typedef int sl_mem_store_hook(void *ctx, sl_store_op op, const char *key, size_t bytes);
+
+/* Options of the memory store. */
+struct sl_mem_store_opts {
+    const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+    sl_mem_store_hook *hook;          /* NULL: none */
+    void *hook_ctx;                   /* passed to `hook` */
+};
+#define SL_MEM_STORE_OPTS_DEFAULT \
+    ((struct sl_mem_store_opts){.alloc = NULL, .hook = NULL, .hook_ctx = NULL})
+
+/**
+ * Create an empty store in memory.  @param opts NULL for the default.
+ * @return a store with one reference, or NULL with SL_ENOMEM in `err`.
+ */
+SL_API sl_store *sl_store_create_memory(const struct sl_mem_store_opts *opts, struct sl_error *err);
+
+/** Take a reference.  Thread-safety: any thread. */
+SL_API void sl_store_ref(sl_store *s);
+
+/** Drop a reference; the last one closes the store.  NULL is a no-op. */
+SL_API void sl_store_unref(sl_store *s);
+
+/**
+ * Read object `key`, or the part `range` names (NULL: all of it), into
+ * `out` (replacing its contents).  `object_bytes`, when not NULL, receives
+ * the whole object's size.  The bytes come from one version of the object
+ * even while another thread replaces it.
+ * @return SL_OK; SL_ENOTFOUND when there is no such object; SL_EBOUNDS when
+ * the range reaches past its end; SL_EACCES for a refused key; SL_EIO or
+ * SL_ENOMEM.  Messages name the key.
+ */
+SL_API SL_NODISCARD sl_status sl_store_get(sl_store *s, const char *key,
+                                           const struct sl_byte_range *range, struct sl_buf *out,
+                                           uint64_t *object_bytes, struct sl_error *err);
+
+/**
+ * The size of object `key` in `*bytes`.
+ * @return SL_OK, SL_ENOTFOUND, SL_EACCES or SL_EIO.
+ */
+SL_API SL_NODISCARD sl_status sl_store_size(sl_store *s, const char *key, uint64_t *bytes,
+                                            struct sl_error *err);
+
+/**
+ * Store `n` bytes as object `key`, replacing any previous one atomically.
+ * Keys are 1 to SL_STORE_KEY_MAX bytes of '/'-separated components; a key
+ * that is absolute, has an empty, "." or ".." component, a backslash, a NUL
+ * or a component starting with ".sluice-tmp." is refused with SL_EACCES
+ * naming it.
+ * @return SL_OK, SL_EACCES (refused key, read-only store), SL_ENOSPC,
+ * SL_EEXIST (a key prefix is an object), SL_EIO or SL_ENOMEM.  On failure
+ * the previous object, if any, is intact.
+ */
+SL_API SL_NODISCARD sl_status sl_store_set(sl_store *s, const char *key, const void *data, size_t n,
+                                           struct sl_error *err);
+
+/**
+ * Remove object `key`; removing an absent key succeeds.
+ * @return SL_OK, SL_EACCES or SL_EIO.
+ */
+SL_API SL_NODISCARD sl_status sl_store_delete(sl_store *s, const char *key, struct sl_error *err);
+
+/* Called by sl_store_list once per key; a status other than SL_OK stops the
+ * listing and is returned. */
+typedef sl_status sl_store_list_fn(void *arg, const char *key, uint64_t bytes);
+
+/**
+ * Call `fn` for every key starting with `prefix` ("" for all), in byte
+ * order of the key.  The filesystem store does not follow symbolic links to
+ * directories and skips links that lead outside its root.
+ * @return SL_OK, what `fn` returned, SL_EACCES (refused prefix), SL_EIO or
+ * SL_ENOMEM.
+ */
+SL_API SL_NODISCARD sl_status sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn,
+                                            void *arg, struct sl_error *err);
+
+/* Operation counts of a store since it was opened. */
+struct sl_store_stats {
+    uint64_t n_get;         /* reads of objects or byte ranges */
+    uint64_t n_set;         /* objects written */
+    uint64_t n_delete;      /* delete calls */
+    uint64_t n_list;        /* list calls */
+    uint64_t bytes_read;    /* bytes returned by reads */
+    uint64_t bytes_written; /* bytes passed to successful sets */
+};
+
+/** Copy the store's counters into `out`.  Thread-safety: any thread. */
+SL_API void sl_store_get_stats(const sl_store *s, struct sl_store_stats *out);
+
+/** "fs" or "memory". */
+SL_API const char *sl_store_kind(const sl_store *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_STORE_H */

@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filesystem store: one file per key under a root directory.  Writes go
+ * to a temporary file in the target directory, are written fully (short
+ * writes are continued), fsynced, closed and renamed over the target; with
+ * `durable` the directory is fsynced too, so the rename itself survives a
+ * crash.  Every system call goes through the store's `struct sl_io_table`.
+ *
+ * DESIGN: keys reach this file already checked lexically (store.c), so the
+ * only way out of the root is a symbolic link.  Before a read, the object's
+ * path is resolved with realpath and must stay under the resolved root; the
+ * file is then opened by its resolved path.  Before a write, the target
+ * directory is resolved the same way, and missing directories are made one
+ * component at a time, each existing component checked first, so mkdir never
+ * runs through a link that leads outside.  Temporary files are named
+ * ".sluice-tmp.<pid>.<n>"; listings skip them and keys may not use them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_internal.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+struct fs_store {
+    struct sl_store base;         /* must come first */
+    const struct sl_io_table *io; /* borrowed; every system call goes here */
+    char *root;                   /* resolved root without trailing '/'; "" for "/" */
+    size_t root_len;              /* strlen(root) */
+    bool durable;                 /* fsync directories after changing them */
+    bool read_only;               /* refuse set and delete */
+    _Atomic uint64_t tmp_seq;     /* numbers temporary files */
+};
+
+static struct fs_store *
+fs_of(sl_store *s)
+{
+    return (struct fs_store *)s;
+}
+
+static sl_status
+fs_errno(struct sl_error *err, int rc, const char *what, const char *path)
+{
+    return sl_error_set(err, sl__status_from_errno(rc), NULL, "%s %.100s: %s", what, path,
+                        strerror(-rc));
+}
+
+/* root + "/" + rel (rel may be empty: the root itself). */
+static sl_status
+fs_path(const struct fs_store *st, const char *rel, char *out, struct sl_error *err)
+{
+    int n = snprintf(out, PATH_MAX, "%s/%s", st->root, rel);
+    if (n < 0 || n >= PATH_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", rel);
+    if (rel[0] == '\0' && n > 1)
+        out[n - 1] = '\0';
+    return SL_OK;
+}
+
+static bool
+fs_inside(const struct fs_store *st, const char *resolved)
+{
+    return strncmp(resolved, st->root, st->root_len) == 0 &&
+           (resolved[st->root_len] == '/' || resolved[st->root_len] == '\0');
+}
+
+/*
+ * Resolve `path` (of key `key`) and check it stays under the root.
+ * @return SL_OK, SL_ENOTFOUND (missing), SL_EACCES (outside) or SL_EIO.
+ */
+static sl_status
+fs_resolve(const struct fs_store *st, const char *path, const char *key, char *resolved,
+           struct sl_error *err)
+{
+    int rc = st->io->realpath(st->io->ctx, path, resolved, PATH_MAX);
+    if (rc == -ENOENT || rc == -ENOTDIR)
+        return SL_ENOTFOUND; /* quiet: callers decide whether absence is an error */
+    if (rc < 0)
+        return fs_errno(err, rc, "cannot resolve", path);
+    if (!fs_inside(st, resolved))
+        return sl_error_set(err, SL_EACCES, NULL,
+                            "key \"%.60s\" refused: it resolves to %.80s, outside the store root",
+                            key, resolved);
+    return SL_OK;
+}
+
+/* ---- reads ---------------------------------------------------------------- */
+
+static sl_status
+fs_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_error *err)
+{
+    struct fs_store *st = fs_of(s);
+    char path[PATH_MAX], resolved[PATH_MAX];
+    SL_TRY(fs_path(st, key, path, err));
+    sl_status status = fs_resolve(st, path, key, resolved, err);
+    if (status == SL_ENOTFOUND)
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);
+    SL_TRY(status);
+    int fd = st->io->open(st->io->ctx, resolved, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) {
+        if (fd == -ENOENT || fd == -EISDIR)
+            return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);
+        return fs_errno(err, fd, "cannot open", resolved);
+    }
+    struct sl_io_stat info;
+    int rc = st->io->fstat(st->io->ctx, fd, &info);
+    if (rc < 0 || info.kind != SL_IO_FILE) {
+        st->io->close(st->io->ctx, fd);
+        if (rc < 0)
+            return fs_errno(err, rc, "cannot stat", resolved);
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\" (not a file)", key);
+    }
+    rd->fd = fd;
+    rd->size = info.size;
+    return SL_OK;
+}
+
+static sl_status
+fs_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, struct sl_error *err)
+{
+    struct fs_store *st = fs_of(rd->store);
+    uint8_t *p = dst;
+    size_t done = 0;
+    while (done < n) {
+        int64_t r = st->io->pread(st->io->ctx, rd->fd, p + done, n - done, offset + done);
+        if (r < 0)
+            return sl_error_set(err, sl__status_from_errno((int)r), NULL,
+                                "read of %zu bytes at offset %" PRIu64 " failed: %s", n - done,
+                                offset + done, strerror((int)-r));
+        if (r == 0)
+            return sl_error_set(err, SL_EIO, NULL,
+                                "file ended at byte %" PRIu64 " of %" PRIu64
+                                " (changed while being read?)",
+                                offset + done, rd->size);
+        done += (size_t)r;
+    }
+    return SL_OK;
+}
+
+static void
+fs_reader_close(struct sl__reader *rd)
+{
+    struct fs_store *st = fs_of(rd->store);
+    if (rd->fd >= 0)
+        st->io->close(st->io->ctx, rd->fd);
+    rd->fd = -1;
+}
+
+/* ---- directories ------------------------------------------------------------ */
+
+static sl_status
+fs_fsync_dir(const struct fs_store *st, const char *dir, struct sl_error *err)
+{
+    int fd = st->io->open(st->io->ctx, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return fs_errno(err, fd, "cannot open directory", dir);
+    int rc = st->io->fsync(st->io->ctx, fd);
+    st->io->close(st->io->ctx, fd);
+    if (rc < 0)
+        return fs_errno(err, rc, "cannot fsync directory", dir);
+    return SL_OK;
+}
+
+/* Make sure directory component `rel` (a key prefix) exists inside the root. */
+static sl_status
+fs_make_component(const struct fs_store *st, const char *rel, struct sl_error *err)
+{
+    char path[PATH_MAX], resolved[PATH_MAX];
+    SL_TRY(fs_path(st, rel, path, err));
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct sl_io_stat info;
+        int rc = st->io->lstat(st->io->ctx, path, &info);
+        if (rc == -ENOENT) {
+            rc = st->io->mkdir(st->io->ctx, path, 0777);
+            if (rc == -EEXIST)
+                continue; /* another writer made it: look again */
+            if (rc < 0)
+                return fs_errno(err, rc, "cannot make directory", path);
+            if (!st->durable)
+                return SL_OK;
+            char *slash = strrchr(path, '/');
+            *slash = '\0';
+            return fs_fsync_dir(st, path[0] != '\0' ? path : "/", err);
+        }
+        if (rc < 0)
+            return fs_errno(err, rc, "cannot stat", path);
+        if (info.kind == SL_IO_LINK) {
+            sl_status status = fs_resolve(st, path, rel, resolved, err);
+            if (status == SL_ENOTFOUND)
+                return sl_error_set(err, SL_ENOTFOUND, NULL,
+                                    "key prefix \"%.60s\" is a dangling symbolic link", rel);
+            SL_TRY(status);
+            rc = st->io->lstat(st->io->ctx, resolved, &info);
+            if (rc < 0)
+                return fs_errno(err, rc, "cannot stat", resolved);
+        }
+        if (info.kind != SL_IO_DIR)
+            return sl_error_set(err, SL_EEXIST, NULL,
+                                "key prefix \"%.60s\" is an object, not a directory", rel);
+        return SL_OK;
+    }
+    return sl_error_set(err, SL_EIO, NULL, "directory %.100s keeps changing", path);
+}
+
+/*
+ * Resolve the directory that will hold `key` into `dir`, making missing
+ * directories.  Sets `*base` to the key's last component.
+ */
+static sl_status
+fs_parent_dir(const struct fs_store *st, const char *key, bool make, char *dir, const char **base,
+              struct sl_error *err)
+{
+    const char *slash = strrchr(key, '/');
+    *base = slash != NULL ? slash + 1 : key;
+    if (slash == NULL) {
+        snprintf(dir, PATH_MAX, "%s", st->root[0] != '\0' ? st->root : "/");
+        return SL_OK;
+    }
+    char rel[SL_STORE_KEY_MAX + 1];
+    size_t rel_len = (size_t)(slash - key);
+    memcpy(rel, key, rel_len);
+    rel[rel_len] = '\0';
+    char path[PATH_MAX];
+    SL_TRY(fs_path(st, rel, path, err));
+    sl_status status = fs_resolve(st, path, rel, dir, err);
+    if (status != SL_ENOTFOUND || !make)
+        return status;
+    for (size_t i = 1; i <= rel_len; i++) {
+        if (i < rel_len && rel[i] != '/')
+            continue;
+        rel[i] = '\0';
+        status = fs_make_component(st, rel, err);
+        if (i < rel_len)
+            rel[i] = '/';
+        SL_TRY(status);
+    }
+    status = fs_resolve(st, path, rel, dir, err);
+    if (status == SL_ENOTFOUND)
+        return sl_error_set(err, SL_EIO, NULL, "directory %.100s vanished after mkdir", path);
+    return status;
+}
+
+/* ---- writes ----------------------------------------------------------------- */
+
+/* Write all `n` bytes to `fd`, continuing after short writes. */
+static sl_status
+fs_write_all(const struct fs_store *st, int fd, const uint8_t *p, size_t n, const char *path,
+             struct sl_error *err)
+{
+    size_t done = 0;
+    while (done < n) {
+        int64_t r = st->io->write(st->io->ctx, fd, p + done, n - done);
+        if (r == -EINTR)
+            continue;
+        if (r < 0)
+            return fs_errno(err, (int)r, "cannot write", path);
+        if (r == 0)
+            return sl_error_set(err, SL_EIO, NULL, "write to %.100s made no progress at byte %zu",
+                                path, done);
+        done += (size_t)r;
+    }
+    return SL_OK;
+}
+
+/* Fill the temporary file `tmp`: create, write, fsync, close. */
+static sl_status
+fs_write_tmp(const struct fs_store *st, const char *tmp, const void *data, size_t n,
+             struct sl_error *err)
+{
+    int fd = st->io->open(st->io->ctx, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd == -ENOTDIR)
+        return sl_error_set(err, SL_EEXIST, NULL,
+                            "a prefix of the key is an object, not a directory");
+    if (fd < 0)
+        return fs_errno(err, fd, "cannot create", tmp);
+    sl_status status = fs_write_all(st, fd, data, n, tmp, err);
+    if (status == SL_OK) {
+        int rc = st->io->fsync(st->io->ctx, fd);
+        if (rc < 0)
+            status = fs_errno(err, rc, "cannot fsync", tmp);
+    }
+    /* close can report a deferred write error (NFS): it counts. */
+    int rc = st->io->close(st->io->ctx, fd);
+    if (rc < 0 && status == SL_OK)
+        status = fs_errno(err, rc, "cannot close", tmp);
+    return status;
+}
+
+static sl_status
+fs_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error *err)
+{
+    struct fs_store *st = fs_of(s);
+    if (st->read_only)
+        return sl_error_set(err, SL_EACCES, NULL, "store is read-only");
+    char dir[PATH_MAX], tmp[PATH_MAX], path[PATH_MAX];
+    const char *base;
+    SL_TRY(fs_parent_dir(st, key, true, dir, &base, err));
+    uint64_t seq = atomic_fetch_add_explicit(&st->tmp_seq, 1, memory_order_relaxed);
+    int a = snprintf(tmp, PATH_MAX, "%s/.sluice-tmp.%ld.%" PRIu64, dir, (long)getpid(), seq);
+    int b = snprintf(path, PATH_MAX, "%s/%s", dir, base);
+    if (a < 0 || a >= PATH_MAX || b < 0 || b >= PATH_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", key);
+    sl_status status = fs_write_tmp(st, tmp, data, n, err);
+    if (status == SL_OK) {
+        int rc = st->io->rename(st->io->ctx, tmp, path);
+        if (rc < 0)
+            status = fs_errno(err, rc, "cannot rename temporary file to", path);
+    }
+    if (status != SL_OK) {
+        st->io->unlink(st->io->ctx, tmp);
+        return status;
+    }
+    return st->durable ? fs_fsync_dir(st, dir, err) : SL_OK;
+}
+
+static sl_status
+fs_del(sl_store *s, const char *key, struct sl_error *err)
+{
+    struct fs_store *st = fs_of(s);
+    if (st->read_only)
+        return sl_error_set(err, SL_EACCES, NULL, "store is read-only");
+    char dir[PATH_MAX], path[PATH_MAX];
+    const char *base;
+    sl_status status = fs_parent_dir(st, key, false, dir, &base, err);
+    if (status == SL_ENOTFOUND)
+        return SL_OK;
+    SL_TRY(status);
+    int b = snprintf(path, PATH_MAX, "%s/%s", dir, base);
+    if (b < 0 || b >= PATH_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", key);
+    int rc = st->io->unlink(st->io->ctx, path);
+    if (rc == -ENOENT)
+        return SL_OK;
+    if (rc == -EISDIR || rc == -EPERM)
+        return sl_error_set(err, SL_EEXIST, NULL, "key \"%.60s\" is a directory, not an object",
+                            key);
+    if (rc < 0)
+        return fs_errno(err, rc, "cannot unlink", path);
+    return st->durable ? fs_fsync_dir(st, dir, err) : SL_OK;
+}
+
+/* ---- listing ---------------------------------------------------------------- */
+
+/* One directory entry being listed. */
+struct fs_entry {
+    char *name;      /* owned */
+    sl_io_kind kind; /* from the directory, SL_IO_OTHER when unknown */
+};
+
+/* The entries of one directory, collected before recursing so that only one
+ * directory is open at a time. */
+struct fs_entries {
+    const struct sl_allocator *alloc;
+    struct fs_entry *v;
+    size_t n, cap;
+    bool failed;
+};
+
+static int
+fs_collect(void *arg, const char *name, sl_io_kind kind)
+{
+    struct fs_entries *es = arg;
+    if (sl__key_is_temporary(name))
+        return 0;
+    if (es->n == es->cap) {
+        size_t cap = es->cap ? es->cap * 2 : 32;
+        struct fs_entry *v = sl_alloc(es->alloc, cap * sizeof(*v), 0);
+        if (v == NULL) {
+            es->failed = true;
+            return -ENOMEM;
+        }
+        if (es->n > 0)
+            memcpy(v, es->v, es->n * sizeof(*v));
+        sl_free(es->alloc, es->v, es->cap * sizeof(*v));
+        es->v = v;
+        es->cap = cap;
+    }
+    char *copy = sl_strdup(es->alloc, name);
+    if (copy == NULL) {
+        es->failed = true;
+        return -ENOMEM;
+    }
+    es->v[es->n++] = (struct fs_entry){copy, kind};
+    return 0;
+}
+
+static void
+fs_entries_fini(struct fs_entries *es)
+{
+    for (size_t i = 0; i < es->n; i++)
+        sl_free(es->alloc, es->v[i].name, strlen(es->v[i].name) + 1);
+    sl_free(es->alloc, es->v, es->cap * sizeof(*es->v));
+}
+
+/* Order as the keys would sort: a directory "a" lists keys "a/...". */
+static int
+fs_entry_cmp(const void *pa, const void *pb)
+{
+    const struct fs_entry *a = pa, *b = pb;
+    const unsigned char *x = (const unsigned char *)a->name, *y = (const unsigned char *)b->name;
+    for (;; x++, y++) {
+        int cx = *x != '\0' ? *x : a->kind == SL_IO_DIR ? '/' : 0;
+        int cy = *y != '\0' ? *y : b->kind == SL_IO_DIR ? '/' : 0;
+        if (cx != cy || cx == 0 || cx == '/')
+            return cx - cy;
+    }
+}
+
+struct fs_walk {
+    struct fs_store *st;
+    const char *prefix;
+    size_t prefix_len;
+    sl_store_list_fn *fn;
+    void *arg;
+    struct sl_error *err;
+};
+
+static sl_status fs_walk_dir(struct fs_walk *w, const char *rel);
+
+/* Decide what entry `key` (relative path of kind `kind`) is, and list it. */
+static sl_status
+fs_walk_entry(struct fs_walk *w, char *key, sl_io_kind kind)
+{
+    struct fs_store *st = w->st;
+    char path[PATH_MAX], resolved[PATH_MAX];
+    SL_TRY(fs_path(st, key, path, w->err));
+    struct sl_io_stat info = {0, kind};
+    int rc = st->io->lstat(st->io->ctx, path, &info);
+    if (rc == -ENOENT)
+        return SL_OK; /* removed while listing */
+    if (rc < 0)
+        return fs_errno(w->err, rc, "cannot stat", path);
+    if (info.kind == SL_IO_LINK) {
+        struct sl_error ignored = SL_ERROR_INIT;
+        if (fs_resolve(st, path, key, resolved, &ignored) != SL_OK)
+            return SL_OK; /* dangling, or leads outside: not part of the store */
+        if (st->io->lstat(st->io->ctx, resolved, &info) < 0 || info.kind != SL_IO_FILE)
+            return SL_OK; /* links to directories are not followed */
+    }
+    size_t n = strlen(key);
+    if (info.kind == SL_IO_DIR) {
+        if (n + 2 > SL_STORE_KEY_MAX)
+            return SL_OK;
+        key[n] = '/';
+        key[n + 1] = '\0';
+        bool wanted = strncmp(key, w->prefix, n + 1 < w->prefix_len ? n + 1 : w->prefix_len) == 0;
+        sl_status status = wanted ? fs_walk_dir(w, key) : SL_OK;
+        key[n] = '\0';
+        return status;
+    }
+    if (info.kind != SL_IO_FILE || strncmp(key, w->prefix, w->prefix_len) != 0)
+        return SL_OK;
+    return w->fn(w->arg, key, info.size);
+}
+
+/* List directory `rel` ("" or ending in '/'). */
+static sl_status
+fs_walk_dir(struct fs_walk *w, const char *rel)
+{
+    struct fs_store *st = w->st;
+    char path[PATH_MAX];
+    SL_TRY(fs_path(st, rel, path, w->err));
+    struct fs_entries es = {.alloc = &st->base.alloc};
+    int rc = st->io->list_dir(st->io->ctx, path, fs_collect, &es);
+    sl_status status = SL_OK;
+    if (es.failed)
+        status = sl_error_set(w->err, SL_ENOMEM, NULL, "out of memory listing %.100s", path);
+    else if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR)
+        status = fs_errno(w->err, rc, "cannot list", path);
+    if (status == SL_OK && es.n > 1)
+        qsort(es.v, es.n, sizeof(*es.v), fs_entry_cmp);
+    size_t rel_len = strlen(rel);
+    for (size_t i = 0; i < es.n && status == SL_OK; i++) {
+        char key[SL_STORE_KEY_MAX + SL_STORE_KEY_COMPONENT_MAX + 2];
+        size_t name_len = strlen(es.v[i].name);
+        if (rel_len + name_len > SL_STORE_KEY_MAX)
+            continue;
+        memcpy(key, rel, rel_len);
+        memcpy(key + rel_len, es.v[i].name, name_len + 1);
+        status = fs_walk_entry(w, key, es.v[i].kind);
+    }
+    fs_entries_fini(&es);
+    return status;
+}
+
+static sl_status
+fs_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct sl_error *err)
+{
+    struct fs_store *st = fs_of(s);
+    struct fs_walk w = {st, prefix, strlen(prefix), fn, arg, err};
+    char rel[SL_STORE_KEY_MAX + 1];
+    const char *slash = strrchr(prefix, '/');
+    size_t rel_len = slash != NULL ? (size_t)(slash - prefix) + 1 : 0;
+    memcpy(rel, prefix, rel_len);
+    rel[rel_len] = '\0';
+    if (rel_len > 0) {
+        char path[PATH_MAX], resolved[PATH_MAX];
+        SL_TRY(fs_path(st, rel, path, err));
+        sl_status status = fs_resolve(st, path, rel, resolved, err);
+        if (status == SL_ENOTFOUND)
+            return SL_OK;
+        SL_TRY(status);
+    }
+    return fs_walk_dir(&w, rel);
+}
+
+/* ---- open and close ---------------------------------------------------------- */
+
+static void
+fs_destroy(sl_store *s)
+{
+    struct fs_store *st = fs_of(s);
+    struct sl_allocator alloc = s->alloc;
+    sl_free(&alloc, st->root, st->root_len + 1);
+    sl_free(&alloc, st, sizeof(*st));
+}
+
+static const struct sl__store_vtable fs_vtable = {
+    .kind = "fs",
+    .reader_open = fs_reader_open,
+    .reader_read = fs_reader_read,
+    .reader_close = fs_reader_close,
+    .set = fs_set,
+    .del = fs_del,
+    .list = fs_list,
+    .destroy = fs_destroy,
+};
+
+/* mkdir -p `root` through the I/O table. */
+static sl_status
+fs_make_root(const struct sl_io_table *io, const char *root, struct sl_error *err)
+{
+    char path[PATH_MAX];
+    size_t n = strlen(root);
+    if (n >= PATH_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL, "store root is too long");
+    memcpy(path, root, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && path[i] != '/')
+            continue;
+        path[i] = '\0';
+        int rc = io->mkdir(io->ctx, path, 0777);
+        if (rc < 0 && rc != -EEXIST)
+            return fs_errno(err, rc, "cannot make store root", path);
+        if (i < n)
+            path[i] = '/';
+    }
+    return SL_OK;
+}
+
+sl_store *
+sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct sl_error *err)
+{
+    struct sl_fs_store_opts o = opts != NULL ? *opts : SL_FS_STORE_OPTS_DEFAULT;
+    const struct sl_io_table *io = o.io != NULL ? o.io : sl_io_table_default();
+    if (root == NULL || root[0] == '\0') {
+        sl_error_set(err, SL_EINVAL, NULL, "store root is missing");
+        return NULL;
+    }
+    if (o.create && !o.read_only && fs_make_root(io, root, err) != SL_OK)
+        return NULL;
+    char resolved[PATH_MAX];
+    struct sl_io_stat info;
+    int rc = io->realpath(io->ctx, root, resolved, PATH_MAX);
+    if (rc == 0)
+        rc = io->lstat(io->ctx, resolved, &info);
+    if (rc < 0) {
+        fs_errno(err, rc, "cannot open store root", root);
+        return NULL;
+    }
+    if (info.kind != SL_IO_DIR) {
+        sl_error_set(err, SL_EEXIST, NULL, "store root %.100s is not a directory", root);
+        return NULL;
+    }
+    struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
+    struct fs_store *st = sl_alloc(&alloc, sizeof(*st), 0);
+    size_t len = strcmp(resolved, "/") == 0 ? 0 : strlen(resolved);
+    char *copy = sl_alloc(&alloc, len + 1, 1);
+    if (st == NULL || copy == NULL) {
+        sl_free(&alloc, st, sizeof(*st));
+        sl_free(&alloc, copy, len + 1);
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening store %.100s", root);
+        return NULL;
+    }
+    memcpy(copy, resolved, len);
+    copy[len] = '\0';
+    sl__store_init(&st->base, &fs_vtable, &alloc);
+    st->io = io;
+    st->root = copy;
+    st->root_len = len;
+    st->durable = o.durable;
+    st->read_only = o.read_only;
+    atomic_init(&st->tmp_seq, 0);
+    return &st->base;
+}

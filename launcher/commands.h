@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The launcher's commands.  Each command file defines one `struct cmd`;
+ * main.c lists them, so adding a command is one line there.
+ */
+#ifndef SL_LAUNCHER_COMMANDS_H
+#define SL_LAUNCHER_COMMANDS_H
+
+#include <stdio.h>
+
+/* One `sluice` command. */
+struct cmd {
+    const char *name;    /* what follows `sluice` on the command line */
+    const char *summary; /* one line for `sluice --help` */
+    const char *usage;   /* printed by `sluice NAME --help`, ends in a newline */
+    /* Run with argv[0] the command's name; return the exit status:
+     * 0 success, 1 failure (reported on stderr), 2 bad usage. */
+    int (*run)(int argc, char **argv);
+};
+
+extern const struct cmd cmd_info;
+extern const struct cmd cmd_checksum;
+
+/* Print "sluice NAME: PATH: " and the error record on stderr; return 1. */
+struct sl_error;
+int cmd_fail(const char *name, const char *path, const struct sl_error *err);
+
+/* Print a usage error for command `c` on stderr; return 2. */
+int cmd_usage_error(const struct cmd *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* SL_LAUNCHER_COMMANDS_H */

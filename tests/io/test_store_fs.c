@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filesystem store: atomic replacement under injected faults, short
+ * writes, durability fsyncs, symbolic links that try to leave the root,
+ * read-only stores and temporary files.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sluice.h>
+
+#include "fault_io.h"
+#include "testutil.h"
+
+static char root[4096];
+static char outside[4096];
+static struct sl_fault_io fio;
+
+static void
+setup(void)
+{
+    snprintf(root, sizeof(root), "%s", sl_test_tmpdir("fs-root"));
+    snprintf(outside, sizeof(outside), "%s", sl_test_tmpdir("fs-outside"));
+    sl_fault_io_init(&fio);
+}
+
+static void
+teardown(void)
+{
+    sl_test_rmtree(root);
+    sl_test_rmtree(outside);
+    sl_fault_io_fini(&fio);
+}
+
+TestSuite(io_store_fs, .init = setup, .fini = teardown, .timeout = 30.0);
+
+static sl_store *
+open_store(bool durable)
+{
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.io = &fio.table;
+    o.durable = durable;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(root, &o, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    return s;
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+static bool
+file_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Number of leftover temporary files directly in `dir`. */
+static int
+count_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strncmp(e->d_name, ".sluice-tmp.", 12) == 0;
+    closedir(d);
+    return n;
+}
+
+static void
+expect_value(sl_store *s, const char *key, const char *text)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_get(s, key, NULL, &b, NULL, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(b.size, strlen(text), "%s: %zu bytes", key, b.size);
+    cr_assert(memcmp(b.data, text, b.size) == 0);
+    sl_buf_fini(&b);
+}
+
+Test(io_store_fs, objects_are_plain_files_under_the_root)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "a/c/0/1", "data", 4, NULL), SL_OK);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/a/c/0/1", root);
+    size_t n = 0;
+    char *text = sl_test_read_file(path, &n);
+    cr_assert_not_null(text);
+    cr_assert(n == 4 && memcmp(text, "data", 4) == 0);
+    free(text);
+    snprintf(path, sizeof(path), "%s/a/c/0", root);
+    cr_assert_eq(count_temporaries(path), 0);
+    cr_assert_str_eq(sl_store_kind(s), "fs");
+    sl_store_unref(s);
+}
+
+/* Fail the first call of `op` during a replacing set; the old value must
+ * survive and no temporary file may be left. */
+static void
+check_failed_set_keeps_old(sl_fault_op op, int errno_value, sl_status want)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "d/k", "old", 3, NULL), SL_OK);
+    sl_fault_io_fail(&fio, op, 1, errno_value);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = sl_store_set(s, "d/k", "new value", 9, &err);
+    cr_assert_eq(st, want, "failing %s gave %s: %s", sl_fault_op_name(op), sl_status_name(st),
+                 err.text);
+    cr_assert_str_eq(err.source, "d/k", "the error names the key");
+    sl_fault_io_reset(&fio);
+    expect_value(s, "d/k", "old");
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s/d", root);
+    cr_assert_eq(count_temporaries(dir), 0, "failing %s left a temporary file",
+                 sl_fault_op_name(op));
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, failed_open_keeps_the_old_object)
+{
+    check_failed_set_keeps_old(SL_FAULT_OPEN, EACCES, SL_EACCES);
+}
+
+Test(io_store_fs, failed_write_reports_enospc_and_keeps_the_old_object)
+{
+    check_failed_set_keeps_old(SL_FAULT_WRITE, ENOSPC, SL_ENOSPC);
+}
+
+Test(io_store_fs, failed_fsync_keeps_the_old_object)
+{
+    check_failed_set_keeps_old(SL_FAULT_FSYNC, EIO, SL_EIO);
+}
+
+Test(io_store_fs, failed_close_keeps_the_old_object)
+{
+    check_failed_set_keeps_old(SL_FAULT_CLOSE, EIO, SL_EIO);
+}
+
+Test(io_store_fs, failed_rename_keeps_the_old_object)
+{
+    check_failed_set_keeps_old(SL_FAULT_RENAME, EXDEV, SL_EIO);
+}
+
+Test(io_store_fs, short_writes_are_continued)
+{
+    sl_store *s = open_store(false);
+    char big[1000];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)('a' + i % 26);
+    fio.write_max = 7;
+    cr_assert_eq(sl_store_set(s, "big", big, sizeof(big), NULL), SL_OK);
+    cr_assert_geq(sl_fault_io_calls(&fio, SL_FAULT_WRITE), 143);
+    fio.write_max = 0;
+    struct sl_buf b = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(s, "big", NULL, &b, NULL, NULL), SL_OK);
+    cr_assert(b.size == sizeof(big) && memcmp(b.data, big, b.size) == 0);
+    sl_buf_fini(&b);
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, each_set_fsyncs_the_file_and_durable_sets_the_directory)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "x/a", "1", 1, NULL), SL_OK);
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_store_set(s, "x/b", "1", 1, NULL), SL_OK);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 1);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_RENAME), 1);
+    cr_assert_eq(sl_fault_io_renames_to(&fio, "/x/b"), 1);
+    sl_store_unref(s);
+
+    s = open_store(true);
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_store_set(s, "x/c", "1", 1, NULL), SL_OK);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 2, "file and directory");
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_store_set(s, "y/z/c", "1", 1, NULL), SL_OK);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_MKDIR), 2);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 4,
+                 "two new directories' parents, the file, its directory");
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_store_delete(s, "x/c", NULL), SL_OK);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 1, "the directory after unlink");
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, every_call_goes_through_the_table)
+{
+    sl_store *s = open_store(true);
+    cr_assert_eq(sl_store_set(s, "p/q", "abc", 3, NULL), SL_OK);
+    struct sl_buf b = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(s, "p/q", NULL, &b, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_store_delete(s, "p/q", NULL), SL_OK);
+    cr_assert_eq(sl_store_set(s, "p/r", "abc", 3, NULL), SL_OK);
+    struct sl_store_stats st;
+    sl_store_get_stats(s, &st);
+    cr_assert_eq(st.n_set, 2);
+    for (int op = 0; op < SL_FAULT_OP_COUNT_; op++) {
+        if (op == SL_FAULT_LIST_DIR)
+            continue;
+        cr_assert_gt(sl_fault_io_calls(&fio, (sl_fault_op)op), 0, "%s never called",
+                     sl_fault_op_name((sl_fault_op)op));
+    }
+    sl_buf_fini(&b);
+    sl_store_unref(s);
+}
+
+/* Fail the k-th call of every operation in turn during a set that replaces
+ * an object in a new directory, until the set gets through; each outcome
+ * must be either the old state or the new one, with no temporary files. */
+Test(io_store_fs, fault_sweep_leaves_old_or_new_never_a_mix)
+{
+    sl_store *s = open_store(true);
+    cr_assert_eq(sl_store_set(s, "sweep/k", "old", 3, NULL), SL_OK);
+    for (int op = 0; op < SL_FAULT_OP_COUNT_; op++) {
+        for (uint64_t k = 1; k < 50; k++) {
+            cr_assert_eq(sl_store_set(s, "sweep/k", "old", 3, NULL), SL_OK);
+            sl_fault_io_reset(&fio);
+            sl_fault_io_fail(&fio, (sl_fault_op)op, k, EIO);
+            sl_status st = sl_store_set(s, "sweep/k", "new!", 4, NULL);
+            bool hit = sl_fault_io_calls(&fio, (sl_fault_op)op) >= k;
+            sl_fault_io_reset(&fio);
+            struct sl_buf b = SL_BUF_INIT;
+            cr_assert_eq(sl_store_get(s, "sweep/k", NULL, &b, NULL, NULL), SL_OK);
+            bool is_new = b.size == 4 && memcmp(b.data, "new!", 4) == 0;
+            bool is_old = b.size == 3 && memcmp(b.data, "old", 3) == 0;
+            cr_assert(is_new || is_old, "%s #%llu: a mix", sl_fault_op_name((sl_fault_op)op),
+                      (unsigned long long)k);
+            if (st == SL_OK && !(op == SL_FAULT_FSYNC || op == SL_FAULT_OPEN))
+                cr_assert(is_new);
+            if (st != SL_OK && op != SL_FAULT_FSYNC && op != SL_FAULT_OPEN)
+                cr_assert(is_old, "%s #%llu failed the set but changed the object",
+                          sl_fault_op_name((sl_fault_op)op), (unsigned long long)k);
+            sl_buf_fini(&b);
+            char dir[4200];
+            snprintf(dir, sizeof(dir), "%s/sweep", root);
+            cr_assert_eq(count_temporaries(dir), 0);
+            if (!hit)
+                break;
+        }
+    }
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, a_key_below_an_object_is_refused)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "a", "1", 1, NULL), SL_OK);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(s, "a/b", "1", 1, &err), SL_EEXIST);
+    cr_assert_not_null(strstr(err.text, "not a directory"), "%s", err.text);
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, symlinks_leading_outside_are_refused)
+{
+    char path[4200], target[4200];
+    snprintf(target, sizeof(target), "%s/secret", outside);
+    write_file(target, "top secret");
+    snprintf(path, sizeof(path), "%s/evil", root);
+    cr_assert_eq(symlink(outside, path), 0);
+    snprintf(path, sizeof(path), "%s/leak", root);
+    cr_assert_eq(symlink(target, path), 0);
+    sl_store *s = open_store(false);
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_get(s, "evil/secret", NULL, &b, NULL, &err), SL_EACCES);
+    cr_assert_not_null(strstr(err.text, "evil/secret"), "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "outside the store root"), "%s", err.text);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_get(s, "leak", NULL, &b, NULL, &err), SL_EACCES);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(s, "evil/planted", "x", 1, &err), SL_EACCES, "%s", err.text);
+    cr_assert_eq(sl_store_set(s, "evil/deep/er/planted", "x", 1, NULL), SL_EACCES);
+    snprintf(path, sizeof(path), "%s/planted", outside);
+    cr_assert_not(file_exists(path), "a file was written outside the root");
+    snprintf(path, sizeof(path), "%s/deep", outside);
+    cr_assert_not(file_exists(path), "a directory was made outside the root");
+    cr_assert_eq(sl_store_delete(s, "evil/secret", NULL), SL_EACCES);
+    cr_assert(file_exists(target));
+    /* Listing skips what leads outside. */
+    cr_assert_eq(sl_store_set(s, "ok", "1", 1, NULL), SL_OK);
+    uint64_t n = 0;
+    cr_assert_eq(sl_store_size(s, "ok", &n, NULL), SL_OK);
+    sl_buf_fini(&b);
+    sl_store_unref(s);
+}
+
+static sl_status
+count_keys(void *arg, const char *key, uint64_t bytes)
+{
+    (void)bytes;
+    (void)key;
+    (*(int *)arg)++;
+    return SL_OK;
+}
+
+Test(io_store_fs, symlinks_inside_the_root_are_followed)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "real/obj", "inside", 6, NULL), SL_OK);
+    char path[4200], target[4200];
+    snprintf(target, sizeof(target), "%s/real", root);
+    snprintf(path, sizeof(path), "%s/alias", root);
+    cr_assert_eq(symlink(target, path), 0);
+    snprintf(target, sizeof(target), "%s/real/obj", root);
+    snprintf(path, sizeof(path), "%s/objlink", root);
+    cr_assert_eq(symlink(target, path), 0);
+    snprintf(path, sizeof(path), "%s/evil", root);
+    cr_assert_eq(symlink(outside, path), 0);
+    expect_value(s, "alias/obj", "inside");
+    expect_value(s, "objlink", "inside");
+    int n = 0;
+    cr_assert_eq(sl_store_list(s, "", count_keys, &n, NULL), SL_OK);
+    cr_assert_eq(n, 2, "real/obj and objlink; linked directories are not walked");
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, listing_skips_temporary_files)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "d/obj", "1", 1, NULL), SL_OK);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/d/.sluice-tmp.99.1", root);
+    write_file(path, "half-written");
+    int n = 0;
+    cr_assert_eq(sl_store_list(s, "", count_keys, &n, NULL), SL_OK);
+    cr_assert_eq(n, 1);
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, read_only_stores_refuse_changes)
+{
+    sl_store *rw = open_store(false);
+    cr_assert_eq(sl_store_set(rw, "k", "1", 1, NULL), SL_OK);
+    sl_store_unref(rw);
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.read_only = true;
+    sl_store *s = sl_store_open_fs(root, &o, NULL);
+    cr_assert_not_null(s);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(s, "k", "2", 1, &err), SL_EACCES);
+    cr_assert_not_null(strstr(err.text, "read-only"), "%s", err.text);
+    cr_assert_eq(sl_store_delete(s, "k", NULL), SL_EACCES);
+    expect_value(s, "k", "1");
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, missing_root_without_create_is_not_found)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/missing/deeper", root);
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.create = false;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_null(sl_store_open_fs(path, &o, &err));
+    cr_assert_eq(err.code, SL_ENOTFOUND);
+    o.create = true;
+    sl_store *s = sl_store_open_fs(path, &o, NULL);
+    cr_assert_not_null(s, "create makes the missing directories");
+    sl_store_unref(s);
+    snprintf(path, sizeof(path), "%s/file", root);
+    write_file(path, "x");
+    err = SL_ERROR_INIT;
+    cr_assert_null(sl_store_open_fs(path, &o, &err));
+    cr_assert_neq(err.code, SL_OK);
+}
+
+Test(io_store_fs, a_directory_is_not_an_object)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "dir/obj", "1", 1, NULL), SL_OK);
+    struct sl_buf b = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(s, "dir", NULL, &b, NULL, NULL), SL_ENOTFOUND);
+    cr_assert_eq(sl_store_delete(s, "dir", NULL), SL_EEXIST);
+    sl_store_unref(s);
+}
+
+Test(io_store_fs, failed_reads_report_the_key)
+{
+    sl_store *s = open_store(false);
+    cr_assert_eq(sl_store_set(s, "r/obj", "12345", 5, NULL), SL_OK);
+    sl_fault_io_fail(&fio, SL_FAULT_PREAD, 1, EIO);
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_get(s, "r/obj", NULL, &b, NULL, &err), SL_EIO);
+    cr_assert_str_eq(err.source, "r/obj");
+    sl_buf_fini(&b);
+    sl_store_unref(s);
+}
