@@ -603,6 +603,46 @@ exec_boxes(struct sl__exec *ex, struct sl_error *err)
     return SL_OK;
 }
 
+/* The distinct stores the graph reads and writes, and their counters now. */
+static sl_status
+exec_stores(struct sl__exec *ex, struct sl_error *err)
+{
+    const sl_graph *g = ex->graph;
+    ex->stores = sl_alloc_zeroed(&ex->plan->alloc, g->n_nodes + 1, sizeof(sl_store *), 0);
+    ex->stats0 =
+        sl_alloc_zeroed(&ex->plan->alloc, g->n_nodes + 1, sizeof(struct sl_store_stats), 0);
+    if (ex->stores == NULL || ex->stats0 == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory to track stores");
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const struct sl__node *n = &g->nodes[i];
+        if (n->kind != SL_NODE_GET && n->kind != SL_NODE_PUT)
+            continue;
+        sl_store *st = sl_array_store(n->u.io.array);
+        bool seen = false;
+        for (uint32_t k = 0; k < ex->n_stores; k++)
+            seen |= ex->stores[k] == st;
+        if (!seen) {
+            ex->stores[ex->n_stores] = st;
+            sl_store_get_stats(st, &ex->stats0[ex->n_stores]);
+            ex->n_stores++;
+        }
+    }
+    return SL_OK;
+}
+
+/* Bytes read and written through the stores since exec_stores. */
+static void
+exec_store_bytes(const struct sl__exec *ex, uint64_t *read, uint64_t *written)
+{
+    *read = *written = 0;
+    for (uint32_t k = 0; k < ex->n_stores; k++) {
+        struct sl_store_stats now;
+        sl_store_get_stats(ex->stores[k], &now);
+        *read += now.bytes_read - ex->stats0[k].bytes_read;
+        *written += now.bytes_written - ex->stats0[k].bytes_written;
+    }
+}
+
 /* Per-worker scratch for ops kernels, and trace buffers. */
 static sl_status
 exec_workers(struct sl__exec *ex, struct sl_error *err)
@@ -615,6 +655,11 @@ exec_workers(struct sl__exec *ex, struct sl_error *err)
         size_t bytes = 0;
         SL_TRY(sl_op_scratch_bytes(&n->op, NULL, &bytes, err));
         scratch = bytes > scratch ? bytes : scratch;
+    }
+    bool need_codec = false;
+    for (uint32_t i = 0; i < ex->graph->n_nodes; i++) {
+        sl_node_kind k = sl__graph_node(ex->graph, i)->kind;
+        need_codec |= k == SL_NODE_GET || k == SL_NODE_PUT;
     }
     unsigned n = ex->n_workers + 1;
     ex->workers =
@@ -629,6 +674,11 @@ exec_workers(struct sl__exec *ex, struct sl_error *err)
                 return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %zu bytes of scratch",
                                     scratch);
             wk->scratch_bytes = scratch;
+        }
+        if (need_codec) {
+            wk->codec = sl_codec_ctx_create(&ex->plan->alloc, err);
+            if (wk->codec == NULL)
+                return err != NULL ? err->code : SL_ENOMEM;
         }
         if (ex->plan->opts.trace_path != NULL) {
             wk->trace.cap = EXEC_TRACE_CAP;
@@ -649,6 +699,7 @@ exec_fini(struct sl__exec *ex)
         for (unsigned w = 0; w <= ex->n_workers; w++) {
             struct sl__exec_worker *wk = &ex->workers[w];
             sl_free(a, wk->scratch, wk->scratch_bytes);
+            sl_codec_ctx_destroy(wk->codec);
             sl_free(a, wk->trace.events, wk->trace.cap * sizeof(struct sl__trace_event));
         }
         sl_free(a, ex->workers, (ex->n_workers + 1) * sizeof(struct sl__exec_worker));
@@ -660,6 +711,8 @@ exec_fini(struct sl__exec *ex)
     }
     if (ex->inter.buckets != NULL)
         sl__inter_fini(&ex->inter, ex->pool);
+    sl_free(a, ex->stores, (ex->graph->n_nodes + 1) * sizeof(sl_store *));
+    sl_free(a, ex->stats0, (ex->graph->n_nodes + 1) * sizeof(struct sl_store_stats));
     for (int list = 0; list < 2; list++) {
         struct sl__exec_task *t = list == 0 ? ex->free_tasks : atomic_load(&ex->returned);
         while (t != NULL) {
@@ -692,6 +745,7 @@ exec_init(struct sl__exec *ex, sl_plan *plan, sl_pool *pool, struct sl_error *er
         return sl_error_set(err, SL_ENOMEM, NULL, "cannot create the run's lock");
     SL_TRY(sl__inter_init(&ex->inter, &plan->alloc, err));
     SL_TRY(exec_boxes(ex, err));
+    SL_TRY(exec_stores(ex, err));
     return exec_workers(ex, err);
 }
 
@@ -726,6 +780,8 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     s->budget_bytes = plan->opts.memory_budget;
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
     s->first_error = (sl_status)atomic_load(&ex->first_error);
+    if (ex->stores != NULL)
+        exec_store_bytes(ex, &s->bytes_read, &s->bytes_written);
     if (st != SL_OK) {
         /* The run itself failed (budget, memory): that is the first error. */
         if (s->first_error == SL_OK)

@@ -134,8 +134,9 @@ input_from_entry(struct eval *ev, const struct sl__node *p, struct sl__entry *e,
         char key[96];
         sl_grid_coords_of(&p->grid, e->linear, coords);
         coords_text(p, coords, key, sizeof(key));
-        eval_fail(ev, SL_EUPSTREAM, "input chunk %s of \"%s\" failed: %s: %s", key, p->name,
-                  sl_status_name(e->code), e->text);
+        /* The entry's message already names its node and chunk. */
+        eval_fail(ev, SL_EUPSTREAM, "upstream %s: %s", sl_status_name(e->code),
+                  e->text[0] != '\0' ? e->text : key);
         entry_release(ev->ex, e);
         return SL_EUPSTREAM;
     }
@@ -267,6 +268,91 @@ eval_getter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     char key[96];
     coords_text(n, coords, key, sizeof(key));
     return eval_fail(ev, st, "getter \"%s\" chunk %s: %s", n->name, key,
+                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+}
+
+/* The region of a whole (unclipped) chunk of `a` at `coords`. */
+static void
+array_full_chunk(const sl_array *a, const uint64_t *coords, struct sl_region *r)
+{
+    const uint64_t *cs = sl_array_chunk_shape(a);
+    r->rank = sl_array_rank(a);
+    for (uint32_t d = 0; d < r->rank; d++) {
+        r->start[d] = coords[d] * cs[d];
+        r->stop[d] = r->start[d] + cs[d];
+    }
+}
+
+/* A stored chunk: decoded whole, then clipped at the array's edge. */
+static sl_status
+eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+         const uint64_t *coords, struct eval_out *out)
+{
+    sl_array *a = n->u.io.array;
+    struct sl_region full;
+    array_full_chunk(a, coords, &full);
+    SL_TRY(out_alloc(ev, n->dtype, &full, coords, out));
+    bool missing = false;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st =
+        sl_array_read_chunk(a, coords, out->buf, out->buf_bytes, ev->w->codec, &missing, &err);
+    char key[96];
+    if (st == SL_OK && missing && ev->ex->plan->opts.missing_is_error) {
+        coords_text(n, coords, key, sizeof(key));
+        st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of array \"%s\" is absent", key,
+                          sl_array_path(a));
+    }
+    if (st == SL_OK && !sl_region_equal(&full, r))
+        st = sl_block_slice(&out->block, r, &out->block, &err);
+    if (st == SL_OK)
+        return SL_OK;
+    out_release(ev->ex, out);
+    coords_text(n, coords, key, sizeof(key));
+    return eval_fail(ev, st, "get \"%s\" chunk %s%s%s: %s", n->name, key,
+                     err.source[0] != '\0' ? " at " : "", err.source,
+                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+}
+
+/*
+ * A put's chunk: its input, written as a whole stored chunk (edge chunks
+ * padded with the fill value).  An interior chunk that is already one
+ * contiguous block is written from where it lies.
+ */
+static sl_status
+eval_put(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+         const uint64_t *coords, struct eval_out *out)
+{
+    sl_array *a = n->u.io.array;
+    struct sl_region rin;
+    sl__node_input_region(ev->ex->graph, n, 0, r, &rin);
+    SL_TRY(eval_input(ev, n, 0, &rin, out));
+    struct sl_region full;
+    array_full_chunk(a, coords, &full);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = SL_OK;
+    const void *data = out->block.view.data;
+    struct eval_out whole = {.buf = NULL, .entry = NULL};
+    if (!sl_region_equal(&full, r) || !sl_view_is_contiguous(&out->block.view)) {
+        st = out_alloc(ev, n->dtype, &full, coords, &whole);
+        struct sl_block part;
+        if (st == SL_OK && !sl_region_equal(&full, r))
+            st = sl_view_fill(&whole.block.view, sl_array_fill_value(a), &err);
+        if (st == SL_OK)
+            st = sl_block_slice(&whole.block, r, &part, &err);
+        if (st == SL_OK)
+            st = sl_view_copy(&part.view, &out->block.view, &err);
+        data = whole.buf;
+    }
+    if (st == SL_OK)
+        st = sl_array_write_chunk(a, coords, data, sl_array_chunk_bytes(a), ev->w->codec, &err);
+    out_release(ev->ex, &whole);
+    if (st == SL_OK)
+        return SL_OK;
+    out_release(ev->ex, out);
+    char key[96];
+    coords_text(n, coords, key, sizeof(key));
+    return eval_fail(ev, st, "put \"%s\" chunk %s%s%s: %s", n->name, key,
+                     err.source[0] != '\0' ? " at " : "", err.source,
                      err.text[0] != '\0' ? err.text : sl_status_message(st));
 }
 
@@ -436,6 +522,8 @@ eval_node(struct eval *ev, uint32_t id, const uint64_t *coords, struct eval_out 
     out->buf = NULL;
     out->entry = NULL;
     switch (n->kind) {
+    case SL_NODE_GET:
+        return eval_get(ev, n, &r, coords, out);
     case SL_NODE_GETTER:
         return eval_getter(ev, n, &r, coords, out);
     case SL_NODE_SELECT:
@@ -446,6 +534,8 @@ eval_node(struct eval *ev, uint32_t id, const uint64_t *coords, struct eval_out 
         return eval_regrid(ev, n, &r, coords, out);
     case SL_NODE_PUTTER:
         return eval_putter(ev, n, &r, coords, out);
+    case SL_NODE_PUT:
+        return eval_put(ev, n, &r, coords, out);
     default:
         return eval_fail(ev, SL_EUNSUPPORTED, "node \"%s\": %s nodes cannot run here", n->name,
                          sl_node_kind_name(n->kind));

@@ -12,7 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sluice/codec.h>
 #include <sluice/pool.h>
+#include <sluice/store.h>
 
 #include "graph_internal.h"
 
@@ -117,6 +119,7 @@ struct sl__exec_task {
 /* Per-worker state, each on its own cache lines. */
 struct sl__exec_worker {
     _Alignas(SL_CACHELINE) void *scratch; /* kernel scratch (median, mode); owned */
+    sl_codec_ctx *codec;                  /* this worker's codec state for gets and puts */
     size_t scratch_bytes;                 /* its size */
     struct sl__trace_buf trace;           /* this worker's events */
     /* Counters with one writer (this worker) that the driver sums for
@@ -141,6 +144,9 @@ struct sl__exec {
     struct sl__exec_worker *workers; /* n_workers + 1 (the last for outside threads) */
     struct sl__inter_table inter;    /* intermediate chunks */
     struct sl_grid *boxes;           /* per stage: box grid over its root's chunk coordinates */
+    uint32_t n_stores;               /* distinct stores of the graph's arrays */
+    sl_store **stores;               /* them (borrowed from the arrays) */
+    struct sl_store_stats *stats0;   /* their counters when the run started */
     uint64_t t0_ns;                  /* monotonic start of the run */
 
     _Alignas(SL_CACHELINE) _Atomic size_t accounted; /* budget bytes alive */

@@ -117,6 +117,9 @@ grid_max_extent(const struct sl_grid *grid, uint32_t dim)
 static size_t
 node_chunk_bytes(const struct sl__node *n)
 {
+    /* Gets and puts handle whole stored chunks, edge chunks included. */
+    if (n->kind == SL_NODE_GET || n->kind == SL_NODE_PUT)
+        return sl_array_chunk_bytes(n->u.io.array);
     uint64_t shape[SL_MAX_RANK];
     for (uint32_t d = 0; d < n->grid.rank; d++)
         shape[d] = grid_max_extent(&n->grid, d);
@@ -165,9 +168,10 @@ stage_task_bytes(const sl_graph *g, const struct sl__fusion *f, const struct sl_
     size_t total = 0;
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         const struct sl__node *n = sl__graph_node(g, s->nodes[i]);
-        bool is_put = n->kind == SL_NODE_PUT || n->kind == SL_NODE_PUTTER;
+        /* A put may copy an edge or strided chunk into a whole one. */
+        bool is_putter = n->kind == SL_NODE_PUTTER;
         bool is_view = n->kind == SL_NODE_SELECT && n->id != s->root;
-        if (!is_put && !is_view)
+        if (!is_putter && !is_view)
             total = add_sat(total, node_chunk_bytes(n));
         if (n->kind != SL_NODE_REGRID || n->op_piecewise)
             continue;

@@ -65,6 +65,8 @@ sl__node_fini(sl_graph *g, struct sl__node *n)
     if (n->kind == SL_NODE_SELECT)
         sl_free(&g->alloc, n->u.select.pieces,
                 n->u.select.n_pieces * sizeof(struct sl__select_piece));
+    if (n->kind == SL_NODE_GET || n->kind == SL_NODE_PUT)
+        sl_array_unref(n->u.io.array);
     memset(n, 0, sizeof(*n));
 }
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sluice/array.h>
 #include <sluice/graph.h>
 #include <sluice/ops.h>
 
@@ -76,6 +77,9 @@ struct sl__node {
             sl_putter_fn *fn;
             void *ctx;
         } putter;
+        struct {
+            sl_array *array; /* retained */
+        } io;                /* get and put nodes */
     } u;
 };
 
@@ -196,6 +200,9 @@ void sl__fusion_explain(const sl_graph *g, const struct sl__fusion *f, FILE *out
 
 /* Write the plan as Graphviz DOT: one cluster per stage, unfused edges dashed. */
 void sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *out);
+
+/* True when `a` and `b` are the same stored array (same store and path). */
+bool sl__array_same(const sl_array *a, const sl_array *b);
 
 /* ---- plans (plan.c) ------------------------------------------------------ */
 

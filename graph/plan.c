@@ -96,6 +96,61 @@ plan_min_budget(sl_plan *plan)
     }
 }
 
+/*
+ * Order stages in phases: a stage runs after the stages it reads chunks
+ * from, and after every put that writes an array one of its gets reads
+ * (the whole array must be written before it is read back).  A fixpoint
+ * over the stages; more rounds than stages means a cycle through storage.
+ */
+static sl_status
+plan_phases(sl_plan *plan, struct sl_error *err)
+{
+    const sl_graph *g = plan->graph;
+    struct sl__fusion *f = &plan->fusion;
+    for (uint32_t round = 0; round <= f->n_stages; round++) {
+        bool changed = false;
+        for (uint32_t s = 0; s < f->n_stages; s++) {
+            uint32_t phase = 0;
+            for (uint32_t e = 0; e < f->n_edges; e++) {
+                const struct sl__edge *ed = &f->edges[e];
+                if (ed->reason != SL__FUSED && f->stage_of[ed->consumer] == s) {
+                    uint32_t p = f->stages[f->stage_of[ed->producer]].phase;
+                    phase = p > phase ? p : phase;
+                }
+            }
+            for (uint32_t i = 0; i < f->stages[s].n_nodes; i++) {
+                const struct sl__node *n = sl__graph_node(g, f->stages[s].nodes[i]);
+                if (n->kind != SL_NODE_GET)
+                    continue;
+                for (uint32_t k = 0; k < g->n_nodes; k++) {
+                    const struct sl__node *w = &g->nodes[k];
+                    if (w->kind != SL_NODE_PUT || !sl__array_same(w->u.io.array, n->u.io.array))
+                        continue;
+                    uint32_t p = f->stages[f->stage_of[k]].phase + 1;
+                    phase = p > phase ? p : phase;
+                }
+            }
+            if (phase != f->stages[s].phase) {
+                f->stages[s].phase = phase;
+                changed = true;
+            }
+        }
+        if (!changed)
+            return SL_OK;
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const struct sl__node *n = &g->nodes[i];
+        for (uint32_t k = 0; n->kind == SL_NODE_GET && k < g->n_nodes; k++)
+            if (g->nodes[k].kind == SL_NODE_PUT &&
+                sl__array_same(g->nodes[k].u.io.array, n->u.io.array))
+                return sl_error_set(err, SL_EINVAL, NULL,
+                                    "get \"%s\" reads array \"%s\", which put \"%s\" writes from "
+                                    "what that get reads: a cycle through storage",
+                                    n->name, sl_array_path(n->u.io.array), g->nodes[k].name);
+    }
+    return sl_error_set(err, SL_EINVAL, NULL, "the graph's puts and gets form a cycle");
+}
+
 /* Allocate the status arrays of every put. */
 static sl_status
 plan_alloc_puts(sl_plan *plan, struct sl_error *err)
@@ -202,6 +257,8 @@ sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *
     sl_status st = plan_set_opts(plan, opts, err);
     if (st == SL_OK)
         st = sl__fusion_plan(g, &plan->alloc, &plan->fusion, err);
+    if (st == SL_OK)
+        st = plan_phases(plan, err);
     if (st == SL_OK)
         st = plan_alloc_puts(plan, err);
     if (st == SL_OK)

@@ -109,9 +109,12 @@ array_new(sl_store *store, const char *path, struct sl__meta *meta,
     sl_array *a = sl_alloc(&alloc, sizeof(*a), 0);
     size_t plen = path[0] != '\0' ? strlen(path) + 1 : 0;
     char *prefix = sl_alloc(&alloc, plen + 1, 1);
-    if (a == NULL || prefix == NULL) {
+    char *path_copy = sl_strdup(&alloc, path);
+    if (a == NULL || prefix == NULL || path_copy == NULL) {
         sl_free(&alloc, a, sizeof(*a));
         sl_free(&alloc, prefix, plen + 1);
+        if (path_copy != NULL)
+            sl_free(&alloc, path_copy, strlen(path_copy) + 1);
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening array \"%.60s\"", path);
         return NULL;
     }
@@ -120,6 +123,7 @@ array_new(sl_store *store, const char *path, struct sl__meta *meta,
     a->alloc = alloc;
     a->prefix = prefix;
     a->prefix_len = plen;
+    a->path = path_copy;
     a->meta = *meta;
     a->write_fill_chunks = o.write_fill_chunks;
     a->elem_bytes = sl_dtype_size(meta->dtype);
@@ -223,6 +227,7 @@ sl_array_unref(sl_array *a)
     sl_store_unref(a->store);
     struct sl_allocator alloc = a->alloc;
     sl_free(&alloc, a->prefix, a->prefix_len + 1);
+    sl_free(&alloc, a->path, strlen(a->path) + 1);
     sl_free(&alloc, a, sizeof(*a));
 }
 
@@ -519,6 +524,12 @@ const char *
 sl_array_attributes(const sl_array *a)
 {
     return a->meta.attributes != NULL ? a->meta.attributes : "{}";
+}
+
+const char *
+sl_array_path(const sl_array *a)
+{
+    return a->path;
 }
 
 sl_store *

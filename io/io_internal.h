@@ -505,6 +505,7 @@ struct sl_array {
     sl_store *store;                      /* retained */
     char *prefix;                         /* owned: "" or "path/" */
     size_t prefix_len;                    /* strlen(prefix) */
+    char *path;                           /* owned: the path opened ("" for the root) */
     struct sl__meta meta;                 /* immutable after open */
     struct sl_allocator alloc;            /* the array's own memory */
     bool write_fill_chunks;               /* store chunks equal to the fill value */

@@ -20,6 +20,7 @@ struct cmd {
 
 extern const struct cmd cmd_info;
 extern const struct cmd cmd_checksum;
+extern const struct cmd cmd_copy;
 
 /* Print "sluice NAME: PATH: " and the error record on stderr; return 1. */
 struct sl_error;

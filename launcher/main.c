@@ -17,6 +17,7 @@
 static const struct cmd *const commands[] = {
     &cmd_info,
     &cmd_checksum,
+    &cmd_copy,
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -96,7 +96,7 @@ check_file() {
             [[ $inc =~ $ok ]] || complain "$file" "$n" "$module may not use <$inc>"
         fi
     done <"$file"
-    if [[ $module == graph && $uses_rt == 1 && $uses_io == 1 && $uses_ops == 1 ]]; then
+    if [[ $module == graph && $file == graph/* && $uses_rt == 1 && $uses_io == 1 && $uses_ops == 1 ]]; then
         [[ $(basename "$file") == exec* ]] ||
             complain "$file" 1 "only graph/exec*.c sees runtime, io and ops together"
     fi

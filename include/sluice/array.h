@@ -128,6 +128,8 @@ SL_API const void *sl_array_fill_value(const sl_array *a);
 SL_API const char *sl_array_dimension_name(const sl_array *a, uint32_t dim);
 /** The attributes as compact JSON object text ("{}" when none). */
 SL_API const char *sl_array_attributes(const sl_array *a);
+/** The array's path in its store, "" for the store's root (borrowed). */
+SL_API const char *sl_array_path(const sl_array *a);
 /** The store the array lives in (borrowed). */
 SL_API sl_store *sl_array_store(const sl_array *a);
 

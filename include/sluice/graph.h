@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include <sluice/alloc.h>
+#include <sluice/array.h>
 #include <sluice/block.h>
 #include <sluice/common.h>
 #include <sluice/dtype.h>
@@ -183,6 +184,24 @@ SL_API void sl_graph_unref(sl_graph *g);
  * SL_EEXIST (duplicate name), SL_ESTATE (graph sealed), SL_ENOMEM.
  * Thread-safety: one thread per graph until sealed.
  */
+
+/**
+ * A node reading the stored chunks of `array` (inner chunks when sharded),
+ * in its chunk grid.  Absent chunks read as the fill value unless the plan
+ * says missing_is_error.  `array` is retained.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_get(sl_graph *g, const char *name, sl_array *array,
+                                               uint32_t *id, struct sl_error *err);
+
+/**
+ * A node writing `input` into `array` chunk by chunk (shard by shard when
+ * sharded) and recording each chunk's status.  `input` must have the
+ * array's dtype and shape (SL_EINVAL naming both otherwise; cast with an
+ * op first); when its chunk grid differs from the array's, a rechunk node
+ * "<name>.rechunk" is added in front.  `array` is retained.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_put(sl_graph *g, const char *name, uint32_t input,
+                                               sl_array *array, uint32_t *id, struct sl_error *err);
 
 /** A node reading a user getter's stored chunks. */
 SL_API SL_NODISCARD sl_status sl_graph_add_getter(sl_graph *g, const char *name,

@@ -392,7 +392,7 @@ Test(graph_exec, failed_intermediate_marks_dependents_upstream)
     const struct sl_chunk_error *e = sl_plan_errors(plan, &n);
     cr_assert_eq(n, 2);
     for (size_t i = 0; i < n; i++)
-        cr_assert_not_null(strstr(e[i].text, "input chunk (4) of \"raw\" failed: ECORRUPT"), "%s",
+        cr_assert_not_null(strstr(e[i].text, "upstream ECORRUPT: getter \"raw\" chunk (4)"), "%s",
                            e[i].text);
     struct sl_run_summary sum;
     sl_plan_summary(plan, &sum);

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running graphs from the command line: shared options, the progress
+ * display (a bar redrawn in place on a terminal, a plain line every few
+ * seconds otherwise), and the summary, failures and report after a run.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+/* Seconds between progress lines when stderr is not a terminal. */
+#define PLAIN_PROGRESS_INTERVAL_S 5.0
+
+bool
+parse_size(const char *text, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno != 0 || end == text || !(v >= 0))
+        return false;
+    double mul = 1;
+    if (*end != '\0') {
+        switch (*end) {
+        case 'k':
+        case 'K':
+            mul = 1024.0;
+            break;
+        case 'm':
+        case 'M':
+            mul = 1024.0 * 1024;
+            break;
+        case 'g':
+        case 'G':
+            mul = 1024.0 * 1024 * 1024;
+            break;
+        case 't':
+        case 'T':
+            mul = 1024.0 * 1024 * 1024 * 1024;
+            break;
+        default:
+            return false;
+        }
+        end++;
+        if (strcmp(end, "iB") != 0 && strcmp(end, "B") != 0 && *end != '\0')
+            return false;
+    }
+    double bytes = v * mul;
+    if (bytes >= (double)SIZE_MAX)
+        return false;
+    *out = (size_t)bytes;
+    return true;
+}
+
+bool
+parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n)
+{
+    *n = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        if (*n == max || *p < '0' || *p > '9')
+            return false;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (errno != 0 || v == 0)
+            return false;
+        out[(*n)++] = v;
+        if (*end == ',')
+            end++;
+        else if (*end != '\0')
+            return false;
+        p = end;
+    }
+    return *n > 0;
+}
+
+sl_store *
+open_dir_store(const char *path, bool writable, struct sl_error *err)
+{
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.create = writable;
+    o.read_only = !writable;
+    return sl_store_open_fs(path, &o, err);
+}
+
+int
+run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    const char *value = *i + 1 < argc ? argv[*i + 1] : NULL;
+    bool takes = strcmp(a, "--threads") == 0 || strcmp(a, "--memory") == 0 ||
+                 strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0;
+    if (takes && value == NULL)
+        return cmd_usage_error(c, "%s needs a value", a);
+    if (strcmp(a, "--threads") == 0) {
+        char *end;
+        unsigned long n = strtoul(value, &end, 10);
+        if (*end != '\0' || n == 0 || n > 4096)
+            return cmd_usage_error(c, "--threads: \"%s\" is not a count from 1 to 4096", value);
+        o->threads = (unsigned)n;
+    } else if (strcmp(a, "--memory") == 0) {
+        if (!parse_size(value, &o->memory) || o->memory == 0)
+            return cmd_usage_error(c, "--memory: \"%s\" is not a size like 512M or 2G", value);
+    } else if (strcmp(a, "--trace") == 0) {
+        o->trace = value;
+    } else if (strcmp(a, "--report") == 0) {
+        o->report = value;
+    } else if (strcmp(a, "--fail-fast") == 0) {
+        o->fail_fast = true;
+        return 1;
+    } else if (strcmp(a, "--missing-is-error") == 0) {
+        o->missing_is_error = true;
+        return 1;
+    } else if (strcmp(a, "--progress") == 0) {
+        o->progress = 1;
+        return 1;
+    } else if (strcmp(a, "--no-progress") == 0) {
+        o->progress = 0;
+        return 1;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
+/* "512.0 MiB" style. */
+static void
+human_bytes(double b, char *buf, size_t size)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+}
+
+/* "1:02:03" or "2:03" or "--:--". */
+static void
+human_time(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || s > 360000) {
+        snprintf(buf, size, "--:--");
+        return;
+    }
+    unsigned t = (unsigned)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, size, "%u:%02u:%02u", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, size, "%u:%02u", t / 60, t % 60);
+}
+
+/* State of the progress display. */
+struct progress_view {
+    const char *what; /* "copy" */
+    bool tty;         /* redraw a bar in place */
+    double last_line; /* elapsed time of the last plain line */
+};
+
+static void
+on_progress(void *ctx, const struct sl_progress *p)
+{
+    struct progress_view *v = ctx;
+    if (!v->tty && !p->final && p->elapsed_s - v->last_line < PLAIN_PROGRESS_INTERVAL_S)
+        return;
+    v->last_line = p->elapsed_s;
+    double frac = p->bytes_total > 0 ? (double)p->bytes_done / (double)p->bytes_total : 1;
+    char done[32], total[32], rate[32], eta[32];
+    human_bytes((double)p->bytes_done, done, sizeof(done));
+    human_bytes((double)p->bytes_total, total, sizeof(total));
+    human_bytes(p->bytes_per_s, rate, sizeof(rate));
+    human_time(p->final ? 0 : p->eta_s, eta, sizeof(eta));
+    char failed[48] = "";
+    if (p->chunks_failed > 0)
+        snprintf(failed, sizeof(failed), ", %" PRIu64 " failed", p->chunks_failed);
+    if (v->tty) {
+        char bar[31];
+        int fill = (int)(frac * 30 + 0.5);
+        for (int i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[30] = '\0';
+        fprintf(stderr,
+                "\r\033[K%s [%s] %3.0f%% %" PRIu64 "/%" PRIu64 " chunks%s  %s/%s  %s/s  ETA %s",
+                v->what, bar, frac * 100, p->chunks_done, p->chunks_total, failed, done, total,
+                rate, eta);
+        if (p->final)
+            fputc('\n', stderr);
+    } else {
+        fprintf(stderr, "%s: %3.0f%% (%" PRIu64 "/%" PRIu64 " chunks%s, %s of %s, %s/s, ETA %s)\n",
+                v->what, frac * 100, p->chunks_done, p->chunks_total, failed, done, total, rate,
+                eta);
+    }
+    fflush(stderr);
+}
+
+/* The first few failures, then where the rest are. */
+static void
+print_failures(const sl_plan *plan, const struct run_opts *o)
+{
+    size_t n;
+    const struct sl_chunk_error *e = sl_plan_errors(plan, &n);
+    size_t shown = n < 10 ? n : 10;
+    for (size_t i = 0; i < shown; i++) {
+        char key[256];
+        sl_chunk_key_format(&e[i].key, key, sizeof(key));
+        fprintf(stderr, "  chunk %s: %s: %s\n", key, sl_status_name(e[i].code), e[i].text);
+    }
+    if (n > shown || o->report == NULL)
+        fprintf(stderr, "  %s\n",
+                o->report != NULL ? "(all failures are in the report)"
+                                  : "(write every failure with --report FILE)");
+}
+
+static int
+write_report(const sl_plan *plan, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "sluice: cannot write report %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    sl_status st = sl_plan_write_report(plan, f);
+    if (fclose(f) != 0 || st != SL_OK) {
+        fprintf(stderr, "sluice: cannot write report %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+int
+run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what)
+{
+    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_pool_opts_from_env(&po, &err) != SL_OK)
+        return cmd_fail(c->name, "environment", &err);
+    if (o->threads > 0)
+        po.n_workers = o->threads;
+    struct progress_view view = {.what = what, .tty = isatty(STDERR_FILENO) == 1};
+    struct sl_plan_opts opts = SL_PLAN_OPTS_DEFAULT;
+    opts.memory_budget = o->memory;
+    opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
+    opts.missing_is_error = o->missing_is_error;
+    opts.trace_path = o->trace;
+    if (o->progress == 1 || (o->progress == -1 && view.tty)) {
+        opts.progress = on_progress;
+        opts.progress_ctx = &view;
+        opts.progress_interval_s = view.tty ? 0.2 : 1.0;
+    }
+    if (sl_graph_seal(g, &err) != SL_OK)
+        return cmd_fail(c->name, what, &err);
+    sl_plan *plan = sl_graph_prepare(g, &opts, &err);
+    if (plan == NULL)
+        return cmd_fail(c->name, what, &err);
+    sl_pool *pool = sl_pool_create(&po, &err);
+    if (pool == NULL) {
+        sl_plan_destroy(plan);
+        return cmd_fail(c->name, "pool", &err);
+    }
+    sl_status st = sl_plan_run(plan, pool, &err);
+    sl_pool_destroy(pool);
+    struct sl_run_summary s;
+    sl_plan_summary(plan, &s);
+    char rd[32], wr[32];
+    human_bytes((double)s.bytes_read, rd, sizeof(rd));
+    human_bytes((double)s.bytes_written, wr, sizeof(wr));
+    fprintf(stderr,
+            "sluice %s: %" PRIu64 " chunks in %.2f s: %" PRIu64 " ok, %" PRIu64 " failed, %" PRIu64
+            " upstream of a failure, %" PRIu64 " cancelled; read %s, wrote %s\n",
+            c->name, s.n_chunks, s.elapsed_s, s.n_ok, s.n_failed, s.n_upstream, s.n_canceled, rd,
+            wr);
+    int rc = st == SL_OK ? 0 : 1;
+    if (st != SL_OK && s.n_failed + s.n_upstream + s.n_canceled == 0)
+        cmd_fail(c->name, what, &err);
+    else if (st != SL_OK)
+        print_failures(plan, o);
+    if (o->report != NULL)
+        rc |= write_report(plan, o->report);
+    sl_plan_destroy(plan);
+    return rc;
+}

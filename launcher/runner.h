@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the commands that run graphs share: their common options (threads,
+ * memory budget, error policy, progress, trace, report), parsing of sizes
+ * and shape lists, opening arrays by directory, the progress display, and
+ * running a sealed graph to an exit status.
+ */
+#ifndef SL_LAUNCHER_RUNNER_H
+#define SL_LAUNCHER_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice.h>
+
+#include "commands.h"
+
+/* Options every graph-running command takes. */
+struct run_opts {
+    unsigned threads;      /* --threads N: workers; 0 = one per core */
+    size_t memory;         /* --memory SIZE: chunk-buffer budget in bytes; 0 = none */
+    bool fail_fast;        /* --fail-fast: stop at the first failed chunk */
+    bool missing_is_error; /* --missing-is-error: absent input chunks fail */
+    int progress;          /* --progress 1, --no-progress 0, default -1: on a terminal */
+    const char *trace;     /* --trace FILE: Chrome trace of every task */
+    const char *report;    /* --report FILE: JSON report of every chunk that failed */
+};
+#define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
+
+/* Help lines for the options above, for commands' usage texts. */
+#define RUN_OPTS_HELP                                                                          \
+    "  --threads N          worker threads (default: one per core)\n"                          \
+    "  --memory SIZE        budget for chunk buffers alive at once, e.g. 2G (default: none)\n" \
+    "  --fail-fast          stop at the first failed chunk (default: go on, report all)\n"     \
+    "  --missing-is-error   absent input chunks fail instead of reading as fill\n"             \
+    "  --progress           draw progress even when stderr is not a terminal\n"                \
+    "  --no-progress        draw no progress\n"                                                \
+    "  --trace FILE         write a Chrome trace (Perfetto) of every task\n"                   \
+    "  --report FILE        write the JSON report of failed chunks\n"
+
+/*
+ * Consume the shared option at argv[*i] (and its value, advancing *i).
+ * @return 1 when consumed, 0 when it is not one of them, 2 after printing a
+ * usage error.
+ */
+int run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i);
+
+/* Parse "1024", "64K", "512M", "2G", "1.5GiB" into bytes; false if malformed. */
+bool parse_size(const char *text, size_t *out);
+
+/* Parse "32,256,256" into at most `max` values > 0; false if malformed. */
+bool parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n);
+
+/* Open the directory store at `path` (read-only or created for writing). */
+sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);
+
+/*
+ * Prepare and run the sealed graph `g` on a new pool as `o` says, with
+ * progress, then print a summary (and the first failures) on stderr and
+ * write the report.  `what` names the work in messages ("copy").
+ * @return 0 when every chunk is ok, 1 otherwise.
+ */
+int run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what);
+
+#endif /* SL_LAUNCHER_RUNNER_H */

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Get and put nodes on io arrays: copies between every format pair (v2, v3,
+ * v3 sharded) with rechunking, missing and corrupt chunks reported per
+ * chunk, input checks, and puts read back by later gets in one run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_test_util.h"
+#include "testutil.h"
+
+TestSuite(graph_io_nodes, .timeout = 60.0);
+
+static sl_pool *
+test_pool(void)
+{
+    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT;
+    o.n_workers = 2;
+    o.pin = SL_PIN_NONE;
+    sl_pool *p = sl_pool_create(&o, NULL);
+    cr_assert_not_null(p);
+    return p;
+}
+
+static sl_store *
+mem_store(void)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_create_memory(NULL, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    return s;
+}
+
+/* A float32 array of `shape` holding 0.5 * (C-order index), chunks `chunk`. */
+static sl_array *
+make_source(sl_store *s, const char *path, int format, const uint64_t *shape, const uint64_t *chunk,
+            const uint64_t *shard)
+{
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.zarr_format = format;
+    spec.rank = 2;
+    spec.dtype = SL_DTYPE_F32;
+    for (int d = 0; d < 2; d++) {
+        spec.shape[d] = shape[d];
+        spec.chunk_shape[d] = chunk[d];
+        spec.shard_shape[d] = shard != NULL ? shard[d] : 0;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_create(s, path, &spec, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    return a;
+}
+
+static void
+fill_source(sl_array *a)
+{
+    const uint64_t *shape = sl_array_shape(a);
+    size_t n = (size_t)(shape[0] * shape[1]);
+    float *data = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        data[i] = 0.5f * (float)i;
+    struct sl_region all = sl_region_whole(2, shape);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_write_region(a, &all, data, n * sizeof(float), NULL, NULL, &err), SL_OK,
+                 "%s", err.text);
+    free(data);
+}
+
+static void
+digest(const sl_array *a, uint8_t out[SL_SHA256_BYTES])
+{
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_checksum(a, out, NULL, &err), SL_OK, "%s", err.text);
+}
+
+/* Copy `src` into `dst` with a get -> put graph; returns the run status. */
+static sl_status
+copy(sl_pool *pool, sl_array *src, sl_array *dst, const struct sl_plan_opts *opts,
+     sl_plan **plan_out, uint32_t *put_out, struct sl_error *err)
+{
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t get, put;
+    cr_assert_eq(sl_graph_add_get(g, "src", src, &get, err), SL_OK, "%s", err->text);
+    cr_assert_eq(sl_graph_add_put(g, "dst", get, dst, &put, err), SL_OK, "%s", err->text);
+    cr_assert_eq(sl_graph_seal(g, err), SL_OK, "%s", err->text);
+    sl_plan *plan = sl_graph_prepare(g, opts, err);
+    cr_assert_not_null(plan, "%s", err->text);
+    sl_graph_unref(g);
+    sl_status st = sl_plan_run(plan, pool, err);
+    if (plan_out != NULL) {
+        *plan_out = plan;
+        *put_out = put;
+    } else {
+        sl_plan_destroy(plan);
+    }
+    return st;
+}
+
+Test(graph_io_nodes, copies_between_every_format_pair)
+{
+    sl_pool *pool = test_pool();
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {45, 37};
+    struct {
+        int format;
+        uint64_t chunk[2];
+        uint64_t shard[2];
+    } layouts[] = {
+        {2, {8, 10}, {0, 0}},
+        {3, {16, 16}, {0, 0}},
+        {3, {5, 6}, {10, 18}},
+    };
+    char path[64];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "src%zu", i);
+        sl_array *src = make_source(s, path, layouts[i].format, shape, layouts[i].chunk,
+                                    layouts[i].shard[0] ? layouts[i].shard : NULL);
+        fill_source(src);
+        uint8_t want[SL_SHA256_BYTES];
+        digest(src, want);
+        for (size_t j = 0; j < 3; j++) {
+            snprintf(path, sizeof(path), "dst%zu_%zu", i, j);
+            sl_array *dst = make_source(s, path, layouts[j].format, shape, layouts[j].chunk,
+                                        layouts[j].shard[0] ? layouts[j].shard : NULL);
+            struct sl_error err = SL_ERROR_INIT;
+            cr_assert_eq(copy(pool, src, dst, NULL, NULL, NULL, &err), SL_OK, "%zu -> %zu: %s", i,
+                         j, err.text);
+            uint8_t got[SL_SHA256_BYTES];
+            digest(dst, got);
+            cr_assert_arr_eq(got, want, SL_SHA256_BYTES, "copy %zu -> %zu differs", i, j);
+            sl_array_unref(dst);
+        }
+        sl_array_unref(src);
+    }
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
+
+Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
+{
+    sl_pool *pool = test_pool();
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {20, 20}, chunk[] = {10, 10};
+    sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
+    fill_source(src);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_delete(s, "src/c/1/0", &err), SL_OK, "%s", err.text);
+    sl_array *dst = make_source(s, "dst", 3, shape, chunk, NULL);
+    cr_assert_eq(copy(pool, src, dst, NULL, NULL, NULL, &err), SL_OK, "%s", err.text);
+
+    struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
+    o.missing_is_error = true;
+    sl_plan *plan;
+    uint32_t put;
+    struct sl_error e2 = SL_ERROR_INIT;
+    cr_assert_eq(copy(pool, src, dst, &o, &plan, &put, &e2), SL_ENOTFOUND);
+    cr_assert_not_null(strstr(e2.text, "chunk (1, 0) of array \"src\" is absent"), "%s", e2.text);
+    struct sl_put_status ps;
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(ps.codes[2], SL_ENOTFOUND);
+    cr_assert_eq(ps.n_ok, 3);
+    sl_plan_destroy(plan);
+    sl_array_unref(src);
+    sl_array_unref(dst);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
+
+Test(graph_io_nodes, corrupt_chunk_fails_alone_naming_the_key)
+{
+    sl_pool *pool = test_pool();
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {20, 20}, chunk[] = {10, 10};
+    sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
+    fill_source(src);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(s, "src/c/0/1", "garbage", 7, &err), SL_OK, "%s", err.text);
+    sl_array *dst = make_source(s, "dst", 3, shape, chunk, NULL);
+    sl_plan *plan;
+    uint32_t put;
+    cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &err), SL_ECORRUPT);
+    cr_assert_not_null(strstr(err.text, "src/c/0/1"), "%s", err.text);
+    struct sl_put_status ps;
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(ps.codes[1], SL_ECORRUPT);
+    cr_assert_eq(ps.n_ok, 3, "the other chunks are written");
+    struct sl_run_summary sum;
+    sl_plan_summary(plan, &sum);
+    cr_assert_gt(sum.bytes_read, 0);
+    cr_assert_gt(sum.bytes_written, 0);
+    sl_plan_destroy(plan);
+    sl_array_unref(src);
+    sl_array_unref(dst);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
+
+Test(graph_io_nodes, put_checks_dtype_and_shape)
+{
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {20, 20}, chunk[] = {10, 10}, other[] = {20, 21};
+    sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
+    sl_array *wide = make_source(s, "wide", 3, other, chunk, NULL);
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.rank = 2;
+    spec.dtype = SL_DTYPE_U8;
+    memcpy(spec.shape, shape, sizeof(shape));
+    memcpy(spec.chunk_shape, chunk, sizeof(chunk));
+    sl_array *bytes = sl_array_create(s, "bytes", &spec, NULL, NULL);
+    cr_assert_not_null(bytes);
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t get;
+    cr_assert_eq(sl_graph_add_get(g, "src", src, &get, NULL), SL_OK);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_put(g, "p", get, bytes, NULL, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "is float32 but array \"bytes\" stores uint8"), "%s",
+                       err.text);
+    struct sl_error e2 = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_put(g, "p", get, wide, NULL, &e2), SL_EINVAL);
+    cr_assert_not_null(strstr(e2.text, "shape [20, 20] but array \"wide\" has shape [20, 21]"),
+                       "%s", e2.text);
+    sl_graph_unref(g);
+    sl_array_unref(src);
+    sl_array_unref(wide);
+    sl_array_unref(bytes);
+    sl_store_unref(s);
+}
+
+/* A put and a later get of the same array run in two phases; a cycle is refused. */
+Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
+{
+    sl_pool *pool = test_pool();
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
+    sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
+    fill_source(src);
+    sl_array *mid = make_source(s, "mid", 3, shape, chunk, NULL);
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.rank = 2;
+    spec.dtype = SL_DTYPE_F32;
+    memcpy(spec.shape, half, sizeof(half));
+    memcpy(spec.chunk_shape, chunk, sizeof(chunk));
+    sl_array *low = sl_array_create(s, "low", &spec, NULL, NULL);
+    cr_assert_not_null(low);
+
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t a, b, c, ds;
+    cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
+    const struct sl_op_desc *d = sl_op_find("downsample");
+    struct sl_op_args args;
+    memset(&args, 0, sizeof(args));
+    cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),
+                 SL_OK);
+    struct sl_op op;
+    cr_assert_eq(sl_op_bind(&op, d, &args, SL_DTYPE_F32, 2, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_op(g, "ds", b, &op, NULL, &ds, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_low", ds, low, &c, NULL), SL_OK);
+    cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
+    float out[16 * 16];
+    struct sl_region all = sl_region_whole(2, half);
+    cr_assert_eq(sl_array_read_region(low, &all, out, sizeof(out), NULL, NULL, &err), SL_OK);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            float want = 0.5f * (float)((2 * i) * 32 + 2 * j) + 0.25f * 0.5f * (1 + 32 + 33);
+            cr_assert_float_eq(out[i * 16 + j], want, 1e-3, "(%d, %d)", i, j);
+        }
+    sl_plan_destroy(plan);
+    sl_graph_unref(g);
+
+    /* Reading what the same run writes from what it reads: refused. */
+    sl_graph *cyc = sl_graph_create(NULL, NULL);
+    uint32_t r;
+    cr_assert_eq(sl_graph_add_get(cyc, "r", mid, &r, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(cyc, "w", r, mid, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_graph_seal(cyc, NULL), SL_OK);
+    struct sl_error e3 = SL_ERROR_INIT;
+    cr_assert_null(sl_graph_prepare(cyc, NULL, &e3));
+    cr_assert_not_null(strstr(e3.text, "a cycle through storage"), "%s", e3.text);
+    sl_graph_unref(cyc);
+    sl_array_unref(src);
+    sl_array_unref(mid);
+    sl_array_unref(low);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}

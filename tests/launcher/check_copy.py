@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Check `sluice copy`: every format pair (v2, v3, v3 sharded) with
+rechunking and recompression keeps the contents (equal checksums, and
+zarr-python reads the v2 results back equal); a corrupt chunk fails alone
+with exit status 1 and appears in the JSON report; a budget too small and
+usage errors are refused with clear messages.  Exits 77 (skipped) without
+numpy and zarr (python3-zarr).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
+failures = []
+
+try:
+    import numpy as np
+    import zarr
+    from numcodecs import Zstd
+except ImportError as e:
+    print(f"skipped: {e} (install python3-zarr)")
+    sys.exit(77)
+
+
+def run(*args):
+    p = subprocess.run([SLUICE, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def checksum(path):
+    rc, out, err = run("checksum", path)
+    expect(rc == 0, f"checksum {path}: {err}")
+    return out.split()[0] if rc == 0 else None
+
+
+def make_input(path):
+    data = (np.arange(37 * 45 * 11, dtype=np.float32).reshape(37, 45, 11) * 0.25 - 100)
+    z = zarr.open_array(path, mode="w", shape=data.shape, chunks=(8, 10, 4), dtype="f4",
+                        compressor=Zstd(level=1), fill_value=-1)
+    z[...] = data
+    return data
+
+
+def check_format_pairs(tmp, data):
+    src = os.path.join(tmp, "in.zarr")
+    want = checksum(src)
+    layouts = {
+        "v2": ["--format", "v2", "--chunks", "16,16,16"],
+        "v3": ["--format", "v3", "--chunks", "7,9,11", "--codec", "gzip:5"],
+        "v3s": ["--format", "v3", "--chunks", "5,5,5", "--shards", "10,15,10", "--codec", "none"],
+    }
+    made = {"in": src}
+    for name, opts in layouts.items():
+        dst = os.path.join(tmp, name + ".zarr")
+        rc, _, err = run("copy", src, dst, "--no-progress", *opts)
+        expect(rc == 0, f"copy in -> {name}: {err}")
+        expect(checksum(dst) == want, f"copy in -> {name} changed the contents")
+        made[name] = dst
+    for a in layouts:
+        for b, opts in layouts.items():
+            dst = os.path.join(tmp, f"{a}_{b}.zarr")
+            rc, _, err = run("copy", made[a], dst, "--no-progress", *opts)
+            expect(rc == 0, f"copy {a} -> {b}: {err}")
+            expect(checksum(dst) == want, f"copy {a} -> {b} changed the contents")
+            if b == "v2":
+                got = zarr.open_array(dst, mode="r")[...]
+                expect(np.array_equal(got, data), f"zarr-python reads {a} -> v2 differently")
+
+
+def check_failures(tmp, data):
+    src = os.path.join(tmp, "bad.zarr")
+    shutil.copytree(os.path.join(tmp, "in.zarr"), src)
+    with open(os.path.join(src, "1.2.0"), "wb") as f:
+        f.write(b"not a zstd frame")
+    dst = os.path.join(tmp, "bad_out.zarr")
+    report = os.path.join(tmp, "report.json")
+    rc, _, err = run("copy", src, dst, "--no-progress", "--report", report)
+    expect(rc == 1, f"a corrupt chunk makes copy exit 1 (got {rc}): {err}")
+    expect("1 failed" in err and "ECORRUPT" in err, f"the failure is summarized: {err}")
+    rep = json.load(open(report))
+    fails = rep["puts"][0]["failures"]
+    expect(len(fails) == 1 and fails[0]["chunk"] == [1, 2, 0] and fails[0]["code"] == "ECORRUPT",
+           f"the report names chunk [1, 2, 0]: {fails}")
+    expect(rep["summary"]["ok"] == rep["summary"]["chunks"] - 1, "the other chunks are copied")
+    out = zarr.open_array(dst, mode="r")[...]
+    expect(np.array_equal(out[:8], data[:8]), "chunks before the corrupt one are copied")
+
+    rc, _, err = run("copy", os.path.join(tmp, "in.zarr"), os.path.join(tmp, "small.zarr"),
+                     "--memory", "100", "--no-progress")
+    expect(rc == 1 and "EBUDGET" in err and "100 bytes" in err, f"a tiny budget is refused: {err}")
+
+
+def check_usage(tmp):
+    src = os.path.join(tmp, "in.zarr")
+    rc, out, _ = run("copy", "--help")
+    expect(rc == 0 and "usage: sluice copy SRC DST" in out, "copy --help")
+    for args, msg in ((["copy", src], "need SRC and DST"),
+                      (["copy", src, "x", "--chunks", "4,0"], "not a list of positive"),
+                      (["copy", src, "x", "--chunks", "4,4"], "has 2 values"),
+                      (["copy", src, "x", "--format", "v9"], "neither v2 nor v3"),
+                      (["copy", src, "x", "--codec", "lzma:3"], "lzma"),
+                      (["copy", src, "x", "--threads", "0"], "--threads"),
+                      (["copy", src, "x", "--bogus"], "unknown option")):
+        rc, _, err = run(*args)
+        expect(rc == 2 and msg in err, f"{' '.join(args[2:])} exits 2 with '{msg}': {rc} {err}")
+    dst = os.path.join(tmp, "exists.zarr")
+    expect(run("copy", src, dst, "--no-progress")[0] == 0, "first copy")
+    rc, _, err = run("copy", src, dst, "--no-progress")
+    expect(rc == 1 and "EEXIST" in err, f"copying onto an existing array is refused: {err}")
+    rc, _, err = run("copy", src, dst, "--no-progress", "--overwrite")
+    expect(rc == 0, f"--overwrite replaces it: {err}")
+    rc, _, err = run("copy", src, os.path.join(tmp, "p.zarr"), "--progress")
+    expect(rc == 0 and "100%" in err, f"--progress reports progress: {err}")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="sluice-copy-") as tmp:
+        data = make_input(os.path.join(tmp, "in.zarr"))
+        check_format_pairs(tmp, data)
+        check_failures(tmp, data)
+        check_usage(tmp)
+    for f in failures:
+        print("FAIL:", f)
+    print(f"copy: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
