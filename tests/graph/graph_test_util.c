@@ -12,10 +12,9 @@ sl_status
 sl_test_getter_iota(void *ctx, const char *array_name, const struct sl_region *region,
                     struct sl_block *out, struct sl_error *err)
 {
-    (void)ctx;
     (void)array_name;
     (void)err;
-    const uint64_t *shape = ctx != NULL ? ctx : NULL;
+    const uint64_t *shape = ctx;
     uint64_t n = sl_view_count(&out->view);
     double *p = out->view.data;
     for (uint64_t i = 0; i < n; i++) {
@@ -28,7 +27,7 @@ sl_test_getter_iota(void *ctx, const char *array_name, const struct sl_region *r
         }
         for (uint32_t d = out->view.rank; d-- > 0;) {
             lin += idx[d] * mul;
-            mul *= shape != NULL ? shape[d] : 1000000;
+            mul *= shape[d];
         }
         p[i] = (double)lin;
     }
@@ -72,6 +71,12 @@ uint32_t
 sl_test_add_getter(sl_graph *g, const char *name, uint32_t rank, const uint64_t *shape,
                    const uint64_t *chunks)
 {
+    /* The getter needs the array's shape to number elements; keep a copy
+     * that outlives the graph (a ring: tests keep few graphs alive). */
+    static uint64_t shapes[256][SL_MAX_RANK];
+    static unsigned next;
+    uint64_t *copy = shapes[next++ % 256];
+    memcpy(copy, shape, rank * sizeof(uint64_t));
     const struct sl_getter_desc desc = {
         .array_name = name,
         .dtype = SL_DTYPE_F64,
@@ -79,6 +84,7 @@ sl_test_add_getter(sl_graph *g, const char *name, uint32_t rank, const uint64_t 
         .shape = shape,
         .chunk_shape = chunks,
         .fn = sl_test_getter_iota,
+        .ctx = copy,
     };
     uint32_t id;
     struct sl_error err = SL_ERROR_INIT;

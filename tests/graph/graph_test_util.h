@@ -9,7 +9,8 @@
 
 #include "graph_internal.h"
 
-/* A getter that writes each element's C-order index in the whole array. */
+/* A getter that writes each element's C-order index in the whole array
+ * (`ctx` points at the array's shape). */
 sl_status sl_test_getter_iota(void *ctx, const char *array_name, const struct sl_region *region,
                               struct sl_block *out, struct sl_error *err);
 /* A putter that accepts everything. */
