@@ -516,33 +516,105 @@ box_count(const struct sl__exec *ex, uint32_t stage, uint64_t box)
     return n;
 }
 
-/* Where the driver is in one put stage's walk. */
+/*
+ * Where the driver is in one put stage's walk.  Positions number the
+ * stage's chunks box after box; this process runs positions [lo, hi).
+ */
 struct exec_cursor {
     uint32_t stage; /* the put stage */
     uint64_t box;   /* current box */
     uint64_t pos;   /* next position in it */
+    uint64_t base;  /* position of the box's first chunk */
+    uint64_t lo;    /* first position of this part */
+    uint64_t hi;    /* one past its last */
     uint32_t batch; /* chunks per task */
 };
 
-/* Emit the next task of `c`; false when the stage is done. */
+/*
+ * The positions [lo, hi) of put stage `stage` that this part runs: the
+ * chunks split into n_parts runs of about equal count, cut at box (shard)
+ * boundaries when there are several boxes, so no shard is written by two
+ * parts.
+ */
+static void
+exec_part_range(const struct sl__exec *ex, uint32_t stage, uint64_t *lo, uint64_t *hi)
+{
+    const struct sl_grid *bg = &ex->boxes[stage];
+    uint64_t total = sl__graph_node(ex->graph, ex->fusion->stages[stage].root)->grid.n_total;
+    uint32_t n = ex->plan->opts.n_parts, p = ex->plan->opts.part;
+    uint64_t want_lo = (uint64_t)((double)total * p / n);
+    uint64_t want_hi = p + 1 == n ? total : (uint64_t)((double)total * (p + 1) / n);
+    if (n == 1 || bg->n_total <= 1) {
+        *lo = want_lo;
+        *hi = want_hi;
+        return;
+    }
+    *lo = *hi = total;
+    bool have_lo = false;
+    uint64_t at = 0;
+    for (uint64_t b = 0; b < bg->n_total; b++) {
+        if (!have_lo && at >= want_lo) {
+            *lo = at;
+            have_lo = true;
+        }
+        if (at >= want_hi) {
+            *hi = at;
+            return;
+        }
+        at += box_count(ex, stage, b);
+    }
+}
+
+/* Emit the next task of `c`; false when its part of the stage is done. */
 static bool
 cursor_step(struct sl__exec *ex, struct exec_drive *dr, struct exec_cursor *c, sl_status *st,
             struct sl_error *err)
 {
     const struct sl_grid *bg = &ex->boxes[c->stage];
-    while (c->box < bg->n_total) {
+    while (c->box < bg->n_total && c->base + c->pos < c->hi) {
         uint64_t n = box_count(ex, c->stage, c->box);
+        if (c->base + n <= c->lo) {
+            /* A box of another part, before ours. */
+            c->base += n;
+            c->box++;
+            continue;
+        }
+        if (c->base + c->pos < c->lo)
+            c->pos = c->lo - c->base;
         if (c->pos < n) {
             uint64_t left = n - c->pos;
+            if (c->base + n > c->hi)
+                left = c->hi - c->base - c->pos;
             uint32_t count = left < c->batch ? (uint32_t)left : c->batch;
             *st = emit_task(ex, dr, c->stage, c->box, c->pos, count, NULL, err);
             c->pos += count;
             return true;
         }
+        c->base += n;
         c->box++;
         c->pos = 0;
     }
     return false;
+}
+
+/* Mark the chunks of put stage `stage` outside this part as SL_ESKIPPED. */
+static void
+exec_mark_skipped(struct sl__exec *ex, uint32_t stage, uint64_t lo, uint64_t hi)
+{
+    const struct sl_grid *bg = &ex->boxes[stage];
+    const struct sl__node *root = sl__graph_node(ex->graph, ex->fusion->stages[stage].root);
+    struct sl__put_state *ps = sl__plan_put(ex->plan, root->id);
+    uint64_t at = 0;
+    for (uint64_t b = 0; b < bg->n_total; b++) {
+        uint64_t n = box_count(ex, stage, b);
+        for (uint64_t k = 0; k < n; k++, at++) {
+            if (at >= lo && at < hi)
+                continue;
+            uint64_t coords[SL_MAX_RANK];
+            sl__exec_box_coords(ex, stage, b, k, coords);
+            ps->codes[sl_grid_linear_index(&root->grid, coords)] = SL_ESKIPPED;
+        }
+    }
 }
 
 /* Emit every put stage of `phase`, round robin, then wait for them. */
@@ -565,7 +637,11 @@ exec_phase(struct sl__exec *ex, struct exec_drive *dr, uint32_t phase, struct sl
         uint32_t batch = per < 1 ? 1 : per > EXEC_MAX_BATCH ? EXEC_MAX_BATCH : (uint32_t)per;
         if (f->stages[s].n_unfused_inputs > 0)
             batch = 1;
-        cur[n_cur++] = (struct exec_cursor){.stage = s, .batch = batch};
+        struct exec_cursor *c = &cur[n_cur++];
+        *c = (struct exec_cursor){.stage = s, .batch = batch};
+        exec_part_range(ex, s, &c->lo, &c->hi);
+        if (ex->plan->opts.n_parts > 1)
+            exec_mark_skipped(ex, s, c->lo, c->hi);
     }
     bool any = true;
     while (any && st == SL_OK && !atomic_load(&ex->cancel)) {
@@ -749,18 +825,25 @@ exec_init(struct sl__exec *ex, sl_plan *plan, sl_pool *pool, struct sl_error *er
     return exec_workers(ex, err);
 }
 
-/* Totals for progress: every put's chunks and their bytes. */
+/* Totals for progress: the chunks of every put (this part's) and their bytes. */
 static void
 exec_totals(const struct sl__exec *ex, struct exec_totals *tot)
 {
     memset(tot, 0, sizeof(*tot));
-    for (uint32_t i = 0; i < ex->plan->n_puts; i++) {
-        const struct sl__node *n = sl__graph_node(ex->graph, ex->plan->puts[i].node);
-        uint64_t count;
+    for (uint32_t s = 0; s < ex->fusion->n_stages; s++) {
+        const struct sl__node *n = sl__graph_node(ex->graph, ex->fusion->stages[s].root);
+        if (n->kind != SL_NODE_PUT && n->kind != SL_NODE_PUTTER)
+            continue;
+        uint64_t lo, hi, count;
+        exec_part_range(ex, s, &lo, &hi);
         if (sl_shape_count(n->grid.rank, n->grid.shape, &count, NULL) != SL_OK)
             count = 0;
-        tot->chunks += n->grid.n_total;
-        tot->bytes += count * sl_dtype_size(n->dtype);
+        tot->chunks += hi - lo;
+        /* A part's bytes in proportion to its chunks: exact for even grids. */
+        uint64_t bytes = count * sl_dtype_size(n->dtype);
+        tot->bytes += n->grid.n_total > 0
+                          ? (uint64_t)((double)bytes * (double)(hi - lo) / (double)n->grid.n_total)
+                          : 0;
     }
 }
 
@@ -795,9 +878,9 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
             *err = ex->first_err;
         return s->first_error;
     }
-    if (s->n_ok != s->n_chunks)
+    if (s->n_ok + s->n_skipped != s->n_chunks)
         return sl_error_set(err, SL_ECANCELED, NULL, "%" PRIu64 " chunks were not run",
-                            s->n_chunks - s->n_ok);
+                            s->n_chunks - s->n_ok - s->n_skipped);
     return SL_OK;
 }
 
@@ -821,8 +904,14 @@ sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
         for (uint32_t s = 0; s < ex.fusion->n_stages; s++)
             n_phases = ex.fusion->stages[s].phase + 1 > n_phases ? ex.fusion->stages[s].phase + 1
                                                                  : n_phases;
-        for (uint32_t ph = 0; ph < n_phases && st == SL_OK && !atomic_load(&ex.cancel); ph++)
+        for (uint32_t ph = 0; ph < n_phases && st == SL_OK && !atomic_load(&ex.cancel); ph++) {
             st = exec_phase(&ex, &dr, ph, &run_err);
+            if (st == SL_OK && plan->opts.phase_done != NULL)
+                st = plan->opts.phase_done(plan->opts.phase_ctx, ph, n_phases);
+            if (st != SL_OK && run_err.code == SL_OK)
+                sl_error_set(&run_err, st, NULL, "phase %" PRIu32 " of %" PRIu32 " ended with %s",
+                             ph + 1, n_phases, sl_status_message(st));
+        }
         /* Whatever happened, nothing may still run when the run returns. */
         (void)exec_wait(&ex, EXEC_WAIT_IDLE, 0, 0, &dr.tot, NULL);
         exec_progress(&ex, dr.tot.chunks, dr.tot.bytes, true);

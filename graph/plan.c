@@ -212,6 +212,9 @@ plan_set_opts(sl_plan *plan, const struct sl_plan_opts *opts, struct sl_error *e
                             (int)plan->opts.policy);
     if (!(plan->opts.progress_interval_s > 0))
         plan->opts.progress_interval_s = 0.5;
+    if (plan->opts.n_parts == 0 || plan->opts.part >= plan->opts.n_parts)
+        return sl_error_set(err, SL_EINVAL, NULL, "part %" PRIu32 " of %" PRIu32 " parts",
+                            plan->opts.part, plan->opts.n_parts);
     plan->opts.trace_path = NULL;
     if (opts != NULL && opts->trace_path != NULL) {
         plan->trace_path = sl_strdup(&plan->alloc, opts->trace_path);
@@ -342,7 +345,7 @@ void
 sl__plan_count(sl_plan *plan)
 {
     struct sl_run_summary *s = &plan->summary;
-    s->n_chunks = s->n_ok = s->n_failed = s->n_upstream = s->n_canceled = 0;
+    s->n_chunks = s->n_ok = s->n_failed = s->n_upstream = s->n_canceled = s->n_skipped = 0;
     for (uint32_t i = 0; i < plan->n_puts; i++) {
         const struct sl__put_state *ps = &plan->puts[i];
         s->n_chunks += ps->n_chunks;
@@ -351,8 +354,9 @@ sl__plan_count(sl_plan *plan)
             s->n_ok += c == SL_OK;
             s->n_upstream += c == SL_EUPSTREAM;
             s->n_canceled += c == SL_ECANCELED || c == SL__CODE_PENDING;
-            s->n_failed +=
-                c != SL_OK && c != SL_EUPSTREAM && c != SL_ECANCELED && c != SL__CODE_PENDING;
+            s->n_skipped += c == SL_ESKIPPED;
+            s->n_failed += c != SL_OK && c != SL_EUPSTREAM && c != SL_ECANCELED &&
+                           c != SL__CODE_PENDING && c != SL_ESKIPPED;
         }
     }
     size_t n = atomic_load_explicit(&plan->n_errors, memory_order_relaxed);
@@ -394,7 +398,7 @@ sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out
     *out = (struct sl_put_status){.name = n->name, .grid = &n->grid, .codes = ps->codes};
     for (uint64_t k = 0; k < ps->n_chunks; k++) {
         out->n_ok += ps->codes[k] == SL_OK;
-        out->n_failed += ps->codes[k] != SL_OK;
+        out->n_failed += ps->codes[k] != SL_OK && ps->codes[k] != SL_ESKIPPED;
     }
     return SL_OK;
 }
@@ -405,4 +409,51 @@ sl_plan_errors(const sl_plan *plan, size_t *count)
     size_t n = atomic_load_explicit(&plan->n_errors, memory_order_relaxed);
     *count = n < plan->cap_errors ? n : plan->cap_errors;
     return plan->errors;
+}
+
+sl_status
+sl_plan_merge_codes(sl_plan *plan, uint32_t node, const uint8_t *codes, uint64_t n_codes,
+                    struct sl_error *err)
+{
+    struct sl__put_state *ps = sl__plan_put(plan, node);
+    if (ps == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "node %" PRIu32 " is not a put", node);
+    if (n_codes != ps->n_chunks)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "put \"%s\" has %" PRIu64 " chunks; %" PRIu64 " codes were given",
+                            sl__graph_node(plan->graph, node)->name, ps->n_chunks, n_codes);
+    for (uint64_t k = 0; k < n_codes; k++) {
+        if (codes[k] == SL_ESKIPPED)
+            continue;
+        if (ps->codes[k] != SL_ESKIPPED)
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "chunk %" PRIu64 " of put \"%s\" ran in two parts", k,
+                                sl__graph_node(plan->graph, node)->name);
+        ps->codes[k] = codes[k];
+    }
+    return SL_OK;
+}
+
+void
+sl_plan_merge_errors(sl_plan *plan, const struct sl_chunk_error *errors, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = atomic_fetch_add_explicit(&plan->n_errors, 1, memory_order_relaxed);
+        if (slot < plan->cap_errors)
+            plan->errors[slot] = errors[i];
+    }
+}
+
+void
+sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other)
+{
+    struct sl_run_summary *s = &plan->summary;
+    s->n_tasks += other->n_tasks;
+    s->bytes_read += other->bytes_read;
+    s->bytes_written += other->bytes_written;
+    s->peak_bytes = other->peak_bytes > s->peak_bytes ? other->peak_bytes : s->peak_bytes;
+    s->elapsed_s = other->elapsed_s > s->elapsed_s ? other->elapsed_s : s->elapsed_s;
+    if (s->first_error == SL_OK)
+        s->first_error = other->first_error;
+    sl__plan_count(plan);
 }

@@ -303,6 +303,15 @@ struct sl_progress {
 /* Called from the thread that runs sl_plan_run, never concurrently. */
 typedef void sl_progress_fn(void *ctx, const struct sl_progress *progress);
 
+/*
+ * Called from the thread that runs sl_plan_run when phase `phase` (of
+ * `n_phases`) has finished, before the next starts: puts whose inputs are
+ * arrays written by earlier puts run in later phases.  Runs across
+ * processes wait here for every process (a barrier).  Returning anything
+ * but SL_OK stops the run with that status.
+ */
+typedef sl_status sl_phase_fn(void *ctx, uint32_t phase, uint32_t n_phases);
+
 /* How to prepare and run a plan. */
 struct sl_plan_opts {
     size_t memory_budget;       /* bytes of chunk buffers alive at once; 0: no limit */
@@ -316,6 +325,12 @@ struct sl_plan_opts {
     double progress_interval_s; /* seconds between progress calls */
     const char *trace_path;     /* write a Chrome trace (JSON) of every task here after
                                    each run; NULL: none.  Copied. */
+    uint32_t n_parts;           /* split every put's chunks into this many parts along
+                                   shard boundaries, balanced by chunk count; 1: one part */
+    uint32_t part;              /* the part this plan runs (< n_parts); the others' chunks
+                                   get SL_ESKIPPED */
+    sl_phase_fn *phase_done;    /* NULL: none */
+    void *phase_ctx;            /* passed to `phase_done` */
 };
 /* clang-format off */
 #define SL_PLAN_OPTS_DEFAULT                                                   \
@@ -326,7 +341,11 @@ struct sl_plan_opts {
                            .progress = NULL,                                   \
                            .progress_ctx = NULL,                               \
                            .progress_interval_s = 0.5,                         \
-                           .trace_path = NULL})
+                           .trace_path = NULL,                                 \
+                           .n_parts = 1,                                       \
+                           .part = 0,                                          \
+                           .phase_done = NULL,                                 \
+                           .phase_ctx = NULL})
 /* clang-format on */
 
 /* One failed chunk of a put, with its message. */
@@ -344,6 +363,7 @@ struct sl_run_summary {
     uint64_t n_failed;      /* failed themselves */
     uint64_t n_upstream;    /* not run because an input chunk failed */
     uint64_t n_canceled;    /* not run because the run stopped (fail_fast) */
+    uint64_t n_skipped;     /* left to other parts of a split run (SL_ESKIPPED) */
     uint64_t n_tasks;       /* tasks run, intermediate chunks included */
     uint64_t bytes_read;    /* encoded bytes read from stores */
     uint64_t bytes_written; /* encoded bytes written to stores */
@@ -361,7 +381,7 @@ struct sl_put_status {
     const uint8_t *codes;       /* sl_status of each chunk by C-order linear index;
                                    SL_OK, or why it failed */
     uint64_t n_ok;              /* chunks with SL_OK */
-    uint64_t n_failed;          /* chunks with any other code */
+    uint64_t n_failed;          /* chunks with any other code but SL_ESKIPPED */
 };
 
 /**
@@ -414,6 +434,34 @@ SL_API SL_NODISCARD sl_status sl_plan_put_status(const sl_plan *plan, uint32_t n
  * they failed; `*count` receives how many.
  */
 SL_API const struct sl_chunk_error *sl_plan_errors(const sl_plan *plan, size_t *count);
+
+/*
+ * Runs split across processes (sl_plan_opts.n_parts > 1): each process runs
+ * its part, then one of them folds in the others' results before reporting.
+ */
+
+/**
+ * Take the codes another part recorded for put `node` (`n_codes` = its
+ * chunk count) where this plan has SL_ESKIPPED.
+ * @return SL_OK; SL_EINVAL when `node` is not a put, the count differs, or
+ * a chunk ran in both parts (naming it).
+ */
+SL_API SL_NODISCARD sl_status sl_plan_merge_codes(sl_plan *plan, uint32_t node,
+                                                  const uint8_t *codes, uint64_t n_codes,
+                                                  struct sl_error *err);
+
+/**
+ * Append another part's failed-chunk records (as sl_plan_errors returns
+ * them); those beyond max_errors are counted as dropped.
+ */
+SL_API void sl_plan_merge_errors(sl_plan *plan, const struct sl_chunk_error *errors, size_t n);
+
+/**
+ * Add another part's summary: bytes and tasks add, peak and elapsed time
+ * take the larger, the first error is kept if this plan has none; the chunk
+ * counts are recounted from the merged status arrays.
+ */
+SL_API void sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other);
 
 /**
  * Write the last run's report as JSON: the summary, and per put its counts

@@ -33,7 +33,8 @@ extern "C" {
     X(EBUDGET,      "memory budget too small")                    \
     X(ESTATE,       "operation not valid in this state")          \
     X(EBOUNDS,      "selection outside the array")                \
-    X(EREMOTE,      "another process of the run failed")
+    X(EREMOTE,      "another process of the run failed")          \
+    X(ESKIPPED,     "left to another process of the run")
 /* clang-format on */
 
 typedef enum sl_status {
