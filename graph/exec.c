@@ -708,14 +708,15 @@ exec_stores(struct sl__exec *ex, struct sl_error *err)
 
 /* Bytes read and written through the stores since exec_stores. */
 static void
-exec_store_bytes(const struct sl__exec *ex, uint64_t *read, uint64_t *written)
+exec_store_bytes(const struct sl__exec *ex, struct sl_run_summary *s)
 {
-    *read = *written = 0;
+    s->bytes_read = s->bytes_written = s->objects_written = 0;
     for (uint32_t k = 0; k < ex->n_stores; k++) {
         struct sl_store_stats now;
         sl_store_get_stats(ex->stores[k], &now);
-        *read += now.bytes_read - ex->stats0[k].bytes_read;
-        *written += now.bytes_written - ex->stats0[k].bytes_written;
+        s->bytes_read += now.bytes_read - ex->stats0[k].bytes_read;
+        s->bytes_written += now.bytes_written - ex->stats0[k].bytes_written;
+        s->objects_written += now.n_set - ex->stats0[k].n_set;
     }
 }
 
@@ -864,7 +865,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
     s->first_error = (sl_status)atomic_load(&ex->first_error);
     if (ex->stores != NULL)
-        exec_store_bytes(ex, &s->bytes_read, &s->bytes_written);
+        exec_store_bytes(ex, s);
     if (st != SL_OK) {
         /* The run itself failed (budget, memory): that is the first error. */
         if (s->first_error == SL_OK)

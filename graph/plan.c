@@ -296,6 +296,12 @@ sl_plan_destroy(sl_plan *plan)
     sl_free(&a, plan, sizeof(*plan));
 }
 
+const sl_graph *
+sl_plan_graph(const sl_plan *plan)
+{
+    return plan->graph;
+}
+
 struct sl__put_state *
 sl__plan_put(const sl_plan *plan, uint32_t node)
 {
@@ -451,6 +457,7 @@ sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other)
     s->n_tasks += other->n_tasks;
     s->bytes_read += other->bytes_read;
     s->bytes_written += other->bytes_written;
+    s->objects_written += other->objects_written;
     s->peak_bytes = other->peak_bytes > s->peak_bytes ? other->peak_bytes : s->peak_bytes;
     s->elapsed_s = other->elapsed_s > s->elapsed_s ? other->elapsed_s : s->elapsed_s;
     if (s->first_error == SL_OK)

@@ -63,11 +63,12 @@ report_summary(const struct sl_run_summary *s, FILE *out)
             "  \"summary\": {\"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"failed\": %" PRIu64
             ", \"upstream\": %" PRIu64 ", \"canceled\": %" PRIu64 ", \"tasks\": %" PRIu64
             ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+            ", \"objects_written\": %" PRIu64
             ", \"peak_bytes\": %zu, \"budget_bytes\": %zu, \"elapsed_s\": %.6f"
             ", \"errors_dropped\": %zu, \"first_error\": ",
             s->n_chunks, s->n_ok, s->n_failed, s->n_upstream, s->n_canceled, s->n_tasks,
-            s->bytes_read, s->bytes_written, s->peak_bytes, s->budget_bytes, s->elapsed_s,
-            s->errors_dropped);
+            s->bytes_read, s->bytes_written, s->objects_written, s->peak_bytes, s->budget_bytes,
+            s->elapsed_s, s->errors_dropped);
     if (s->first_error == SL_OK)
         fputs("null},\n", out);
     else

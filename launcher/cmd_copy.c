@@ -11,6 +11,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dist.h"
 #include "runner.h"
 
 static int run_copy(int argc, char **argv);
@@ -66,7 +67,7 @@ run_copy(int argc, char **argv)
     sl_array *dst = NULL;
     if (rc == 0) {
         out = open_dir_store(paths[1], true, &err);
-        dst = out != NULL ? sl_array_create(out, "", &spec, NULL, &err) : NULL;
+        dst = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
         if (dst == NULL)
             rc = cmd_fail("copy", paths[1], &err);
     }

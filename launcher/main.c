@@ -12,6 +12,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "dist.h"
 
 /* Every command; a new one is one line here. */
 static const struct cmd *const commands[] = {
@@ -108,5 +109,9 @@ main(int argc, char **argv)
             return 0;
         }
     }
-    return c->run(argc - 1, argv + 1);
+    /* Under mpirun, every rank runs the command on its part. */
+    dist_init(&argc, &argv);
+    int rc = c->run(argc - 1, argv + 1);
+    dist_finish();
+    return rc;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dist.h"
 #include "runner.h"
 
 /* Seconds between progress lines when stderr is not a terminal. */
@@ -251,11 +252,10 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
     opts.missing_is_error = o->missing_is_error;
     opts.trace_path = o->trace;
-    if (o->progress == 1 || (o->progress == -1 && view.tty)) {
-        opts.progress = on_progress;
-        opts.progress_ctx = &view;
-        opts.progress_interval_s = view.tty ? 0.2 : 1.0;
-    }
+    bool show = o->progress == 1 || (o->progress == -1 && view.tty);
+    opts.progress_interval_s = view.tty ? 0.2 : 1.0;
+    /* Across processes every rank reports to rank 0, which alone draws. */
+    dist_plan_opts(&opts, show && dist_rank() == 0 ? on_progress : NULL, &view);
     if (sl_graph_seal(g, &err) != SL_OK)
         return cmd_fail(c->name, what, &err);
     sl_plan *plan = sl_graph_prepare(g, &opts, &err);
@@ -268,6 +268,11 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     }
     sl_status st = sl_plan_run(plan, pool, &err);
     sl_pool_destroy(pool);
+    st = dist_gather(plan, st);
+    if (dist_rank() != 0) {
+        sl_plan_destroy(plan);
+        return dist_exit_status(1);
+    }
     struct sl_run_summary s;
     sl_plan_summary(plan, &s);
     char rd[32], wr[32];
@@ -286,5 +291,5 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     if (o->report != NULL)
         rc |= write_report(plan, o->report);
     sl_plan_destroy(plan);
-    return rc;
+    return dist_exit_status(rc);
 }

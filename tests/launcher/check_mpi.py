@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Runs across processes with mpirun (1, 2 and 3 ranks, oversubscribed on
+this machine): outputs byte-identical to a single-process run, every shard
+written by one rank only and exactly once, a failing chunk of the last
+rank's part in rank 0's report, the exit status the same on every rank,
+and a killed rank ending the run with an error within a bounded time.
+Exits 77 (skipped) without mpirun, numpy or zarr.
+"""
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
+MPIRUN = shutil.which("mpirun")
+failures = []
+
+try:
+    import numpy as np
+    import zarr
+    from numcodecs import Zstd
+except ImportError as e:
+    print(f"skipped: {e}")
+    sys.exit(77)
+if MPIRUN is None:
+    print("skipped: mpirun not found (install openmpi-bin)")
+    sys.exit(77)
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def run(np_, *args, timeout=120):
+    cmd = ([MPIRUN, "--oversubscribe", "-np", str(np_)] if np_ else []) + [SLUICE, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def same_tree(a, b):
+    """Every stored object of `a` and `b` has the same bytes."""
+    cmp = filecmp.dircmp(a, b)
+    if cmp.left_only or cmp.right_only or cmp.funny_files:
+        return False
+    _, mismatch, errors = filecmp.cmpfiles(a, b, cmp.common_files, shallow=False)
+    if mismatch or errors:
+        return False
+    return all(same_tree(os.path.join(a, d), os.path.join(b, d)) for d in cmp.common_dirs)
+
+
+def make_input(path, shape, chunks):
+    z = zarr.open_array(path, mode="w", shape=shape, chunks=chunks, dtype="u2",
+                        compressor=Zstd(level=1))
+    z[...] = (np.arange(np.prod(shape), dtype=np.uint64) * 7919 % 65521).astype("u2").reshape(shape)
+
+
+def check_identical(tmp):
+    src = os.path.join(tmp, "in.zarr")
+    make_input(src, (96, 80, 20), (8, 16, 20))
+    opts = ["--format", "v3", "--chunks", "4,8,20", "--shards", "16,16,20", "--no-progress"]
+    ref = os.path.join(tmp, "ref.zarr")
+    rc, _, err = run(0, "copy", src, ref, *opts)
+    expect(rc == 0, f"single-process copy: {err}")
+    n_shards = 6 * 5
+    for n in (1, 2, 3):
+        dst = os.path.join(tmp, f"np{n}.zarr")
+        report = os.path.join(tmp, f"np{n}.json")
+        rc, _, err = run(n, "copy", src, dst, *opts, "--report", report)
+        expect(rc == 0, f"copy on {n} ranks exits 0: {err}")
+        expect(same_tree(ref, dst), f"copy on {n} ranks is byte-identical to one process")
+        rep = json.load(open(report))["summary"]
+        expect(rep["ok"] == rep["chunks"] == 24 * 10, f"{n} ranks: every chunk ok: {rep}")
+        expect(rep["objects_written"] == n_shards,
+               f"{n} ranks: {rep['objects_written']} shard writes for {n_shards} shards")
+
+
+def check_remote_failure(tmp):
+    src = os.path.join(tmp, "bad.zarr")
+    make_input(src, (96, 80, 20), (8, 16, 20))
+    # The last chunk row belongs to the last rank's part.
+    with open(os.path.join(src, "11.4.0"), "wb") as f:
+        f.write(b"corrupt")
+    dst = os.path.join(tmp, "bad_out.zarr")
+    report = os.path.join(tmp, "bad.json")
+    rc, out, err = run(3, "copy", src, dst, "--format", "v3", "--chunks", "8,16,20",
+                       "--shards", "32,80,20", "--no-progress", "--report", report)
+    expect(rc == 1, f"a failed chunk on rank 2 makes every rank exit 1 (got {rc}): {err}")
+    rep = json.load(open(report))
+    fails = rep["puts"][0]["failures"]
+    expect([f["chunk"] for f in fails] == [[11, 4, 0]] and fails[0]["code"] == "ECORRUPT",
+           f"rank 0's report holds rank 2's failure: {fails}")
+    expect(rep["summary"]["ok"] == rep["summary"]["chunks"] - 1, "the other chunks are ok")
+
+
+def check_killed_rank(tmp):
+    src = os.path.join(tmp, "big.zarr")
+    make_input(src, (512, 512, 40), (16, 64, 40))
+    killer = os.path.join(tmp, "kill_rank1.sh")
+    with open(killer, "w") as f:
+        f.write('#!/bin/sh\n"$@" & pid=$!\n'
+                'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 0.3; kill -9 $pid; fi\n'
+                'wait $pid\n')
+    os.chmod(killer, 0o755)
+    t0 = time.monotonic()
+    p = subprocess.run([MPIRUN, "--oversubscribe", "-np", "3", killer, SLUICE, "copy", src,
+                        os.path.join(tmp, "killed.zarr"), "--codec", "gzip:9", "--threads", "1",
+                        "--no-progress"],
+                       capture_output=True, text=True, env=ENV, timeout=120)
+    took = time.monotonic() - t0
+    expect(p.returncode != 0, "a killed rank fails the run")
+    expect(took < 60, f"the run ended {took:.1f} s after starting")
+    said = [line for line in p.stderr.splitlines() if "signal" in line or "killed" in line]
+    expect(said, f"mpirun says a rank was killed: {p.stderr[-500:]}")
+    print(f"killed rank: mpirun exited {p.returncode} after {took:.1f} s: "
+          f"{said[0].strip() if said else '(no message)'}")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="sluice-mpi-") as tmp:
+        check_identical(tmp)
+        check_remote_failure(tmp)
+        check_killed_rank(tmp)
+    for f in failures:
+        print("FAIL:", f)
+    print(f"mpi: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
