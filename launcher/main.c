@@ -18,6 +18,8 @@ static const struct cmd *const commands[] = {
     &cmd_info,
     &cmd_checksum,
     &cmd_copy,
+    &cmd_downsample,
+    &cmd_pyramid,
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
