@@ -14,6 +14,7 @@
 #include "commands.h"
 
 /* Every command; a new one is one line here. */
+/* clang-format off */
 static const struct cmd *const commands[] = {
     &cmd_info,
     &cmd_checksum,
@@ -21,6 +22,7 @@ static const struct cmd *const commands[] = {
     &cmd_downsample,
     &cmd_pyramid,
 };
+/* clang-format on */
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
