@@ -12,10 +12,13 @@
  * Each run is a child process: sluice's wall time, CPU time and peak RSS
  * come from wait4() over the whole `sluice downsample` process; dask's from
  * the peer, which times its pipeline only (imports and set-up excluded).
- * Prints medians of REPS runs, the sluice / dask ratios against the faster
- * dask variant (wall) and the leaner one (RSS), and checks the outputs
- * agree to 1 (dask truncates the mean to uint16, sluice rounds half to
- * even).  The inputs are generated once under $SL_BENCH_DATA.
+ * Runs interleave (sluice, dask rechunk, dask aligned, REPS rounds) so a
+ * neighbour's load on a shared machine falls on both alike.  Prints
+ * medians, the dask / sluice ratios against the better dask variant for
+ * wall and CPU time, sluice / dask for peak RSS against the leaner one,
+ * and checks the outputs agree to 1 (dask truncates the mean to uint16,
+ * sluice rounds half to even).  The inputs are generated once under
+ * $SL_BENCH_DATA.
  *
  *   bench_graph_downsample [REPS]   (default 3; run by tests/bench/run.sh,
  *   which sets SL_SLUICE_EXE, SL_BENCH_SOURCE_ROOT and SL_BENCH_DATA)
@@ -144,80 +147,106 @@ peer(const struct env *e, const char *a1, const char *a2, const char *a3, const 
     return spawn(argv, out, c);
 }
 
-/* Measure one case: sluice, then both dask variants; print the lines. */
+/* The dask variants measured. */
+static const char *const dask_variants[] = {"rechunk", "aligned"};
+#define N_VARIANTS 2
+
+/* One round: sluice once, then each dask variant once (interleaved, so a
+ * neighbour's load on this shared machine falls on both alike). */
 static void
-bench_case(const struct env *e, const char *kind, const char *factors, double raw_mb, int reps)
+bench_round(const struct env *e, const char *kind, const char *factors, struct cost *sl,
+            struct cost *dask)
 {
-    char in[4096], out_sl[4096], out_dask[4096], name[128];
-    struct lines l;
-    struct cost c[16];
+    char in[4096], out[4096];
     snprintf(in, sizeof(in), "%s/%s_in.zarr", e->data, kind);
-    snprintf(out_sl, sizeof(out_sl), "%s/%s_out_sluice.zarr", e->data, kind);
-    if (peer(e, "setup", kind, e->data, NULL, NULL, &l, &c[0]) != 0)
-        die("the peer could not create the input");
-    for (int i = 0; i < reps; i++) {
-        char *argv[] = {
-            (char *)e->sluice, "downsample",    in,  out_sl, "--factors", (char *)factors,
-            "--overwrite",     "--no-progress", NULL};
-        if (spawn(argv, NULL, &c[i]) != 0)
-            die("sluice downsample failed");
+    snprintf(out, sizeof(out), "%s/%s_out_sluice.zarr", e->data, kind);
+    char *argv[] = {(char *)e->sluice, "downsample",    in,  out, "--factors", (char *)factors,
+                    "--overwrite",     "--no-progress", NULL};
+    if (spawn(argv, NULL, sl) != 0)
+        die("sluice downsample failed");
+    for (int v = 0; v < N_VARIANTS; v++) {
+        struct lines l;
+        struct cost whole;
+        char key[128];
+        snprintf(out, sizeof(out), "%s/%s_out_dask_%s.zarr", e->data, kind, dask_variants[v]);
+        if (peer(e, "run", kind, dask_variants[v], e->data, out, &l, &whole) != 0)
+            die("the dask peer failed");
+        snprintf(key, sizeof(key), "dask_%s_%s_wall", kind, dask_variants[v]);
+        dask[v].wall_s = line_value(&l, key);
+        snprintf(key, sizeof(key), "dask_%s_%s_cpu", kind, dask_variants[v]);
+        dask[v].cpu_s = line_value(&l, key);
+        snprintf(key, sizeof(key), "dask_%s_%s_peak_rss", kind, dask_variants[v]);
+        dask[v].rss_mib = line_value(&l, key);
     }
-    struct cost s = median_cost(c, reps);
-    snprintf(name, sizeof(name), "sluice_%s_wall", kind);
-    sl_bench_report(name, s.wall_s, "s");
-    snprintf(name, sizeof(name), "sluice_%s_cpu", kind);
-    sl_bench_report(name, s.cpu_s, "s");
-    snprintf(name, sizeof(name), "sluice_%s_peak_rss", kind);
-    sl_bench_report(name, s.rss_mib, "MiB");
-    snprintf(name, sizeof(name), "sluice_%s_input_rate", kind);
-    sl_bench_report(name, raw_mb / s.wall_s, "MB/s");
+}
 
-    double best_wall = -1, best_rss = -1;
-    const char *variants[] = {"rechunk", "aligned"};
-    for (int v = 0; v < 2; v++) {
-        double w[16], u[16], r[16];
-        snprintf(out_dask, sizeof(out_dask), "%s/%s_out_dask_%s.zarr", e->data, kind, variants[v]);
-        for (int i = 0; i < reps; i++) {
-            if (peer(e, "run", kind, variants[v], e->data, out_dask, &l, &c[i]) != 0)
-                die("the dask peer failed");
-            char key[128];
-            snprintf(key, sizeof(key), "dask_%s_%s_wall", kind, variants[v]);
-            w[i] = line_value(&l, key);
-            snprintf(key, sizeof(key), "dask_%s_%s_cpu", kind, variants[v]);
-            u[i] = line_value(&l, key);
-            snprintf(key, sizeof(key), "dask_%s_%s_peak_rss", kind, variants[v]);
-            r[i] = line_value(&l, key);
-        }
-        for (int i = 0; i < reps; i++)
-            c[i] = (struct cost){w[i], u[i], r[i]};
-        struct cost d = median_cost(c, reps);
-        snprintf(name, sizeof(name), "dask_%s_%s_wall", kind, variants[v]);
-        sl_bench_report(name, d.wall_s, "s");
-        snprintf(name, sizeof(name), "dask_%s_%s_cpu", kind, variants[v]);
-        sl_bench_report(name, d.cpu_s, "s");
-        snprintf(name, sizeof(name), "dask_%s_%s_peak_rss", kind, variants[v]);
-        sl_bench_report(name, d.rss_mib, "MiB");
-        best_wall = best_wall < 0 || d.wall_s < best_wall ? d.wall_s : best_wall;
-        best_rss = best_rss < 0 || d.rss_mib < best_rss ? d.rss_mib : best_rss;
-    }
-    snprintf(name, sizeof(name), "sluice_over_dask_%s_wall", kind);
-    sl_bench_report(name, s.wall_s / best_wall, "x");
-    snprintf(name, sizeof(name), "dask_over_sluice_%s_wall", kind);
-    sl_bench_report(name, best_wall / s.wall_s, "x");
-    snprintf(name, sizeof(name), "sluice_over_dask_%s_peak_rss", kind);
-    sl_bench_report(name, s.rss_mib / best_rss, "x");
+/* Print `prefix`_{wall,cpu,peak_rss} of `c`. */
+static void
+report_cost(const char *prefix, const struct cost *c)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "%s_wall", prefix);
+    sl_bench_report(name, c->wall_s, "s");
+    snprintf(name, sizeof(name), "%s_cpu", prefix);
+    sl_bench_report(name, c->cpu_s, "s");
+    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
+    sl_bench_report(name, c->rss_mib, "MiB");
+}
 
-    /* Same values up to dask's truncation against sluice's rounding. */
-    if (peer(e, "compare", out_sl, out_dask, NULL, NULL, &l, &c[0]) != 0)
+/* Check that sluice's and dask's outputs agree up to rounding. */
+static void
+compare_outputs(const struct env *e, const char *kind)
+{
+    char a[4096], b[4096], name[128];
+    struct lines l;
+    struct cost c;
+    snprintf(a, sizeof(a), "%s/%s_out_sluice.zarr", e->data, kind);
+    snprintf(b, sizeof(b), "%s/%s_out_dask_aligned.zarr", e->data, kind);
+    if (peer(e, "compare", a, b, NULL, NULL, &l, &c) != 0)
         die("the comparison failed");
     double diff = line_value(&l, "compare_max_abs_diff");
-    double share = line_value(&l, "compare_equal_share");
     snprintf(name, sizeof(name), "%s_sluice_vs_dask_max_abs_diff", kind);
     sl_bench_report(name, diff, "count");
     snprintf(name, sizeof(name), "%s_sluice_vs_dask_equal_share", kind);
-    sl_bench_report(name, share, "fraction");
+    sl_bench_report(name, line_value(&l, "compare_equal_share"), "fraction");
     if (diff < 0 || diff > 1)
         die("sluice and dask outputs differ by more than rounding");
+}
+
+/* Measure one case in `reps` interleaved rounds; print medians and ratios. */
+static void
+bench_case(const struct env *e, const char *kind, const char *factors, double raw_mb, int reps)
+{
+    struct lines l;
+    struct cost c, sl[16], dask[N_VARIANTS][16], round[N_VARIANTS];
+    if (peer(e, "setup", kind, e->data, NULL, NULL, &l, &c) != 0)
+        die("the peer could not create the input");
+    for (int i = 0; i < reps; i++) {
+        bench_round(e, kind, factors, &sl[i], round);
+        for (int v = 0; v < N_VARIANTS; v++)
+            dask[v][i] = round[v];
+    }
+    char name[128];
+    struct cost s = median_cost(sl, reps), best = {-1, -1, -1};
+    snprintf(name, sizeof(name), "sluice_%s", kind);
+    report_cost(name, &s);
+    snprintf(name, sizeof(name), "sluice_%s_input_rate", kind);
+    sl_bench_report(name, raw_mb / s.wall_s, "MB/s");
+    for (int v = 0; v < N_VARIANTS; v++) {
+        struct cost d = median_cost(dask[v], reps);
+        snprintf(name, sizeof(name), "dask_%s_%s", kind, dask_variants[v]);
+        report_cost(name, &d);
+        best.wall_s = best.wall_s < 0 || d.wall_s < best.wall_s ? d.wall_s : best.wall_s;
+        best.cpu_s = best.cpu_s < 0 || d.cpu_s < best.cpu_s ? d.cpu_s : best.cpu_s;
+        best.rss_mib = best.rss_mib < 0 || d.rss_mib < best.rss_mib ? d.rss_mib : best.rss_mib;
+    }
+    snprintf(name, sizeof(name), "dask_over_sluice_%s_wall", kind);
+    sl_bench_report(name, best.wall_s / s.wall_s, "x");
+    snprintf(name, sizeof(name), "dask_over_sluice_%s_cpu", kind);
+    sl_bench_report(name, best.cpu_s / s.cpu_s, "x");
+    snprintf(name, sizeof(name), "sluice_over_dask_%s_peak_rss", kind);
+    sl_bench_report(name, s.rss_mib / best.rss_mib, "x");
+    compare_outputs(e, kind);
 }
 
 int
