@@ -283,12 +283,52 @@ array_full_chunk(const sl_array *a, const uint64_t *coords, struct sl_region *r)
     }
 }
 
+/*
+ * The put of this plan that writes the array get `n` reads (it ran in an
+ * earlier phase), or NULL.  Puts are few, so a scan per chunk costs little.
+ */
+static const struct sl__put_state *
+get_writer(const struct sl__exec *ex, const struct sl__node *n)
+{
+    const sl_plan *plan = ex->plan;
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        const struct sl__node *w = sl__graph_node(ex->graph, plan->puts[i].node);
+        if (w->kind == SL_NODE_PUT && sl__array_same(w->u.io.array, n->u.io.array))
+            return &plan->puts[i];
+    }
+    return NULL;
+}
+
+/*
+ * A chunk that a put of this run failed to write is not read back as
+ * whatever storage holds (the fill value, or stale data): the get fails as
+ * upstream of that failure.  The put's phase ended before this one began,
+ * so its status byte is final.
+ */
+static sl_status
+get_check_writer(struct eval *ev, const struct sl__node *n, const struct sl__put_state *ps,
+                 const uint64_t *coords)
+{
+    uint8_t code = ps->codes[sl_grid_linear_index(&n->grid, coords)];
+    if (code == SL_OK)
+        return SL_OK;
+    char key[96];
+    coords_text(n, coords, key, sizeof(key));
+    const struct sl__node *w = sl__graph_node(ev->ex->graph, ps->node);
+    return eval_fail(ev, SL_EUPSTREAM, "upstream %s: put \"%s\" did not write chunk %s of \"%s\"",
+                     code == SL__CODE_PENDING ? "pending" : sl_status_name((sl_status)code),
+                     w->name, key, sl_array_path(n->u.io.array));
+}
+
 /* A stored chunk: decoded whole, then clipped at the array's edge. */
 static sl_status
 eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
          const uint64_t *coords, struct eval_out *out)
 {
     sl_array *a = n->u.io.array;
+    const struct sl__put_state *writer = get_writer(ev->ex, n);
+    if (writer != NULL)
+        SL_TRY(get_check_writer(ev, n, writer, coords));
     struct sl_region full;
     array_full_chunk(a, coords, &full);
     SL_TRY(out_alloc(ev, n->dtype, &full, coords, out));
@@ -297,7 +337,8 @@ eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     sl_status st =
         sl_array_read_chunk(a, coords, out->buf, out->buf_bytes, ev->w->codec, &missing, &err);
     char key[96];
-    if (st == SL_OK && missing && ev->ex->plan->opts.missing_is_error) {
+    /* A chunk this run wrote may be absent because it equals the fill value. */
+    if (st == SL_OK && missing && writer == NULL && ev->ex->plan->opts.missing_is_error) {
         coords_text(n, coords, key, sizeof(key));
         st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of array \"%s\" is absent", key,
                           sl_array_path(a));

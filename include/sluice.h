@@ -19,6 +19,7 @@
 #include <sluice/ops.h>
 #include <sluice/parallel.h>
 #include <sluice/pool.h>
+#include <sluice/pyramid.h>
 #include <sluice/region.h>
 #include <sluice/sha256.h>
 #include <sluice/status.h>

@@ -422,6 +422,9 @@ out_fini_meta:
     return a;
 }
 
+/* A v2 group's .zgroup, as zarr-python writes it (without the C string's NUL). */
+static const char v2_zgroup[] = "{\n    \"zarr_format\": 2\n}";
+
 sl_status
 sl_group_create(sl_store *store, const char *path, int zarr_format, const char *attributes_json,
                 struct sl_error *err)
@@ -449,7 +452,7 @@ sl_group_create(sl_store *store, const char *path, int zarr_format, const char *
     } else if (zarr_format == 2) {
         st = node_key(path, ".zgroup", key, sizeof(key), err);
         if (st == SL_OK)
-            st = sl_store_set(store, key, "{\n    \"zarr_format\": 2\n}", 25, err);
+            st = sl_store_set(store, key, v2_zgroup, sizeof(v2_zgroup) - 1, err);
         if (st == SL_OK && json_object_size(attrs) > 0)
             st = sl__json_dump(attrs, JSON_INDENT(4) | JSON_SORT_KEYS, &doc, err);
         if (st == SL_OK && doc.size > 0)

@@ -15,11 +15,15 @@
 #include "dist.h"
 
 /* Every command; a new one is one line here. */
+/* clang-format off */
 static const struct cmd *const commands[] = {
     &cmd_info,
     &cmd_checksum,
     &cmd_copy,
+    &cmd_downsample,
+    &cmd_pyramid,
 };
+/* clang-format on */
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

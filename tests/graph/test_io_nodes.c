@@ -290,3 +290,82 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
     sl_store_unref(s);
     sl_pool_destroy(pool);
 }
+
+/*
+ * Chunks a put failed to write are not read back by a later get of the same
+ * run (they would read as the fill value): the reading chunks fail as
+ * upstream.  Chunks the put elided because they equal the fill value are
+ * not missing, even with missing_is_error.
+ */
+Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
+{
+    sl_pool *pool = test_pool();
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
+    /* src's fill value is -1, so its chunk (0, 0) of zeros is stored, while
+     * mid (fill value 0) elides it; src's chunk (1, 2) is corrupt. */
+    struct sl_array_spec src_spec = SL_ARRAY_SPEC_DEFAULT;
+    src_spec.rank = 2;
+    src_spec.dtype = SL_DTYPE_F32;
+    memcpy(src_spec.shape, shape, sizeof(shape));
+    memcpy(src_spec.chunk_shape, chunk, sizeof(chunk));
+    const float minus_one = -1.0f;
+    src_spec.fill_value = &minus_one;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *src = sl_array_create(s, "src", &src_spec, NULL, &err);
+    cr_assert_not_null(src, "%s", err.text);
+    fill_source(src);
+    float zeros[64] = {0};
+    cr_assert_eq(
+        sl_array_write_chunk(src, (const uint64_t[]){0, 0}, zeros, sizeof(zeros), NULL, &err),
+        SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(s, "src/c/1/2", "garbage", 7, &err), SL_OK, "%s", err.text);
+    sl_array *mid = make_source(s, "mid", 3, shape, chunk, NULL);
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.rank = 2;
+    spec.dtype = SL_DTYPE_F32;
+    memcpy(spec.shape, half, sizeof(half));
+    memcpy(spec.chunk_shape, chunk, sizeof(chunk));
+    sl_array *low = sl_array_create(s, "low", &spec, NULL, NULL);
+    cr_assert_not_null(low);
+
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t a, b, ds, low_put;
+    cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
+    const struct sl_op_desc *d = sl_op_find("downsample");
+    struct sl_op_args args;
+    memset(&args, 0, sizeof(args));
+    cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),
+                 SL_OK);
+    struct sl_op op;
+    cr_assert_eq(sl_op_bind(&op, d, &args, SL_DTYPE_F32, 2, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_op(g, "ds", b, &op, NULL, &ds, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_low", ds, low, &low_put, NULL), SL_OK);
+    cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
+    o.missing_is_error = true;
+    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ECORRUPT, "%s", err.text);
+    struct sl_put_status ps;
+    cr_assert_eq(sl_plan_put_status(plan, low_put, &ps), SL_OK);
+    /* low chunk (0, 1) reads mid chunks (0..1, 2..3), among them (1, 2). */
+    cr_assert_eq(ps.codes[1], SL_EUPSTREAM);
+    cr_assert_eq(ps.n_ok, 3, "the chunk over the elided fill chunk is fine");
+    size_t n_errors;
+    const struct sl_chunk_error *errs = sl_plan_errors(plan, &n_errors);
+    bool named = false;
+    for (size_t i = 0; i < n_errors; i++)
+        named |= errs[i].node == low_put &&
+                 strstr(errs[i].text, "put \"write_mid\" did not write chunk (1, 2)") != NULL;
+    cr_assert(named, "the upstream failure names the put and the chunk");
+    sl_plan_destroy(plan);
+    sl_graph_unref(g);
+    sl_array_unref(src);
+    sl_array_unref(mid);
+    sl_array_unref(low);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}

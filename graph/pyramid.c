@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pyramid builder: from an image node and options, the level layout
+ * (shapes by TensorStore's ceil(n / f) rule, chunk and shard shapes clipped
+ * per level, OME-Zarr axes, scales and translations), then the level arrays
+ * and group metadata in the store, then the nodes: level 0 is a put of the
+ * input; level k + 1 is a get of level k, a downsample op and a put.
+ *
+ * DESIGN: everything that can be refused is checked (sl__pyramid_layout,
+ * node names) before anything is written to the store, and the nodes come
+ * last, so a failure leaves the graph as it was.  Level k + 1 reads level k
+ * from storage: the planner runs a get of an array after the put that
+ * writes it (a later phase), and the executor fails the chunks that read a
+ * chunk the put failed to write, so no level is computed from fill values.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice/checked.h>
+
+#include "core_internal.h"
+#include "graph_internal.h"
+#include "pyramid_internal.h"
+
+/* Longest node-name prefix: "<name>.63.downsample" must fit a node name. */
+#define PYR_NAME_MAX 48
+
+/* Default axes by rank (2..5), and the OME types of those positions. */
+static const char *const pyr_default_names[6][5] = {
+    [2] = {"y", "x"},
+    [3] = {"z", "y", "x"},
+    [4] = {"c", "z", "y", "x"},
+    [5] = {"t", "c", "z", "y", "x"},
+};
+static const char *const pyr_default_types[6][5] = {
+    [2] = {"space", "space"},
+    [3] = {"space", "space", "space"},
+    [4] = {"channel", "space", "space", "space"},
+    [5] = {"time", "channel", "space", "space", "space"},
+};
+
+/* The type an axis called `name` has when none is given, or NULL. */
+static const char *
+pyr_type_of_name(const char *name)
+{
+    if (strcmp(name, "t") == 0 || strcmp(name, "time") == 0)
+        return "time";
+    if (strcmp(name, "c") == 0 || strcmp(name, "channel") == 0)
+        return "channel";
+    if (strcmp(name, "x") == 0 || strcmp(name, "y") == 0 || strcmp(name, "z") == 0)
+        return "space";
+    return NULL;
+}
+
+/* Bind the downsample op for the input. */
+static sl_status
+pyr_bind(struct sl__pyramid_layout *l, sl_dtype dtype, const struct sl_pyramid_opts *o,
+         struct sl_error *err)
+{
+    const struct sl_op_desc *d;
+    SL_TRY(sl_op_lookup("downsample", &d, err));
+    struct sl_op_args args;
+    memset(&args, 0, sizeof(args));
+    SL_TRY(sl_op_args_set_factors(&args, d, "factors", l->rank, o->factor, err));
+    SL_TRY(sl_op_args_set_string(&args, d, "method", sl_downsample_method_name(o->method), err));
+    return sl_op_bind(&l->op, d, &args, dtype, l->rank, err);
+}
+
+/* Level shapes; refuses an empty input and levels that would shrink nothing. */
+static sl_status
+pyr_shapes(struct sl__pyramid_layout *l, const uint64_t *shape, struct sl_error *err)
+{
+    const uint64_t *f = l->op.u.downsample.factor;
+    char text[160];
+    for (uint32_t d = 0; d < l->rank; d++) {
+        if (shape[d] == 0) {
+            sl_shape_format(l->rank, shape, text, sizeof(text));
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "pyramid: the input's shape %s has an empty dimension %" PRIu32,
+                                text, d);
+        }
+        l->shape[0][d] = shape[d];
+    }
+    for (uint32_t k = 1; k < l->n_levels; k++) {
+        bool shrinks = false;
+        for (uint32_t d = 0; d < l->rank; d++) {
+            l->shape[k][d] = (l->shape[k - 1][d] + f[d] - 1) / f[d];
+            shrinks |= l->shape[k][d] < l->shape[k - 1][d];
+        }
+        if (!shrinks) {
+            char fs[160];
+            sl_shape_format(l->rank, l->shape[k - 1], text, sizeof(text));
+            sl_shape_format(l->rank, f, fs, sizeof(fs));
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "pyramid: %" PRIu32 " levels asked, but level %" PRIu32
+                                " would equal level %" PRIu32 " (shape %s: factors %s shrink it "
+                                "no further); at most %" PRIu32 " levels",
+                                l->n_levels, k, k - 1, text, fs, k);
+        }
+    }
+    return SL_OK;
+}
+
+/* Chunk and shard shapes per level: the asked ones, clipped to each level. */
+static sl_status
+pyr_chunks(struct sl__pyramid_layout *l, const uint64_t *in_chunk, const struct sl_array_spec *t,
+           struct sl_error *err)
+{
+    uint32_t n_chunk = 0, n_shard = 0;
+    for (uint32_t d = 0; d < l->rank; d++) {
+        n_chunk += t->chunk_shape[d] != 0;
+        n_shard += t->shard_shape[d] != 0;
+    }
+    if (n_chunk == 0 && in_chunk == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "pyramid: the input has irregular chunks; give the chunk shape");
+    if ((n_chunk != 0 && n_chunk != l->rank) || (n_shard != 0 && n_shard != l->rank))
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "pyramid: the %s shape has a zero entry among %" PRIu32 " dimensions",
+                            n_chunk != 0 && n_chunk != l->rank ? "chunk" : "shard", l->rank);
+    for (uint32_t d = 0; d < l->rank; d++) {
+        uint64_t c = n_chunk != 0 ? t->chunk_shape[d] : in_chunk[d];
+        uint64_t s = t->shard_shape[d];
+        if (s % c != 0)
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "pyramid: shard extent %" PRIu64 " of dimension %" PRIu32
+                                " is not a multiple of the chunk extent %" PRIu64,
+                                s, d, c);
+        for (uint32_t k = 0; k < l->n_levels; k++) {
+            uint64_t n = l->shape[k][d];
+            uint64_t ck = c < n ? c : n;
+            uint64_t whole = (n + ck - 1) / ck * ck; /* the level in whole chunks */
+            l->chunk[k][d] = ck;
+            l->shard[k][d] = s == 0 ? 0 : s < whole ? s : whole;
+        }
+    }
+    return SL_OK;
+}
+
+/* True when the axes' types follow OME-Zarr: [time] [channel or custom] space{2,3}. */
+static bool
+pyr_axis_order_ok(const struct sl_pyramid_axis *axes, uint32_t rank)
+{
+    uint32_t d = 0;
+    if (d < rank && strcmp(axes[d].type, "time") == 0)
+        d++;
+    if (d < rank && strcmp(axes[d].type, "space") != 0 && strcmp(axes[d].type, "time") != 0)
+        d++;
+    uint32_t n_space = rank - d;
+    for (; d < rank; d++)
+        if (strcmp(axes[d].type, "space") != 0)
+            return false;
+    return n_space == 2 || n_space == 3;
+}
+
+/* Resolve the axes' defaults and check them against OME-Zarr's rules. */
+static sl_status
+pyr_axes(struct sl__pyramid_layout *l, const struct sl_pyramid_opts *o, struct sl_error *err)
+{
+    for (uint32_t d = 0; d < l->rank; d++) {
+        struct sl_pyramid_axis *a = &l->axes[d];
+        *a = o->axes[d];
+        if (a->name == NULL)
+            a->name = pyr_default_names[l->rank][d];
+        if (a->type == NULL)
+            a->type = pyr_type_of_name(a->name);
+        if (a->type == NULL)
+            a->type = pyr_default_types[l->rank][d];
+        if (a->name[0] == '\0' || a->type[0] == '\0')
+            return sl_error_set(err, SL_EINVAL, NULL, "pyramid: axis %" PRIu32 " has an empty %s",
+                                d, a->name[0] == '\0' ? "name" : "type");
+        for (uint32_t e = 0; e < d; e++)
+            if (strcmp(l->axes[e].name, a->name) == 0)
+                return sl_error_set(err, SL_EINVAL, NULL,
+                                    "pyramid: axes %" PRIu32 " and %" PRIu32
+                                    " are both named \"%s\"",
+                                    e, d, a->name);
+    }
+    if (pyr_axis_order_ok(l->axes, l->rank))
+        return SL_OK;
+    char types[160];
+    size_t len = 0;
+    types[0] = '\0';
+    for (uint32_t d = 0; d < l->rank; d++)
+        len += (size_t)snprintf(types + len, len < sizeof(types) ? sizeof(types) - len : 0, "%s%s",
+                                d ? ", " : "", l->axes[d].type);
+    return sl_error_set(err, SL_EINVAL, NULL,
+                        "pyramid: axis types [%s] break OME-Zarr's order: an optional \"time\" "
+                        "first, an optional channel or custom axis, then 2 or 3 \"space\" axes",
+                        types);
+}
+
+/* Scales and translations of every level (graph/README.md, "Coordinates"). */
+static sl_status
+pyr_coordinates(struct sl__pyramid_layout *l, const struct sl_pyramid_opts *o, struct sl_error *err)
+{
+    const uint64_t *f = l->op.u.downsample.factor;
+    bool centre = l->op.u.downsample.method != SL_DOWNSAMPLE_STRIDE;
+    for (uint32_t d = 0; d < l->rank; d++) {
+        double s = o->scale[d], t = o->translation[d];
+        if (!isfinite(s) || s < 0 || !isfinite(t))
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "pyramid: axis %" PRIu32 " (\"%s\") has scale %g and translation "
+                                "%g; the scale must be positive (0: 1) and both finite",
+                                d, l->axes[d].name, s, t);
+        l->scale[0][d] = s == 0 ? 1.0 : s;
+        l->translation[0][d] = t;
+        for (uint32_t k = 1; k < l->n_levels; k++) {
+            double prev = l->scale[k - 1][d];
+            l->scale[k][d] = prev * (double)f[d];
+            l->translation[k][d] =
+                l->translation[k - 1][d] + (centre ? 0.5 * (double)(f[d] - 1) * prev : 0.0);
+        }
+    }
+    return SL_OK;
+}
+
+sl_status
+sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint32_t rank,
+                   const uint64_t *shape, const uint64_t *in_chunk,
+                   const struct sl_pyramid_opts *opts, struct sl_error *err)
+{
+    memset(l, 0, sizeof(*l));
+    if (rank < 2 || rank > 5)
+        return sl_error_set(
+            err, SL_EINVAL, NULL,
+            "pyramid: OME-Zarr images have 2 to 5 dimensions; the input has %" PRIu32, rank);
+    if (opts->n_levels < 1 || opts->n_levels > SL_PYRAMID_MAX_LEVELS)
+        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: %" PRIu32 " levels; 1 to %d allowed",
+                            opts->n_levels, SL_PYRAMID_MAX_LEVELS);
+    int format = opts->level.zarr_format;
+    if (format != 2 && format != 3)
+        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: zarr_format %d is neither 2 nor 3",
+                            format);
+    l->rank = rank;
+    l->n_levels = opts->n_levels;
+    l->zarr_format = format;
+    SL_TRY(pyr_bind(l, dtype, opts, err));
+    SL_TRY(pyr_shapes(l, shape, err));
+    SL_TRY(pyr_chunks(l, in_chunk, &opts->level, err));
+    SL_TRY(pyr_axes(l, opts, err));
+    return pyr_coordinates(l, opts, err);
+}
+
+/* "group/k", or "k" in the store's root. */
+static void
+pyr_level_path(const char *group, uint32_t k, char *buf, size_t size)
+{
+    if (group[0] == '\0')
+        snprintf(buf, size, "%" PRIu32, k);
+    else
+        snprintf(buf, size, "%s/%" PRIu32, group, k);
+}
+
+/* Refuse an existing node at `group` unless overwriting. */
+static sl_status
+pyr_check_group(sl_store *store, const char *group, bool overwrite, struct sl_error *err)
+{
+    sl_zarr_kind kind;
+    int format = 0;
+    SL_TRY(sl_zarr_probe(store, group, &kind, &format, err));
+    if (kind == SL_ZARR_NONE || overwrite)
+        return SL_OK;
+    return sl_error_set(err, SL_EEXIST, NULL,
+                        "pyramid: \"%s\" already holds a Zarr v%d %s; ask to overwrite it", group,
+                        format, kind == SL_ZARR_ARRAY ? "array" : "group");
+}
+
+/* Create the level arrays (arrays[k], one reference each), then the group. */
+static sl_status
+pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char *group,
+                const struct sl_pyramid_opts *o, sl_dtype dtype, sl_array **arrays,
+                struct sl_error *err)
+{
+    SL_TRY(pyr_check_group(store, group, o->level.overwrite, err));
+    for (uint32_t k = 0; k < l->n_levels; k++) {
+        struct sl_array_spec spec = o->level;
+        spec.rank = l->rank;
+        spec.dtype = dtype;
+        spec.attributes_json = NULL;
+        for (uint32_t d = 0; d < SL_MAX_RANK; d++) {
+            bool in = d < l->rank;
+            spec.shape[d] = in ? l->shape[k][d] : 0;
+            spec.chunk_shape[d] = in ? l->chunk[k][d] : 0;
+            spec.shard_shape[d] = in ? l->shard[k][d] : 0;
+            spec.dimension_names[d] = in ? l->axes[d].name : NULL;
+        }
+        char path[SL_STORE_KEY_MAX];
+        pyr_level_path(group, k, path, sizeof(path));
+        struct sl_error e = SL_ERROR_INIT;
+        arrays[k] = sl_array_create(store, path, &spec, NULL, &e);
+        if (arrays[k] == NULL) {
+            if (err != NULL && err->code == SL_OK)
+                *err = e;
+            return e.code;
+        }
+    }
+    char *attrs = sl__pyramid_ome_json(l, o->name, err);
+    if (attrs == NULL)
+        return SL_ENOMEM;
+    sl_status st = sl_group_create(store, group, l->zarr_format, attrs, err);
+    free(attrs);
+    return st;
+}
+
+/* The node names of level k: its put, and for k >= 1 its get and downsample. */
+static void
+pyr_node_names(const char *name, uint32_t k, char put[64], char get[64], char op[64])
+{
+    snprintf(put, 64, "%s.%" PRIu32, name, k);
+    snprintf(get, 64, "%s.%" PRIu32 ".get", name, k);
+    snprintf(op, 64, "%s.%" PRIu32 ".downsample", name, k);
+}
+
+/* Refuse names that are taken before anything is written. */
+static sl_status
+pyr_check_names(const sl_graph *g, const char *name, uint32_t n_levels, struct sl_error *err)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+    if (len == 0 || len > PYR_NAME_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "pyramid: the name prefix must have 1 to %d characters, not %zu",
+                            PYR_NAME_MAX, len);
+    char put[64], get[64], op[64];
+    for (uint32_t k = 0; k < n_levels; k++) {
+        pyr_node_names(name, k, put, get, op);
+        SL_TRY(sl__graph_check_new_node(g, put, err));
+        if (k > 0) {
+            SL_TRY(sl__graph_check_new_node(g, get, err));
+            SL_TRY(sl__graph_check_new_node(g, op, err));
+        }
+    }
+    return SL_OK;
+}
+
+/* Add every level's nodes; on failure remove those added. */
+static sl_status
+pyr_add_nodes(sl_graph *g, const char *name, uint32_t input, const struct sl__pyramid_layout *l,
+              sl_array **arrays, uint32_t *level_puts, struct sl_error *err)
+{
+    uint32_t n0 = g->n_nodes;
+    char put[64], get[64], op[64];
+    uint32_t ids[SL_PYRAMID_MAX_LEVELS];
+    pyr_node_names(name, 0, put, get, op);
+    sl_status st = sl_graph_add_put(g, put, input, arrays[0], &ids[0], err);
+    for (uint32_t k = 1; k < l->n_levels && st == SL_OK; k++) {
+        uint32_t from, reduced;
+        pyr_node_names(name, k, put, get, op);
+        st = sl_graph_add_get(g, get, arrays[k - 1], &from, err);
+        if (st == SL_OK)
+            st = sl_graph_add_op(g, op, from, &l->op, l->chunk[k], &reduced, err);
+        if (st == SL_OK)
+            st = sl_graph_add_put(g, put, reduced, arrays[k], &ids[k], err);
+    }
+    if (st != SL_OK) {
+        while (g->n_nodes > n0)
+            sl__graph_pop_node(g);
+        return st;
+    }
+    if (level_puts != NULL)
+        memcpy(level_puts, ids, l->n_levels * sizeof(uint32_t));
+    return SL_OK;
+}
+
+sl_status
+sl_graph_add_pyramid(sl_graph *g, const char *name, uint32_t input, sl_store *store,
+                     const char *group, const struct sl_pyramid_opts *opts, uint32_t *level_puts,
+                     struct sl_error *err)
+{
+    if (g == NULL || store == NULL || opts == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "sl_graph_add_pyramid needs a graph, a store and options");
+    if (g->sealed)
+        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add pyramid \"%.48s\"",
+                            name != NULL ? name : "");
+    SL_TRY(pyr_check_names(g, name, opts->n_levels <= SL_PYRAMID_MAX_LEVELS ? opts->n_levels : 0,
+                           err));
+    SL_TRY(sl__graph_check_input(g, name, input, err));
+    const struct sl__node *in = sl__graph_node(g, input);
+    struct sl__pyramid_layout *l = sl_alloc(&g->alloc, sizeof(*l), 0);
+    if (l == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the level layout");
+    sl_array *arrays[SL_PYRAMID_MAX_LEVELS] = {NULL};
+    sl_status st =
+        sl__pyramid_layout(l, in->dtype, in->grid.rank, in->grid.shape,
+                           sl_grid_is_regular(&in->grid) ? in->grid.chunk : NULL, opts, err);
+    if (st == SL_OK)
+        st = pyr_write_store(l, store, group != NULL ? group : "", opts, in->dtype, arrays, err);
+    if (st == SL_OK)
+        st = pyr_add_nodes(g, name, input, l, arrays, level_puts, err);
+    for (uint32_t k = 0; k < SL_PYRAMID_MAX_LEVELS; k++)
+        sl_array_unref(arrays[k]);
+    sl_free(&g->alloc, l, sizeof(*l));
+    return st;
+}

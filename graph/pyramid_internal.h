@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private declarations of the pyramid builder: the layout it derives from
+ * the input and the options before it touches the store or the graph, and
+ * the OME-Zarr metadata written from that layout.  Shared by pyramid.c,
+ * pyramid_ome.c and the graph tests.
+ */
+#ifndef SL_PYRAMID_INTERNAL_H
+#define SL_PYRAMID_INTERNAL_H
+
+#include <stdint.h>
+
+#include <sluice/ops.h>
+#include <sluice/pyramid.h>
+
+/* Everything about the levels, checked; built by sl__pyramid_layout. */
+struct sl__pyramid_layout {
+    uint32_t rank;                                          /* 2..5 */
+    uint32_t n_levels;                                      /* 1..SL_PYRAMID_MAX_LEVELS */
+    int zarr_format;                                        /* 3 (OME-Zarr 0.5) or 2 (0.4) */
+    struct sl_op op;                                        /* the bound downsample */
+    struct sl_pyramid_axis axes[SL_MAX_RANK];               /* resolved; strings borrowed */
+    uint64_t shape[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];     /* per level */
+    uint64_t chunk[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];     /* (inner) chunk shape per level */
+    uint64_t shard[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];     /* shard shape, all 0 if unsharded */
+    double scale[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];       /* OME scale per level */
+    double translation[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK]; /* OME translation per level */
+};
+
+/*
+ * Derive and check the layout of a pyramid of an image of `dtype`, `rank`
+ * and `shape` whose chunks are `in_chunk` (NULL when irregular) under
+ * `opts`.  Pure: touches no store and no graph.
+ * @return SL_OK, SL_EINVAL or SL_EUNSUPPORTED naming the option and values.
+ */
+sl_status sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint32_t rank,
+                             const uint64_t *shape, const uint64_t *in_chunk,
+                             const struct sl_pyramid_opts *opts, struct sl_error *err);
+
+/*
+ * The group attributes of layout `l` as compact JSON text: {"ome": {...}}
+ * for OME-Zarr 0.5, {"multiscales": [...]} for 0.4.  `name` may be NULL.
+ * @return the text (release with free()), or NULL with SL_ENOMEM.
+ */
+char *sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name,
+                           struct sl_error *err);
+
+#endif /* SL_PYRAMID_INTERNAL_H */

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * OME-Zarr `multiscales` metadata of a pyramid layout: version 0.5 (Zarr v3
+ * groups: attributes {"ome": {"version": "0.5", "multiscales": [...]}}) or
+ * 0.4 (Zarr v2 groups: attributes {"multiscales": [{"version": "0.4",
+ * ...}]}).  Each level is a dataset "k" with one scale and one translation
+ * transformation, in that order, as both versions require.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include <sluice/version.h>
+
+#include "pyramid_internal.h"
+
+/* Set obj[key] = value.  Takes `value` even on failure (jansson's "steal"
+ * rule); false when either is NULL or memory ran out. */
+static bool
+put(json_t *obj, const char *key, json_t *value)
+{
+    if (obj == NULL) {
+        json_decref(value);
+        return false;
+    }
+    return json_object_set_new(obj, key, value) == 0;
+}
+
+/* Append `value` to `arr`; takes `value` as put() does. */
+static bool
+push(json_t *arr, json_t *value)
+{
+    if (arr == NULL) {
+        json_decref(value);
+        return false;
+    }
+    return json_array_append_new(arr, value) == 0;
+}
+
+/* Return `v` when `ok`, else release it and return NULL. */
+static json_t *
+keep_if(bool ok, json_t *v)
+{
+    if (ok)
+        return v;
+    json_decref(v);
+    return NULL;
+}
+
+/* A list of `n` reals. */
+static json_t *
+reals(const double *v, uint32_t n)
+{
+    json_t *a = json_array();
+    bool ok = a != NULL;
+    for (uint32_t i = 0; i < n && ok; i++)
+        ok = push(a, json_real(v[i]));
+    return keep_if(ok, a);
+}
+
+/* [{"name": "t", "type": "time", "unit": "second"}, ...] */
+static json_t *
+ome_axes(const struct sl__pyramid_layout *l)
+{
+    json_t *axes = json_array();
+    bool ok = axes != NULL;
+    for (uint32_t d = 0; d < l->rank && ok; d++) {
+        const struct sl_pyramid_axis *a = &l->axes[d];
+        json_t *o = json_object();
+        bool done = put(o, "name", json_string(a->name)) && put(o, "type", json_string(a->type)) &&
+                    (a->unit == NULL || put(o, "unit", json_string(a->unit)));
+        ok = push(axes, keep_if(done, o));
+    }
+    return keep_if(ok, axes);
+}
+
+/* {"type": "scale", "scale": [...]} and the like. */
+static json_t *
+ome_transform(const char *type, const double *v, uint32_t n)
+{
+    json_t *t = json_object();
+    bool ok = put(t, "type", json_string(type)) && put(t, type, reals(v, n));
+    return keep_if(ok, t);
+}
+
+/* One dataset: {"path": "k", "coordinateTransformations": [scale, translation]}.
+ * Each put runs whatever failed before it, so every value is taken. */
+static json_t *
+ome_dataset(const struct sl__pyramid_layout *l, uint32_t k)
+{
+    char path[16];
+    snprintf(path, sizeof(path), "%u", (unsigned)k);
+    json_t *list = json_array();
+    bool ok = push(list, ome_transform("scale", l->scale[k], l->rank));
+    ok = push(list, ome_transform("translation", l->translation[k], l->rank)) && ok;
+    json_t *ds = json_object();
+    ok = put(ds, "path", json_string(path)) && ok;
+    ok = put(ds, "coordinateTransformations", keep_if(ok, list)) && ok;
+    return keep_if(ok, ds);
+}
+
+/* "metadata": how the levels were made. */
+static json_t *
+ome_method(const struct sl__pyramid_layout *l)
+{
+    const struct sl_downsample_params *p = &l->op.u.downsample;
+    json_t *factors = json_array();
+    bool ok = factors != NULL;
+    for (uint32_t d = 0; d < l->rank && ok; d++)
+        ok = push(factors, json_integer((json_int_t)p->factor[d]));
+    json_t *kwargs = json_object();
+    ok = put(kwargs, "factors", keep_if(ok, factors)) && ok;
+    ok = put(kwargs, "method", json_string(sl_downsample_method_name(p->method))) && ok;
+    json_t *m = json_object();
+    ok = put(m, "description",
+             json_string("each level downsampled from the previous one, block by block, "
+                         "with TensorStore's edge rule: extent ceil(n / factor)")) &&
+         ok;
+    ok = put(m, "method", json_string("sluice.downsample")) && ok;
+    ok = put(m, "version", json_string(sl_version())) && ok;
+    ok = put(m, "kwargs", keep_if(ok, kwargs)) && ok;
+    return keep_if(ok, m);
+}
+
+/* The multiscales entry; 0.4 carries its version inside it. */
+static json_t *
+ome_multiscale(const struct sl__pyramid_layout *l, const char *name)
+{
+    json_t *datasets = json_array();
+    bool ok = datasets != NULL;
+    for (uint32_t k = 0; k < l->n_levels && ok; k++)
+        ok = push(datasets, ome_dataset(l, k));
+    json_t *ms = json_object();
+    if (l->zarr_format == 2)
+        ok = put(ms, "version", json_string("0.4")) && ok;
+    if (name != NULL)
+        ok = put(ms, "name", json_string(name)) && ok;
+    ok = put(ms, "axes", ome_axes(l)) && ok;
+    ok = put(ms, "datasets", keep_if(ok, datasets)) && ok;
+    ok = put(ms, "type", json_string(sl_downsample_method_name(l->op.u.downsample.method))) && ok;
+    ok = put(ms, "metadata", ome_method(l)) && ok;
+    return keep_if(ok, ms);
+}
+
+char *
+sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, struct sl_error *err)
+{
+    json_t *list = json_array();
+    bool ok = push(list, ome_multiscale(l, name));
+    json_t *root = json_object();
+    if (l->zarr_format == 3) {
+        json_t *ome = json_object();
+        ok = put(ome, "version", json_string("0.5")) && ok;
+        ok = put(ome, "multiscales", keep_if(ok, list)) && ok;
+        ok = put(root, "ome", keep_if(ok, ome)) && ok;
+    } else {
+        ok = put(root, "multiscales", keep_if(ok, list)) && ok;
+    }
+    char *text = ok ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    if (text == NULL)
+        sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
+    return text;
+}

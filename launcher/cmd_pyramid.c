@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `sluice pyramid SRC DSTGROUP --levels N --factors F1,F2,...`: a multiscale
+ * pyramid of the array SRC as an OME-Zarr image group (0.5 in Zarr v3, 0.4
+ * in v2) with arrays "0" (SRC as laid out by the options) to "N-1", each
+ * level downsampled from the one before, through sl_graph_add_pyramid.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice.h>
+
+#include "array_opts.h"
+#include "commands.h"
+#include "downsample_opts.h"
+#include "runner.h"
+
+static int run_pyramid(int argc, char **argv);
+
+const struct cmd cmd_pyramid = {
+    .name = "pyramid",
+    .summary = "write a multiscale OME-Zarr pyramid of an array",
+    .usage = "usage: sluice pyramid SRC DSTGROUP --levels N --factors F1,F2,... [options]\n"
+             "\n"
+             "Write the Zarr array in directory SRC as a multiscale image: a Zarr group in\n"
+             "directory DSTGROUP with arrays 0 .. N-1 and OME-Zarr \"multiscales\" metadata\n"
+             "(version 0.5 in a Zarr v3 group, 0.4 in v2).  Level 0 is SRC laid out as the\n"
+             "options say; level k+1 is level k, read back, downsampled by the factors\n"
+             "(extent ceil(n / F)).  Chunk and shard shapes apply to every level, clipped to\n"
+             "its shape.  Exit status: 0 when every chunk of every level is written, 1 when\n"
+             "some failed (each is reported; the levels above a failed chunk fail with it),\n"
+             "2 for bad usage.\n"
+             "\n"
+             "Options:\n"
+             "  --levels N           number of levels, 1 or more (required)\n" DOWNSAMPLE_OPTS_HELP
+             "  --name NAME          the multiscale image's name (default: DSTGROUP's base name)\n"
+             "  --axes A1,A2,...     axis names (default: SRC's dimension names, else t,c,z,y,x\n"
+             "                       for 5 dimensions, c,z,y,x for 4, z,y,x for 3, y,x for 2)\n"
+             "  --axis-types T1,...  OME axis types: time, channel, space or custom (default:\n"
+             "                       by name for t, c, z, y, x, else by position)\n"
+             "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
+             "                       empty entry writes none)\n"
+             "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
+             "  --translation T1,... level 0's offset per axis (default 0)\n" ARRAY_OPTS_HELP
+                 RUN_OPTS_HELP "  --help               print this help\n",
+    .run = run_pyramid,
+};
+
+/* Comma-separated words, split in place in a copy of the text. */
+struct word_list {
+    char text[1024];            /* the copy, NULs at the commas */
+    uint32_t n;                 /* words */
+    const char *w[SL_MAX_RANK]; /* each word; "" for an empty entry */
+};
+
+/* The pyramid-only options. */
+struct pyramid_args {
+    const char *paths[2];            /* SRC, DSTGROUP */
+    uint32_t levels;                 /* --levels; 0: not given */
+    const char *name;                /* --name */
+    struct word_list axes;           /* --axes */
+    struct word_list types;          /* --axis-types */
+    struct word_list units;          /* --units */
+    uint32_t n_scale;                /* entries in scale */
+    double scale[SL_MAX_RANK];       /* --scale */
+    uint32_t n_translation;          /* entries in translation */
+    double translation[SL_MAX_RANK]; /* --translation */
+};
+
+static bool
+split_words(const char *text, struct word_list *out)
+{
+    if (strlen(text) >= sizeof(out->text))
+        return false;
+    strcpy(out->text, text);
+    out->n = 0;
+    char *p = out->text;
+    for (;;) {
+        if (out->n == SL_MAX_RANK)
+            return false;
+        out->w[out->n++] = p;
+        char *comma = strchr(p, ',');
+        if (comma == NULL)
+            return true;
+        *comma = '\0';
+        p = comma + 1;
+    }
+}
+
+static bool
+parse_doubles(const char *text, double *out, uint32_t *n)
+{
+    *n = 0;
+    const char *p = text;
+    for (;;) {
+        if (*n == SL_MAX_RANK)
+            return false;
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno != 0 || !isfinite(v))
+            return false;
+        out[(*n)++] = v;
+        if (*end == '\0')
+            return true;
+        if (*end != ',')
+            return false;
+        p = end + 1;
+    }
+}
+
+/* Consume one pyramid-only option.  @return 1, 0 (not one), 2 (usage error). */
+static int
+pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
+{
+    static const char *const names[] = {"--levels", "--name",  "--axes",       "--axis-types",
+                                        "--units",  "--scale", "--translation"};
+    const size_t n_names = sizeof(names) / sizeof(names[0]);
+    size_t which = 0;
+    while (which < n_names && strcmp(argv[*i], names[which]) != 0)
+        which++;
+    if (which == n_names)
+        return 0;
+    if (*i + 1 >= argc)
+        return cmd_usage_error(&cmd_pyramid, "%s needs a value", argv[*i]);
+    const char *v = argv[++*i];
+    bool ok = true;
+    char *end;
+    switch (which) {
+    case 0:
+        errno = 0;
+        unsigned long n = strtoul(v, &end, 10);
+        ok = *end == '\0' && v[0] >= '0' && v[0] <= '9' && errno == 0 && n >= 1 && n <= 64;
+        a->levels = ok ? (uint32_t)n : 0;
+        break;
+    case 1:
+        a->name = v;
+        break;
+    case 2:
+        ok = split_words(v, &a->axes);
+        break;
+    case 3:
+        ok = split_words(v, &a->types);
+        break;
+    case 4:
+        ok = split_words(v, &a->units);
+        break;
+    case 5:
+        ok = parse_doubles(v, a->scale, &a->n_scale);
+        break;
+    default:
+        ok = parse_doubles(v, a->translation, &a->n_translation);
+        break;
+    }
+    if (!ok)
+        return cmd_usage_error(&cmd_pyramid, "%s: \"%s\" is not %s", names[which], v,
+                               which == 0   ? "a level count from 1 to 64"
+                               : which <= 1 ? "a name"
+                               : which <= 4 ? "a comma-separated list of at most 16 words"
+                                            : "a comma-separated list of finite numbers");
+    return 1;
+}
+
+/* Parse the command line; 0, or 2 after a usage error. */
+static int
+pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct array_opts *ao,
+                  struct run_opts *ro, int argc, char **argv)
+{
+    int n_paths = 0;
+    for (int i = 1; i < argc; i++) {
+        int r = pyramid_parse(a, argc, argv, &i);
+        if (r == 0)
+            r = downsample_opts_parse(&cmd_pyramid, dso, argc, argv, &i);
+        if (r == 0)
+            r = array_opts_parse(&cmd_pyramid, ao, argc, argv, &i);
+        if (r == 0)
+            r = run_opts_parse(&cmd_pyramid, ro, argc, argv, &i);
+        if (r == 2)
+            return 2;
+        if (r == 1)
+            continue;
+        if (argv[i][0] == '-' && argv[i][1] != '\0')
+            return cmd_usage_error(&cmd_pyramid, "unknown option %s", argv[i]);
+        if (n_paths == 2)
+            return cmd_usage_error(&cmd_pyramid, "too many paths (\"%s\")", argv[i]);
+        a->paths[n_paths++] = argv[i];
+    }
+    if (n_paths != 2)
+        return cmd_usage_error(&cmd_pyramid, "need SRC and DSTGROUP");
+    if (a->levels == 0)
+        return cmd_usage_error(&cmd_pyramid, "need --levels");
+    if (dso->n_factors == 0)
+        return cmd_usage_error(&cmd_pyramid, "need --factors");
+    return 0;
+}
+
+/* Check that a per-axis list has one entry per dimension (or was not given). */
+static int
+check_count(const char *option, uint32_t n, uint32_t rank)
+{
+    if (n == 0 || n == rank)
+        return 0;
+    return cmd_usage_error(&cmd_pyramid,
+                           "%s has %" PRIu32 " entries; the array has %" PRIu32 " dimensions",
+                           option, n, rank);
+}
+
+/* The builder's options from the command line and the source array. */
+static int
+pyramid_opts_make(const struct pyramid_args *a, const struct downsample_opts *dso,
+                  const struct array_opts *ao, const sl_array *src, struct sl_pyramid_opts *o)
+{
+    uint32_t rank = sl_array_rank(src);
+    int rc = check_count("--axes", a->axes.n, rank);
+    if (rc == 0)
+        rc = check_count("--axis-types", a->types.n, rank);
+    if (rc == 0)
+        rc = check_count("--units", a->units.n, rank);
+    if (rc == 0)
+        rc = check_count("--scale", a->n_scale, rank);
+    if (rc == 0)
+        rc = check_count("--translation", a->n_translation, rank);
+    if (rc == 0)
+        rc = array_opts_spec(&cmd_pyramid, ao, src, sl_array_shape(src), &o->level);
+    if (rc != 0)
+        return rc;
+    o->n_levels = a->levels;
+    memcpy(o->factor, dso->factors, sizeof(o->factor));
+    struct sl_error err = SL_ERROR_INIT;
+    if (dso->method != NULL &&
+        sl_downsample_method_from_name(dso->method, &o->method, &err) != SL_OK)
+        return cmd_usage_error(&cmd_pyramid, "%s", err.text);
+    for (uint32_t d = 0; d < rank; d++) {
+        o->axes[d].name = a->axes.n != 0 ? a->axes.w[d] : sl_array_dimension_name(src, d);
+        o->axes[d].type = a->types.n != 0 ? a->types.w[d] : NULL;
+        o->axes[d].unit = a->units.n != 0 && a->units.w[d][0] != '\0' ? a->units.w[d] : NULL;
+        o->scale[d] = a->n_scale != 0 ? a->scale[d] : 0;
+        o->translation[d] = a->n_translation != 0 ? a->translation[d] : 0;
+    }
+    return 0;
+}
+
+/* DSTGROUP's last path component, without a ".zarr" or ".ome.zarr" suffix. */
+static void
+base_name(const char *path, char *buf, size_t size)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t start = len;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    size_t n = len - start;
+    const char *suffixes[] = {".ome.zarr", ".zarr"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && strncmp(path + start + n - k, suffixes[i], k) == 0) {
+            n -= k;
+            break;
+        }
+    }
+    snprintf(buf, size, "%.*s", (int)n, path + start);
+}
+
+/* Print each level's shape, chunks and shards on stderr. */
+static void
+print_levels(const sl_graph *g, const uint32_t *puts, uint32_t n_levels, const char *dst)
+{
+    for (uint32_t k = 0; k < n_levels; k++) {
+        struct sl_node_info info;
+        if (sl_graph_node_info(g, puts[k], &info) != SL_OK)
+            return;
+        char shape[160], chunks[160];
+        sl_shape_format(info.grid->rank, info.grid->shape, shape, sizeof(shape));
+        sl_shape_format(info.grid->rank, info.grid->chunk, chunks, sizeof(chunks));
+        fprintf(stderr, "sluice pyramid: %s/%" PRIu32 ": shape %s, chunks %s\n", dst, k, shape,
+                chunks);
+    }
+}
+
+/* Add the get and the pyramid to a new graph, then run it. */
+static int
+pyramid_build_and_run(const struct pyramid_args *a, sl_array *src, sl_store *out,
+                      const struct sl_pyramid_opts *o, const struct run_opts *ro)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_graph *g = sl_graph_create(NULL, &err);
+    uint32_t get, puts[SL_PYRAMID_MAX_LEVELS];
+    int rc = 0;
+    if (g == NULL || sl_graph_add_get(g, "input", src, &get, &err) != SL_OK ||
+        sl_graph_add_pyramid(g, "level", get, out, "", o, puts, &err) != SL_OK)
+        rc = cmd_fail("pyramid", a->paths[1], &err);
+    if (rc == 0) {
+        print_levels(g, puts, o->n_levels, a->paths[1]);
+        rc = run_graph(&cmd_pyramid, g, ro, "pyramid");
+    }
+    sl_graph_unref(g);
+    return rc;
+}
+
+static int
+run_pyramid(int argc, char **argv)
+{
+    struct pyramid_args a;
+    memset(&a, 0, sizeof(a));
+    struct downsample_opts dso = {.method = NULL};
+    struct array_opts ao = {0};
+    struct run_opts ro = RUN_OPTS_DEFAULT;
+    int rc = pyramid_parse_all(&a, &dso, &ao, &ro, argc, argv);
+    if (rc != 0)
+        return rc;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *in = open_dir_store(a.paths[0], false, &err);
+    sl_array *src = in != NULL ? sl_array_open(in, "", NULL, &err) : NULL;
+    if (src == NULL) {
+        sl_store_unref(in);
+        return cmd_fail("pyramid", a.paths[0], &err);
+    }
+    struct sl_op op;
+    struct sl_pyramid_opts o = SL_PYRAMID_OPTS_DEFAULT;
+    char name[256];
+    rc = downsample_opts_bind(&cmd_pyramid, &dso, src, &op);
+    if (rc == 0)
+        rc = pyramid_opts_make(&a, &dso, &ao, src, &o);
+    if (rc == 0) {
+        base_name(a.paths[1], name, sizeof(name));
+        o.name = a.name != NULL ? a.name : name;
+    }
+    sl_store *out = rc == 0 ? open_dir_store(a.paths[1], true, &err) : NULL;
+    if (rc == 0 && out == NULL)
+        rc = cmd_fail("pyramid", a.paths[1], &err);
+    if (rc == 0)
+        rc = pyramid_build_and_run(&a, src, out, &o, &ro);
+    sl_array_unref(src);
+    sl_store_unref(in);
+    sl_store_unref(out);
+    return rc;
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The issue's pipeline benchmark: a 2x mean downsample of a Zarr v2 uint16
+ * array (zstd level 1) into a new Zarr v2 array with the input's chunks,
+ * by `sluice downsample` and by dask (from_zarr -> coarsen(np.mean) ->
+ * astype(uint16) -> to_zarr, peer_dask_downsample.py), side by side:
+ *
+ *   3d: (512, 512, 512) in 64^3 chunks, factors 2, 2, 2;
+ *   5d: (4, 2, 32, 1024, 1024) in (1, 1, 32, 256, 256) chunks, factors
+ *       1, 1, 1, 2, 2 (Y and X only).
+ *
+ * Each run is a child process: sluice's wall time, CPU time and peak RSS
+ * come from wait4() over the whole `sluice downsample` process; dask's from
+ * the peer, which times its pipeline only (imports and set-up excluded).
+ * Runs interleave (sluice, dask rechunk, dask aligned, REPS rounds) so a
+ * neighbour's load on a shared machine falls on both alike.  Prints
+ * medians, the dask / sluice ratios against the better dask variant for
+ * wall and CPU time, sluice / dask for peak RSS against the leaner one,
+ * and checks the outputs agree to 1 (dask truncates the mean to uint16,
+ * sluice rounds half to even).  The inputs are generated once under
+ * $SL_BENCH_DATA.
+ *
+ *   bench_graph_downsample [REPS]   (default 3; run by tests/bench/run.sh,
+ *   which sets SL_SLUICE_EXE, SL_BENCH_SOURCE_ROOT and SL_BENCH_DATA)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+/* One child process's cost. */
+struct cost {
+    double wall_s;  /* wall time */
+    double cpu_s;   /* user + system time */
+    double rss_mib; /* peak resident set */
+};
+
+/* Captured `name: value unit` lines of a child's stdout. */
+struct lines {
+    char text[8192]; /* what the child printed */
+    size_t len;      /* bytes in text */
+};
+
+static void
+die(const char *what)
+{
+    fprintf(stderr, "bench_graph_downsample: %s\n", what);
+    exit(1);
+}
+
+/* Run argv[0] with argv; capture its stdout into `out` (NULL: discard). */
+static int
+spawn(char *const argv[], struct lines *out, struct cost *c)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        die("pipe failed");
+    double t0 = sl_bench_now();
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork failed");
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[1024];
+    ssize_t n;
+    if (out != NULL)
+        out->len = 0;
+    while ((n = read(fd[0], buf, sizeof(buf))) > 0) {
+        if (out != NULL && out->len + (size_t)n < sizeof(out->text)) {
+            memcpy(out->text + out->len, buf, (size_t)n);
+            out->len += (size_t)n;
+        }
+    }
+    close(fd[0]);
+    if (out != NULL)
+        out->text[out->len] = '\0';
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid)
+        die("wait4 failed");
+    c->wall_s = sl_bench_now() - t0;
+    c->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    c->rss_mib = (double)ru.ru_maxrss / 1024.0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The value of line `name: value unit` in `l`, or -1. */
+static double
+line_value(const struct lines *l, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = l->text; p != NULL && *p != '\0';) {
+        if (strncmp(p, name, n) == 0 && p[n] == ':')
+            return atof(p + n + 1);
+        p = strchr(p, '\n');
+        p = p != NULL ? p + 1 : NULL;
+    }
+    return -1;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of each field over `n` costs. */
+static struct cost
+median_cost(const struct cost *c, int n)
+{
+    double w[16], u[16], r[16];
+    for (int i = 0; i < n; i++)
+        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib;
+    qsort(w, (size_t)n, sizeof(double), cmp_double);
+    qsort(u, (size_t)n, sizeof(double), cmp_double);
+    qsort(r, (size_t)n, sizeof(double), cmp_double);
+    return (struct cost){w[n / 2], u[n / 2], r[n / 2]};
+}
+
+/* Paths and programs of this invocation. */
+struct env {
+    const char *sluice; /* the launcher */
+    char peer[4096];    /* peer_dask_downsample.py */
+    const char *data;   /* inputs and outputs */
+};
+
+/* Run the peer with `args` (NULL-terminated after the script). */
+static int
+peer(const struct env *e, const char *a1, const char *a2, const char *a3, const char *a4,
+     const char *a5, struct lines *out, struct cost *c)
+{
+    char *argv[] = {"/usr/bin/python3", (char *)e->peer, (char *)a1, (char *)a2,
+                    (char *)a3,         (char *)a4,      (char *)a5, NULL};
+    return spawn(argv, out, c);
+}
+
+/* The dask variants measured. */
+static const char *const dask_variants[] = {"rechunk", "aligned"};
+#define N_VARIANTS 2
+
+/* One round: sluice once, then each dask variant once (interleaved, so a
+ * neighbour's load on this shared machine falls on both alike). */
+static void
+bench_round(const struct env *e, const char *kind, const char *factors, struct cost *sl,
+            struct cost *dask)
+{
+    char in[4096], out[4096];
+    snprintf(in, sizeof(in), "%s/%s_in.zarr", e->data, kind);
+    snprintf(out, sizeof(out), "%s/%s_out_sluice.zarr", e->data, kind);
+    char *argv[] = {(char *)e->sluice, "downsample",    in,  out, "--factors", (char *)factors,
+                    "--overwrite",     "--no-progress", NULL};
+    if (spawn(argv, NULL, sl) != 0)
+        die("sluice downsample failed");
+    for (int v = 0; v < N_VARIANTS; v++) {
+        struct lines l;
+        struct cost whole;
+        char key[128];
+        snprintf(out, sizeof(out), "%s/%s_out_dask_%s.zarr", e->data, kind, dask_variants[v]);
+        if (peer(e, "run", kind, dask_variants[v], e->data, out, &l, &whole) != 0)
+            die("the dask peer failed");
+        snprintf(key, sizeof(key), "dask_%s_%s_wall", kind, dask_variants[v]);
+        dask[v].wall_s = line_value(&l, key);
+        snprintf(key, sizeof(key), "dask_%s_%s_cpu", kind, dask_variants[v]);
+        dask[v].cpu_s = line_value(&l, key);
+        snprintf(key, sizeof(key), "dask_%s_%s_peak_rss", kind, dask_variants[v]);
+        dask[v].rss_mib = line_value(&l, key);
+    }
+}
+
+/* Print `prefix`_{wall,cpu,peak_rss} of `c`. */
+static void
+report_cost(const char *prefix, const struct cost *c)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "%s_wall", prefix);
+    sl_bench_report(name, c->wall_s, "s");
+    snprintf(name, sizeof(name), "%s_cpu", prefix);
+    sl_bench_report(name, c->cpu_s, "s");
+    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
+    sl_bench_report(name, c->rss_mib, "MiB");
+}
+
+/* Check that sluice's and dask's outputs agree up to rounding. */
+static void
+compare_outputs(const struct env *e, const char *kind)
+{
+    char a[4096], b[4096], name[128];
+    struct lines l;
+    struct cost c;
+    snprintf(a, sizeof(a), "%s/%s_out_sluice.zarr", e->data, kind);
+    snprintf(b, sizeof(b), "%s/%s_out_dask_aligned.zarr", e->data, kind);
+    if (peer(e, "compare", a, b, NULL, NULL, &l, &c) != 0)
+        die("the comparison failed");
+    double diff = line_value(&l, "compare_max_abs_diff");
+    snprintf(name, sizeof(name), "%s_sluice_vs_dask_max_abs_diff", kind);
+    sl_bench_report(name, diff, "count");
+    snprintf(name, sizeof(name), "%s_sluice_vs_dask_equal_share", kind);
+    sl_bench_report(name, line_value(&l, "compare_equal_share"), "fraction");
+    if (diff < 0 || diff > 1)
+        die("sluice and dask outputs differ by more than rounding");
+}
+
+/* Measure one case in `reps` interleaved rounds; print medians and ratios. */
+static void
+bench_case(const struct env *e, const char *kind, const char *factors, double raw_mb, int reps)
+{
+    struct lines l;
+    struct cost c, sl[16], dask[N_VARIANTS][16], round[N_VARIANTS];
+    if (peer(e, "setup", kind, e->data, NULL, NULL, &l, &c) != 0)
+        die("the peer could not create the input");
+    for (int i = 0; i < reps; i++) {
+        bench_round(e, kind, factors, &sl[i], round);
+        for (int v = 0; v < N_VARIANTS; v++)
+            dask[v][i] = round[v];
+    }
+    char name[128];
+    struct cost s = median_cost(sl, reps), best = {-1, -1, -1};
+    snprintf(name, sizeof(name), "sluice_%s", kind);
+    report_cost(name, &s);
+    snprintf(name, sizeof(name), "sluice_%s_input_rate", kind);
+    sl_bench_report(name, raw_mb / s.wall_s, "MB/s");
+    for (int v = 0; v < N_VARIANTS; v++) {
+        struct cost d = median_cost(dask[v], reps);
+        snprintf(name, sizeof(name), "dask_%s_%s", kind, dask_variants[v]);
+        report_cost(name, &d);
+        best.wall_s = best.wall_s < 0 || d.wall_s < best.wall_s ? d.wall_s : best.wall_s;
+        best.cpu_s = best.cpu_s < 0 || d.cpu_s < best.cpu_s ? d.cpu_s : best.cpu_s;
+        best.rss_mib = best.rss_mib < 0 || d.rss_mib < best.rss_mib ? d.rss_mib : best.rss_mib;
+    }
+    snprintf(name, sizeof(name), "dask_over_sluice_%s_wall", kind);
+    sl_bench_report(name, best.wall_s / s.wall_s, "x");
+    snprintf(name, sizeof(name), "dask_over_sluice_%s_cpu", kind);
+    sl_bench_report(name, best.cpu_s / s.cpu_s, "x");
+    snprintf(name, sizeof(name), "sluice_over_dask_%s_peak_rss", kind);
+    sl_bench_report(name, s.rss_mib / best.rss_mib, "x");
+    compare_outputs(e, kind);
+}
+
+int
+main(int argc, char **argv)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : 3;
+    if (reps < 1 || reps > 15)
+        reps = 3;
+    struct env e;
+    e.sluice = getenv("SL_SLUICE_EXE");
+    const char *root = getenv("SL_BENCH_SOURCE_ROOT");
+    e.data = getenv("SL_BENCH_DATA");
+    if (e.sluice == NULL || root == NULL) {
+        fprintf(stderr,
+                "SL_SLUICE_EXE or SL_BENCH_SOURCE_ROOT unset: run via tests/bench/run.sh\n");
+        return 0;
+    }
+    if (e.data == NULL)
+        e.data = "/tmp/sluice-bench-data";
+    snprintf(e.peer, sizeof(e.peer), "%s/tests/bench/graph/peer_dask_downsample.py", root);
+    bench_case(&e, "3d", "2,2,2", 512.0 * 512 * 512 * 2 / 1e6, reps);
+    bench_case(&e, "5d", "1,1,1,2,2", 4.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6, reps);
+    return 0;
+}
