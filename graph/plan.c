@@ -429,12 +429,14 @@ sl_plan_merge_codes(sl_plan *plan, uint32_t node, const uint8_t *codes, uint64_t
                             "put \"%s\" has %" PRIu64 " chunks; %" PRIu64 " codes were given",
                             sl__graph_node(plan->graph, node)->name, ps->n_chunks, n_codes);
     for (uint64_t k = 0; k < n_codes; k++) {
-        if (codes[k] == SL_ESKIPPED)
+        if (codes[k] == SL_ESKIPPED || codes[k] == ps->codes[k])
             continue;
         if (ps->codes[k] != SL_ESKIPPED)
             return sl_error_set(err, SL_EINVAL, NULL,
-                                "chunk %" PRIu64 " of put \"%s\" ran in two parts", k,
-                                sl__graph_node(plan->graph, node)->name);
+                                "chunk %" PRIu64 " of put \"%s\" ran in two parts (%s and %s)", k,
+                                sl__graph_node(plan->graph, node)->name,
+                                sl_status_name((sl_status)ps->codes[k]),
+                                sl_status_name((sl_status)codes[k]));
         ps->codes[k] = codes[k];
     }
     return SL_OK;

@@ -275,7 +275,8 @@ pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char 
                 const struct sl_pyramid_opts *o, sl_dtype dtype, sl_array **arrays,
                 struct sl_error *err)
 {
-    SL_TRY(pyr_check_group(store, group, o->level.overwrite, err));
+    if (!o->open_existing)
+        SL_TRY(pyr_check_group(store, group, o->level.overwrite, err));
     for (uint32_t k = 0; k < l->n_levels; k++) {
         struct sl_array_spec spec = o->level;
         spec.rank = l->rank;
@@ -291,13 +292,16 @@ pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char 
         char path[SL_STORE_KEY_MAX];
         pyr_level_path(group, k, path, sizeof(path));
         struct sl_error e = SL_ERROR_INIT;
-        arrays[k] = sl_array_create(store, path, &spec, NULL, &e);
+        arrays[k] = o->open_existing ? sl_array_open(store, path, NULL, &e)
+                                     : sl_array_create(store, path, &spec, NULL, &e);
         if (arrays[k] == NULL) {
             if (err != NULL && err->code == SL_OK)
                 *err = e;
             return e.code;
         }
     }
+    if (o->open_existing)
+        return SL_OK;
     char *attrs = sl__pyramid_ome_json(l, o->name, err);
     if (attrs == NULL)
         return SL_ENOMEM;

@@ -11,6 +11,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dist.h"
 #include "downsample_opts.h"
 #include "runner.h"
 
@@ -108,7 +109,7 @@ run_downsample(int argc, char **argv)
     if (rc == 0) {
         ds_clip_layout(&spec);
         out = open_dir_store(paths[1], true, &err);
-        dst = out != NULL ? sl_array_create(out, "", &spec, NULL, &err) : NULL;
+        dst = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
         if (dst == NULL)
             rc = cmd_fail("downsample", paths[1], &err);
     }

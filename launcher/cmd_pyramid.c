@@ -16,6 +16,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dist.h"
 #include "downsample_opts.h"
 #include "runner.h"
 
@@ -291,11 +292,21 @@ pyramid_build_and_run(const struct pyramid_args *a, sl_array *src, sl_store *out
     sl_graph *g = sl_graph_create(NULL, &err);
     uint32_t get, puts[SL_PYRAMID_MAX_LEVELS];
     int rc = 0;
-    if (g == NULL || sl_graph_add_get(g, "input", src, &get, &err) != SL_OK ||
-        sl_graph_add_pyramid(g, "level", get, out, "", o, puts, &err) != SL_OK)
+    /* Across processes rank 0 creates the group and its levels first; the
+     * other ranks then build the same nodes over the arrays it made. */
+    struct sl_pyramid_opts mine = *o;
+    sl_status st = g != NULL ? sl_graph_add_get(g, "input", src, &get, &err) : SL_ENOMEM;
+    if (st == SL_OK && dist_rank() == 0)
+        st = sl_graph_add_pyramid(g, "level", get, out, "", &mine, puts, &err);
+    st = dist_share(st, &err);
+    mine.open_existing = true;
+    if (st == SL_OK && dist_rank() != 0)
+        st = sl_graph_add_pyramid(g, "level", get, out, "", &mine, puts, &err);
+    if (st != SL_OK)
         rc = cmd_fail("pyramid", a->paths[1], &err);
     if (rc == 0) {
-        print_levels(g, puts, o->n_levels, a->paths[1]);
+        if (dist_rank() == 0)
+            print_levels(g, puts, o->n_levels, a->paths[1]);
         rc = run_graph(&cmd_pyramid, g, ro, "pyramid");
     }
     sl_graph_unref(g);

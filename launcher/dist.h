@@ -18,8 +18,12 @@
 /* Start MPI when the program was launched by mpirun (call first in main). */
 void dist_init(int *argc, char ***argv);
 
-/* Stop MPI (call last in main). */
-void dist_finish(void);
+/*
+ * Stop MPI (call last in main with the command's exit status).  A rank that
+ * failed before the run's final exchange (setting up its part) aborts the
+ * whole job with `rc`, since the other ranks may be waiting for it.
+ */
+void dist_finish(int rc);
 
 /* This process's rank and the number of processes (0 and 1 when alone). */
 int dist_rank(void);
@@ -31,6 +35,9 @@ int dist_size(void);
  * progress there, with `show_ctx`.
  */
 void dist_plan_opts(struct sl_plan_opts *o, sl_progress_fn *show, void *show_ctx);
+
+/* Tell the phase barrier which plan runs (call after preparing it). */
+void dist_set_plan(sl_plan *plan);
 
 /*
  * After a run: every rank sends its status arrays, failure records and
@@ -47,6 +54,12 @@ sl_status dist_gather(sl_plan *plan, sl_status local_status);
  */
 sl_array *dist_create_array(sl_store *store, const char *path, const struct sl_array_spec *spec,
                             struct sl_error *err);
+
+/*
+ * Rank 0's `status` and `err` on every rank (alone: unchanged): for work
+ * rank 0 does first, such as creating outputs the others then open.
+ */
+sl_status dist_share(sl_status status, struct sl_error *err);
 
 /* Agree on an exit status: rank 0's, on every rank. */
 int dist_exit_status(int rc);

@@ -38,6 +38,8 @@ static struct dist_progress_msg *latest;  /* rank 0: each rank's last message */
 static struct dist_progress_msg outgoing; /* other ranks: the message in flight */
 static MPI_Request out_req = MPI_REQUEST_NULL;
 static double t0;
+static bool gathered;    /* dist_gather completed: every rank took part */
+static sl_plan *running; /* the plan the phase barrier merges codes into */
 
 static double
 now_s(void)
@@ -64,10 +66,17 @@ dist_init(int *argc, char ***argv)
 }
 
 void
-dist_finish(void)
+dist_finish(int rc)
 {
     if (!active)
         return;
+    if (rc != 0 && !gathered && n_ranks > 1) {
+        fprintf(stderr,
+                "sluice: rank %d of %d failed before the run could finish; ending "
+                "every rank\n",
+                my_rank, n_ranks);
+        MPI_Abort(MPI_COMM_WORLD, rc);
+    }
     if (out_req != MPI_REQUEST_NULL)
         MPI_Wait(&out_req, MPI_STATUS_IGNORE);
     free(latest);
@@ -150,14 +159,24 @@ on_progress(void *ctx, const struct sl_progress *p)
     MPI_Isend(&outgoing, sizeof(outgoing), MPI_BYTE, 0, TAG_PROGRESS, MPI_COMM_WORLD, &out_req);
 }
 
+static sl_status merge_all_codes(sl_plan *plan, int root);
+
 static sl_status
 on_phase(void *ctx, uint32_t phase, uint32_t n_phases)
 {
     (void)ctx;
     (void)phase;
-    (void)n_phases;
-    /* Later phases read what earlier ones wrote: every rank must be done. */
-    return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? SL_OK : SL_EREMOTE;
+    if (phase + 1 == n_phases)
+        return SL_OK; /* the final exchange follows in dist_gather */
+    /* Later phases read what earlier ones wrote: every rank must be done,
+     * and know which chunks failed in the others' parts. */
+    return running != NULL ? merge_all_codes(running, -1) : SL_OK;
+}
+
+void
+dist_set_plan(sl_plan *plan)
+{
+    running = plan;
 }
 
 void
@@ -191,9 +210,12 @@ merge_codes_op(void *in, void *inout, int *len, MPI_Datatype *type)
             b[i] = a[i];
 }
 
-/* Reduce every put's codes to rank 0 and merge what the others ran. */
+/*
+ * Combine every put's codes across ranks and merge what the others ran:
+ * into rank `root` only, or (root -1) into every rank.
+ */
 static sl_status
-gather_codes(sl_plan *plan, MPI_Op op)
+gather_codes(sl_plan *plan, MPI_Op op, int root)
 {
     const sl_graph *g = sl_plan_graph(plan);
     for (uint32_t id = 0; id < sl_graph_node_count(g); id++) {
@@ -207,18 +229,17 @@ gather_codes(sl_plan *plan, MPI_Op op)
             free(recv);
             return SL_ENOMEM;
         }
-        /* Rank 0 keeps its own codes; it contributes only SL_ESKIPPED. */
-        if (my_rank == 0)
-            memset(send, SL_ESKIPPED, n);
-        else
-            memcpy(send, ps.codes, n);
+        memcpy(send, ps.codes, n);
         for (uint64_t at = 0; at < n;) {
             int len = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
-            MPI_Reduce(send + at, recv + at, len, MPI_BYTE, op, 0, MPI_COMM_WORLD);
+            if (root < 0)
+                MPI_Allreduce(send + at, recv + at, len, MPI_BYTE, op, MPI_COMM_WORLD);
+            else
+                MPI_Reduce(send + at, recv + at, len, MPI_BYTE, op, root, MPI_COMM_WORLD);
             at += (uint64_t)len;
         }
         sl_status st = SL_OK;
-        if (my_rank == 0) {
+        if (root < 0 || my_rank == root) {
             struct sl_error err = SL_ERROR_INIT;
             st = sl_plan_merge_codes(plan, id, recv, n, &err);
             if (st != SL_OK)
@@ -272,6 +293,16 @@ gather_records(sl_plan *plan)
     free(sums);
 }
 
+static sl_status
+merge_all_codes(sl_plan *plan, int root)
+{
+    MPI_Op op;
+    MPI_Op_create(merge_codes_op, 1, &op);
+    sl_status st = gather_codes(plan, op, root);
+    MPI_Op_free(&op);
+    return st;
+}
+
 sl_status
 dist_gather(sl_plan *plan, sl_status local_status)
 {
@@ -288,10 +319,7 @@ dist_gather(sl_plan *plan, sl_status local_status)
     } else if (out_req != MPI_REQUEST_NULL) {
         MPI_Wait(&out_req, MPI_STATUS_IGNORE);
     }
-    MPI_Op op;
-    MPI_Op_create(merge_codes_op, 1, &op);
-    sl_status st = gather_codes(plan, op);
-    MPI_Op_free(&op);
+    sl_status st = merge_all_codes(plan, 0);
     gather_records(plan);
     /* The run's status: rank 0's after merging, or the first rank's own failure. */
     int mine = (int)local_status, *all = my_rank == 0 ? calloc((size_t)n_ranks, sizeof(int)) : NULL;
@@ -306,6 +334,7 @@ dist_gather(sl_plan *plan, sl_status local_status)
     }
     free(all);
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    gathered = true;
     return (sl_status)status;
 }
 
@@ -326,6 +355,19 @@ dist_create_array(sl_store *store, const char *path, const struct sl_array_spec 
     if (a == NULL && err != NULL)
         *err = e;
     return a;
+}
+
+sl_status
+dist_share(sl_status status, struct sl_error *err)
+{
+    if (!active || n_ranks == 1)
+        return status;
+    struct sl_error e = err != NULL ? *err : SL_ERROR_INIT;
+    e.code = status;
+    MPI_Bcast(&e, sizeof(e), MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (err != NULL)
+        *err = e;
+    return e.code;
 }
 
 int

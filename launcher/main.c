@@ -116,6 +116,6 @@ main(int argc, char **argv)
     /* Under mpirun, every rank runs the command on its part. */
     dist_init(&argc, &argv);
     int rc = c->run(argc - 1, argv + 1);
-    dist_finish();
+    dist_finish(rc);
     return rc;
 }

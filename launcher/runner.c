@@ -261,6 +261,7 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     sl_plan *plan = sl_graph_prepare(g, &opts, &err);
     if (plan == NULL)
         return cmd_fail(c->name, what, &err);
+    dist_set_plan(plan);
     sl_pool *pool = sl_pool_create(&po, &err);
     if (pool == NULL) {
         sl_plan_destroy(plan);

@@ -446,9 +446,12 @@ SL_API const struct sl_chunk_error *sl_plan_errors(const sl_plan *plan, size_t *
 
 /**
  * Take the codes another part recorded for put `node` (`n_codes` = its
- * chunk count) where this plan has SL_ESKIPPED.
+ * chunk count) where this plan has SL_ESKIPPED; codes equal to this plan's
+ * are accepted (a part merged twice).  Allowed between phases, from the
+ * phase callback, so that gets of later phases see which chunks failed in
+ * other parts.
  * @return SL_OK; SL_EINVAL when `node` is not a put, the count differs, or
- * a chunk ran in both parts (naming it).
+ * a chunk has different codes in both (naming it and the codes).
  */
 SL_API SL_NODISCARD sl_status sl_plan_merge_codes(sl_plan *plan, uint32_t node,
                                                   const uint8_t *codes, uint64_t n_codes,

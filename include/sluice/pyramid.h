@@ -56,6 +56,9 @@ struct sl_pyramid_opts {
     struct sl_pyramid_axis axes[SL_MAX_RANK]; /* per dimension; see the defaults */
     double scale[SL_MAX_RANK];                /* level 0's pixel size; 0: 1.0 */
     double translation[SL_MAX_RANK];          /* level 0's offset (pixel 0's centre) */
+    bool open_existing; /* open the level arrays another process of the run created
+                           (with the same options) instead of creating them and the
+                           group's metadata: ranks other than 0 of a split run */
 };
 /* clang-format off */
 #define SL_PYRAMID_OPTS_DEFAULT                                          \
