@@ -18,6 +18,7 @@
 
 #include <sluice.h>
 
+#include "fault_io.h"
 #include "io_internal.h"
 #include "testkit.h"
 #include "testutil.h"
@@ -884,4 +885,122 @@ Test(io_txn, leftovers_of_killed_writers_are_never_read_and_are_removed_on_open)
     sl_array_unref(a);
     sl_store_unref(s);
     sl_test_rmtree(top);
+}
+
+/* ---- every system call of a commit failing ------------------------------------------ */
+
+static int
+count_temporaries(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "find '%s' -name '.sluice-tmp.*' | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    cr_assert_not_null(p);
+    cr_assert_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* One commit of two complete shards and two partial ones on a store
+ * whose `at`-th call of `op` fails; false once the commit makes fewer
+ * calls than that. */
+static bool
+commit_with_fault(const char *root, sl_fault_op op, uint64_t at)
+{
+    struct sl_fault_io fio;
+    sl_fault_io_init(&fio);
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.io = &fio.table;
+    so.durable = true;
+    sl_store *s = sl_store_open_fs(root, &so, NULL);
+    sl_array *a = sl_array_open(s, "a", NULL, NULL);
+    cr_assert_not_null(a);
+    uint16_t old[N * N], v[N * N], back[N * N];
+    struct sl_region whole = sl_region_whole(2, (const uint64_t[]){N, N});
+    cr_assert_eq(sl_array_read_region(a, &whole, old, sizeof(old), NULL, NULL, NULL), SL_OK);
+    values_make(v, (unsigned)(op * 1000 + at));
+    struct reports rep = {0};
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.flush_full = false;
+    o.on_unit = record_unit;
+    o.on_unit_arg = &rep;
+    sl_txn *t = sl_txn_open(a, &o, NULL);
+    cr_assert_not_null(t);
+    struct fixture f; /* only its model is used */
+    memcpy(f.model, old, sizeof(old));
+    txn_put_region(&f, t, 0, 8, 0, 16, v);  /* shards (0, 0) and (0, 1) whole */
+    txn_put_region(&f, t, 9, 10, 3, 12, v); /* parts of (1, 0) and (1, 1) */
+    sl_fault_io_reset(&fio);
+    sl_fault_io_fail(&fio, op, at, op == SL_FAULT_WRITE ? ENOSPC : EIO);
+    sl_status st = sl_txn_commit(t, NULL, NULL);
+    bool injected = sl_fault_io_calls(&fio, op) >= at;
+    sl_txn_close(t);
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_array_read_region(a, &whole, back, sizeof(back), NULL, NULL, NULL), SL_OK,
+                 "%s #%lu: a shard does not decode", sl_fault_op_name(op), (unsigned long)at);
+    /* A durable store fsyncs the directory after the rename: when that
+     * open or fsync fails, the shard is reported failed yet holds the new
+     * data (visible, not known durable).  Any other failure leaves it old. */
+    bool after_rename_possible = op == SL_FAULT_OPEN || op == SL_FAULT_FSYNC;
+    bool any_failed = false;
+    for (int sy = 0; sy < SHARDS; sy++)
+        for (int sx = 0; sx < SHARDS; sx++) {
+            bool staged = sy < 2 && sx < 2;
+            bool ok = staged && rep.status[sy][sx] == SL_OK;
+            any_failed = any_failed || (staged && !ok);
+            bool is_old = true, is_new = true;
+            for (int y = sy * 8; y < sy * 8 + 8 && y < N; y++)
+                for (int x = sx * 8; x < sx * 8 + 8 && x < N; x++) {
+                    is_old = is_old && back[y * N + x] == old[y * N + x];
+                    is_new = is_new && back[y * N + x] == f.model[y * N + x];
+                }
+            cr_assert(ok ? is_new : is_old || (after_rename_possible && is_new),
+                      "%s #%lu: shard (%d, %d), reported %s, holds %s", sl_fault_op_name(op),
+                      (unsigned long)at, sy, sx, ok ? "written" : "failed",
+                      is_old   ? "the old data"
+                      : is_new ? "the new data"
+                               : "a mix");
+        }
+    cr_assert_eq(st != SL_OK, any_failed, "%s #%lu: commit says %s", sl_fault_op_name(op),
+                 (unsigned long)at, sl_status_name(st));
+    cr_assert_eq(count_temporaries(root), 0, "%s #%lu left a temporary file", sl_fault_op_name(op),
+                 (unsigned long)at);
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_fault_io_fini(&fio);
+    return injected;
+}
+
+Test(io_txn, every_failing_system_call_of_a_commit_leaves_shards_old_or_new)
+{
+    const char *tmp = sl_test_tmpdir("txn-faults");
+    char root[512];
+    snprintf(root, sizeof(root), "%s", tmp);
+    sl_store *s = sl_store_open_fs(root, NULL, NULL);
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_U16;
+    for (int d = 0; d < 2; d++) {
+        sp.shape[d] = N;
+        sp.chunk_shape[d] = 4;
+        sp.shard_shape[d] = 8;
+    }
+    sp.checksum = true;
+    sl_array *a = sl_array_create(s, "a", &sp, NULL, NULL);
+    uint16_t v[N * N];
+    values_make(v, 77);
+    struct sl_region whole = sl_region_whole(2, sp.shape);
+    cr_assert_eq(sl_array_write_region(a, &whole, v, sizeof(v), NULL, NULL, NULL), SL_OK);
+    sl_array_unref(a);
+    sl_store_unref(s);
+    const sl_fault_op ops[] = {SL_FAULT_OPEN,  SL_FAULT_CLOSE,  SL_FAULT_PREAD,
+                               SL_FAULT_WRITE, SL_FAULT_FSYNC,  SL_FAULT_FSTAT,
+                               SL_FAULT_LSTAT, SL_FAULT_RENAME, SL_FAULT_REALPATH};
+    int n_runs = 0;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        for (uint64_t at = 1; commit_with_fault(root, ops[i], at); at++)
+            n_runs++;
+    cr_assert_gt(n_runs, 40, "the sweep injected %d failures", n_runs);
+    sl_test_rmtree(root);
 }
