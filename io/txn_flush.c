@@ -55,6 +55,17 @@ struct encode_job {
     struct sl__txn_chunk **chunks;
 };
 
+/* The chain scratch buffer of `ctx` that `data` lies at the start of. */
+static struct sl_buf *
+scratch_holding(sl_codec_ctx *ctx, const uint8_t *data)
+{
+    static const sl__scratch chain[] = {SL__SCR_STAGE, SL__SCR_A, SL__SCR_B};
+    for (size_t i = 0; i < sizeof(chain) / sizeof(chain[0]); i++)
+        if (ctx->scratch[chain[i]].data == data)
+            return &ctx->scratch[chain[i]];
+    return NULL;
+}
+
 static sl_status
 encode_one(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
 {
@@ -65,9 +76,20 @@ encode_one(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     struct sl__view v;
     c->enc.size = 0;
     /* A failure here is met again, and reported, in the second pass. */
-    if (chunk_encode(job->t, c->data, ctx, &v, &c->empty, &ignored) == SL_OK &&
-        (c->empty || sl_buf_append(&c->enc, v.data, v.size, &ignored) == SL_OK))
-        c->encoded = true;
+    if (chunk_encode(job->t, c->data, ctx, &v, &c->empty, &ignored) != SL_OK)
+        return SL_OK;
+    struct sl_buf *held = c->empty ? NULL : scratch_holding(ctx, v.data);
+    if (held != NULL) {
+        /* Trade buffers rather than copy: each keeps its allocator, and
+         * the context gets a buffer of the same use back. */
+        struct sl_buf mine = c->enc;
+        c->enc = *held;
+        c->enc.size = v.size;
+        *held = mine;
+    } else if (!c->empty && sl_buf_append(&c->enc, v.data, v.size, &ignored) != SL_OK) {
+        return SL_OK;
+    }
+    c->encoded = true;
     return SL_OK;
 }
 
