@@ -316,8 +316,11 @@ Test(io_txn_crash, killed_commits_leave_every_shard_old_or_new)
     for (uint64_t i = 1; i <= kills; i++) {
         struct child c = child_start(exe, root, next, rng_next(&rng) % 2 == 0);
         cr_assert(child_ready(&c), "kill %" PRIu64 ": the child failed to open the array", i);
-        /* Anywhere in the next few commits, often early in one. */
+        /* Anywhere in the next few commits, often early in one; at most
+         * 25 ms, so that a loaded machine (slow fsyncs) cannot stretch the
+         * run: kills then land in the first commit, as often in a flush. */
         double span = commit_us * (rng_next(&rng) % 4 == 0 ? 1.0 : 3.0);
+        span = span < 25000 ? span : 25000;
         usleep((useconds_t)((double)(rng_next(&rng) % 1000) / 1000.0 * span));
         uint64_t last = next - 1;
         n_reports += child_kill(&c, &last);
