@@ -65,8 +65,10 @@ typedef struct sl_txn sl_txn;
  * failure that left it unchanged (`err` says why), or SL_ECANCELED when an
  * abort dropped it.  `err` is NULL on SL_OK.  Runs on the thread that
  * wrote the unit (a writer whose write completed it, or a worker of
- * `par` during commit), outside the transaction's locks; it may not call
- * the transaction back.
+ * `par` during commit), outside the transaction's locks, possibly on
+ * several threads at once; it may not call the transaction back.  A
+ * put stage marks every chunk of a failed unit failed
+ * (sl_array_iter_shard_chunks lists them).
  */
 typedef void sl_txn_unit_fn(void *arg, const uint64_t *unit, sl_status status,
                             const struct sl_error *err);
@@ -131,7 +133,8 @@ SL_API SL_NODISCARD sl_status sl_txn_write_chunk(sl_txn *t, const uint64_t *coor
  * Stage `region` from `buf` (dense, C order, the region's shape, as
  * sl_array_write_region takes it).  Chunks it covers whole are staged
  * whole; the parts of others are kept with a mask and merged with the
- * stored chunk when their unit is written.
+ * stored chunk when their unit is written.  After a failure, the chunks
+ * met before the failing one stay staged.
  * @return as sl_txn_write_chunk, SL_EBOUNDS for a region outside the array.
  * Thread-safety: as sl_txn_write_chunk.
  */
