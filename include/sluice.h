@@ -25,6 +25,7 @@
 #include <sluice/status.h>
 #include <sluice/store.h>
 #include <sluice/topo.h>
+#include <sluice/txn.h>
 #include <sluice/version.h>
 #include <sluice/view.h>
 

@@ -21,6 +21,7 @@
 #include <sluice/dtype.h>
 #include <sluice/error.h>
 #include <sluice/store.h>
+#include <sluice/txn.h>
 
 #include "core_internal.h"
 
@@ -646,5 +647,157 @@ sl_status sl__shard_rewrite(const sl_array *a, const uint64_t *shard, bool need_
  * `*missing` when its shard or entry is absent (`buf` untouched). */
 sl_status sl__inner_fetch(const sl_array *a, const uint64_t *inner, void *buf, sl_codec_ctx *ctx,
                           bool *missing, struct sl_error *err);
+
+/* ---- transactions (txn*.c) ------------------------------------------------------ */
+
+/* The previous version of a shard, read whole for a merge (shard.c). */
+struct sl__shard_old {
+    const uint8_t *bytes;    /* the shard, in the context's SL__SCR_OLD; NULL when absent */
+    const uint64_t *entries; /* its decoded index, in SL__SCR_INDEX; NULL when absent */
+};
+
+/* Read shard `key` of `a` whole and decode its index; an absent shard
+ * leaves both pointers NULL.  @return SL_OK, SL_ECORRUPT or a store error. */
+sl_status sl__shard_read_old(const sl_array *a, const char *key, sl_codec_ctx *ctx,
+                             struct sl__shard_old *old, struct sl_error *err);
+
+/*
+ * Remove the temporary files (".sluice-tmp.<pid>.<n>") that writers which
+ * no longer run left in the directories under `prefix` of a filesystem
+ * store; files of this process and of live processes are kept.  Other
+ * stores have none.  `*n_removed` counts what was removed.
+ * @return SL_OK, SL_EACCES (refused prefix), SL_EIO or SL_ENOMEM.
+ */
+sl_status sl__store_sweep(sl_store *s, const char *prefix, uint64_t *n_removed,
+                          struct sl_error *err);
+
+/* Stripes of a transaction's staging table: units hash to index % stripes. */
+#define SL__TXN_STRIPES 16
+
+/*
+ * One staged chunk: a whole decoded chunk (C order, native byte order,
+ * padding beyond the array filled).  Complete when every element inside
+ * the array was written; partial otherwise, with a bit per element written.
+ * Records are pooled by their transaction and reused with their buffers.
+ */
+struct sl__txn_chunk {
+    struct sl__txn_chunk *next; /* the pool's free list */
+    uint8_t *data;              /* layout.n_bytes, 64-byte aligned */
+    uint64_t *mask;             /* one bit per element; allocated on first partial use */
+    bool partial;               /* `mask` says which elements were written */
+    uint64_t n_written;         /* partial: elements inside the array written */
+    struct sl_buf enc;          /* flush: the encoding, when `encoded` */
+    bool encoded;               /* flush: `enc` holds it (or `empty`) */
+    bool empty;                 /* flush: all fill, not stored */
+};
+
+/* How far a unit has gone. */
+typedef enum sl__txn_unit_state {
+    SL__TXN_STAGING,  /* accepting writes */
+    SL__TXN_FLUSHING, /* being written; writers of it wait, readers still see it */
+} sl__txn_unit_state;
+
+/* One unit of writing: a shard, or a chunk of an unsharded array. */
+struct sl__txn_unit {
+    uint64_t index;               /* C-order index in the object grid */
+    uint64_t coords[SL_MAX_RANK]; /* object grid coordinates */
+    sl__txn_unit_state state;     /* guarded by its stripe's lock */
+    uint64_t n_inside;            /* its chunks inside the array */
+    uint64_t n_complete;          /* of those, staged complete */
+    struct sl__txn_chunk **slots; /* n_per_unit entries; NULL where nothing is staged */
+    bool written;                 /* flush: its write was attempted */
+    sl_status status;             /* flush: the outcome */
+    struct sl_error err;          /* flush: what failed */
+};
+
+/* A lock, its wait queue and the units hashing to it. */
+struct sl__txn_stripe {
+    _Alignas(SL_CACHELINE) pthread_mutex_t mu; /* guards everything below and the units' staging */
+    pthread_cond_t done;                       /* broadcast when a unit leaves the table */
+    struct sl__txn_unit **table;               /* open addressing by unit index; NULL slots free */
+    size_t cap;                                /* slots in table, a power of two (or 0) */
+    size_t n;                                  /* units in table */
+};
+
+/* Where a transaction is in its life. */
+typedef enum sl__txn_phase {
+    SL__TXN_OPEN,       /* writes accepted */
+    SL__TXN_COMMITTING, /* commit running */
+    SL__TXN_COMMITTED,  /* commit returned */
+    SL__TXN_ABORTED,    /* abort returned */
+} sl__txn_phase;
+
+/* Opaque in txn.h. */
+struct sl_txn {
+    sl_array *a;                        /* retained */
+    struct sl_txn_opts opts;            /* copied; `par` borrowed */
+    struct sl_allocator alloc;          /* the array's allocator */
+    uint64_t n_per_unit;                /* chunks per unit (1 unsharded) */
+    size_t mask_bytes;                  /* one chunk's mask */
+    _Atomic int phase;                  /* sl__txn_phase */
+    _Atomic uint32_t n_writers;         /* writes in progress */
+    _Atomic uint64_t staged_bytes;      /* chunk data and masks staged */
+    _Atomic uint64_t peak_staged_bytes; /* most staged at once */
+    _Atomic uint64_t n_chunks_staged;   /* see struct sl_txn_stats */
+    _Atomic uint64_t n_units_written;
+    _Atomic uint64_t n_units_failed;
+    _Atomic uint64_t n_units_early;
+    pthread_mutex_t pool_mu;                        /* guards `pool` */
+    struct sl__txn_chunk *pool;                     /* free chunk records */
+    pthread_mutex_t err_mu;                         /* guards `first_err` */
+    struct sl_error first_err;                      /* the first unit that failed */
+    struct sl__txn_stripe stripes[SL__TXN_STRIPES]; /* the staging table */
+};
+
+/* The stripe of unit `index`. */
+struct sl__txn_stripe *sl__txn_stripe_of(sl_txn *t, uint64_t index);
+
+/* The unit at `index` in its (locked) stripe, or NULL. */
+struct sl__txn_unit *sl__txn_table_find(const struct sl__txn_stripe *s, uint64_t index);
+
+/* Remove unit `index` from its (locked) stripe, if there. */
+void sl__txn_table_remove(struct sl__txn_stripe *s, uint64_t index);
+
+/* Unit coordinates, its C-order index and chunk `coords`' slot in it. */
+void sl__txn_unit_of(const sl_txn *t, const uint64_t *coords, uint64_t *unit, uint64_t *index,
+                     uint64_t *k);
+
+/* Stage the whole chunk `coords` from `buf`; `*flush` receives the unit
+ * when this completed it and it is to be written now (marked flushing). */
+sl_status sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf,
+                              struct sl__txn_unit **flush, struct sl_error *err);
+
+/* Stage the part `box` (array coordinates) of chunk `coords` from the
+ * dense `src` of shape `src_dims` at `src_origin` in array coordinates:
+ * whole when `box` is all of the chunk inside the array, else partial. */
+sl_status sl__txn_stage_part(sl_txn *t, const uint64_t *coords, const struct sl_region *box,
+                             const void *src, const uint64_t *src_dims, const uint64_t *src_origin,
+                             struct sl__txn_unit **flush, struct sl_error *err);
+
+/* Return chunk records to the pool, uncounting what they staged. */
+void sl__txn_chunk_release(sl_txn *t, struct sl__txn_chunk *c);
+
+/* Copy the elements of `c` its mask marks (all when complete) into the
+ * whole chunk `dst`. */
+void sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst);
+
+/* Copy box `box` (array coordinates, inside chunk `chunk_region`) of
+ * staged chunk `c` into the dense `dst` of `dst_dims` at `dst_origin`
+ * (array coordinates), only the written elements of a partial chunk. */
+void sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
+                            const struct sl_region *chunk_region, const struct sl_region *box,
+                            void *dst, const uint64_t *dst_dims, const uint64_t *dst_origin);
+
+/*
+ * Write units[0..n) (each flushing): encode their complete chunks on
+ * opts.par, then assemble and write each unit once under its stripe lock,
+ * leave the table, report and release it.  `ctx` is the calling thread's
+ * context (NULL: a temporary one).  `early`: a flush before commit.
+ */
+void sl__txn_flush(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx, bool early);
+
+/* Record a unit's outcome, report it to opts.on_unit, release its chunks
+ * and free it. */
+void sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early);
 
 #endif /* SL_IO_INTERNAL_H */

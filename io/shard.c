@@ -265,15 +265,9 @@ sl__inner_fetch(const sl_array *a, const uint64_t *inner, void *buf, sl_codec_ct
 
 /* ---- rewriting a shard ---------------------------------------------------------------- */
 
-/* The previous version of a shard: its bytes and decoded entries, or none. */
-struct old_shard {
-    const uint8_t *bytes; /* NULL when absent */
-    const uint64_t *entries;
-};
-
-static sl_status
-old_shard_read(const sl_array *a, const char *key, sl_codec_ctx *ctx, struct old_shard *old,
-               struct sl_error *err)
+sl_status
+sl__shard_read_old(const sl_array *a, const char *key, sl_codec_ctx *ctx, struct sl__shard_old *old,
+                   struct sl_error *err)
 {
     old->bytes = NULL;
     old->entries = NULL;
@@ -317,9 +311,9 @@ inner_outside(const sl_array *a, const uint64_t *inner)
 /* What one shard rewrite works with. */
 struct rewrite {
     const sl_array *a;
-    const char *key;      /* the shard's key, for messages */
-    struct old_shard old; /* its previous version */
-    struct sl_buf *chunk; /* a decoded inner chunk */
+    const char *key;          /* the shard's key, for messages */
+    struct sl__shard_old old; /* its previous version */
+    struct sl_buf *chunk;     /* a decoded inner chunk */
     struct sl__shard_builder b;
     sl__inner_fn *fn; /* the caller's decision */
     void *arg;        /* passed to fn */
@@ -359,7 +353,7 @@ sl__shard_rewrite(const sl_array *a, const uint64_t *shard, bool need_old, sl__i
         return sl_error_set(err, SL_EINVAL, NULL, "shard key too long");
     struct rewrite rw = {.a = a, .key = key, .fn = fn, .arg = arg};
     struct sl_buf *out, *entries;
-    sl_status st = need_old ? old_shard_read(a, key, ctx, &rw.old, err) : SL_OK;
+    sl_status st = need_old ? sl__shard_read_old(a, key, ctx, &rw.old, err) : SL_OK;
     if (st == SL_OK)
         st = sl__ctx_scratch(ctx, SL__SCR_SHARD, 0, &out, err);
     if (st == SL_OK)

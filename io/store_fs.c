@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,12 +365,10 @@ struct fs_entries {
     bool failed;
 };
 
+/* Append entry `name` of `kind`; a negated errno value on failure. */
 static int
-fs_collect(void *arg, const char *name, sl_io_kind kind)
+fs_entries_add(struct fs_entries *es, const char *name, sl_io_kind kind)
 {
-    struct fs_entries *es = arg;
-    if (sl__key_is_temporary(name))
-        return 0;
     if (es->n == es->cap) {
         size_t cap = es->cap ? es->cap * 2 : 32;
         struct fs_entry *v = sl_alloc(es->alloc, cap * sizeof(*v), 0);
@@ -390,6 +389,12 @@ fs_collect(void *arg, const char *name, sl_io_kind kind)
     }
     es->v[es->n++] = (struct fs_entry){copy, kind};
     return 0;
+}
+
+static int
+fs_collect(void *arg, const char *name, sl_io_kind kind)
+{
+    return sl__key_is_temporary(name) ? 0 : fs_entries_add(arg, name, kind);
 }
 
 static void
@@ -600,4 +605,108 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
     st->read_only = o.read_only;
     atomic_init(&st->tmp_seq, 0);
     return &st->base;
+}
+
+/* ---- leftovers of killed writers ----------------------------------------------- */
+
+/* True when `name` is ".sluice-tmp.<pid>.<n>" of a process that no longer
+ * runs on this machine.  This process's own files may be in flight. */
+static bool
+fs_tmp_is_stale(const char *name)
+{
+    if (!sl__key_is_temporary(name))
+        return false;
+    const char *p = name + sizeof(".sluice-tmp.") - 1;
+    char *end;
+    errno = 0;
+    long pid = strtol(p, &end, 10);
+    if (errno != 0 || end == p || *end != '.' || pid <= 0 || pid == (long)getpid())
+        return false;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Collect what a sweep must look at: subdirectories, stale temporary files
+ * and entries of unknown kind; other files are skipped. */
+static int
+fs_sweep_collect(void *arg, const char *name, sl_io_kind kind)
+{
+    if (kind == SL_IO_LINK || (kind == SL_IO_FILE && !fs_tmp_is_stale(name)))
+        return 0;
+    return fs_entries_add(arg, name, kind);
+}
+
+/* Remove `file` if it is a stale temporary file; set `*removed`. */
+static sl_status
+fs_sweep_file(struct fs_store *st, const char *file, const char *name, bool *removed,
+              struct sl_error *err)
+{
+    *removed = false;
+    if (!fs_tmp_is_stale(name))
+        return SL_OK;
+    int rc = st->io->unlink(st->io->ctx, file);
+    if (rc < 0 && rc != -ENOENT)
+        return fs_errno(err, rc, "cannot remove leftover", file);
+    *removed = rc == 0;
+    return SL_OK;
+}
+
+/* Sweep directory `path` (resolved, inside the root) and, `depth` levels
+ * down at most, its subdirectories (symbolic links are not followed). */
+static sl_status
+fs_sweep_dir(struct fs_store *st, const char *path, int depth, uint64_t *n_removed,
+             struct sl_error *err)
+{
+    struct fs_entries es = {.alloc = &st->base.alloc};
+    int rc = st->io->list_dir(st->io->ctx, path, fs_sweep_collect, &es);
+    sl_status status = SL_OK;
+    if (es.failed)
+        status = sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %.100s", path);
+    else if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR)
+        status = fs_errno(err, rc, "cannot list", path);
+    bool any = false;
+    for (size_t i = 0; i < es.n && status == SL_OK; i++) {
+        char sub[PATH_MAX];
+        int n = snprintf(sub, PATH_MAX, "%s/%s", path, es.v[i].name);
+        if (n < 0 || n >= PATH_MAX)
+            continue;
+        struct sl_io_stat info = {0, es.v[i].kind};
+        if (info.kind == SL_IO_OTHER && st->io->lstat(st->io->ctx, sub, &info) < 0)
+            continue; /* gone meanwhile */
+        bool removed = false;
+        if (info.kind == SL_IO_FILE)
+            status = fs_sweep_file(st, sub, es.v[i].name, &removed, err);
+        else if (info.kind == SL_IO_DIR && depth > 0)
+            status = fs_sweep_dir(st, sub, depth - 1, n_removed, err);
+        *n_removed += removed;
+        any = any || removed;
+    }
+    if (status == SL_OK && any && st->durable)
+        status = fs_fsync_dir(st, path, err);
+    fs_entries_fini(&es);
+    return status;
+}
+
+sl_status
+sl__store_sweep(sl_store *s, const char *prefix, uint64_t *n_removed, struct sl_error *err)
+{
+    *n_removed = 0;
+    if (s->vt != &fs_vtable)
+        return SL_OK;
+    struct fs_store *st = fs_of(s);
+    if (st->read_only)
+        return SL_OK;
+    SL_TRY(sl__key_prefix_check(prefix, err));
+    char rel[SL_STORE_KEY_MAX + 1];
+    const char *slash = strrchr(prefix, '/');
+    size_t rel_len = slash != NULL ? (size_t)(slash - prefix) : 0;
+    memcpy(rel, prefix, rel_len);
+    rel[rel_len] = '\0';
+    char path[PATH_MAX], resolved[PATH_MAX];
+    SL_TRY(fs_path(st, rel, path, err));
+    sl_status status = fs_resolve(st, path, rel, resolved, err);
+    if (status == SL_ENOTFOUND)
+        return SL_OK;
+    SL_TRY(status);
+    /* Below an array, chunk keys have "c" and one component per dimension. */
+    return fs_sweep_dir(st, resolved, SL_MAX_RANK + 1, n_removed, err);
 }

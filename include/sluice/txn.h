@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Write transactions on arrays: stage whole chunks or regions, read them
+ * back through the transaction, then commit, writing every shard (or chunk
+ * of an unsharded array) once, atomically; or abort.  This is the answer to
+ * "compute a shard's inner chunks one by one, write the shard once": a
+ * shard whose chunks are all staged is written at once, so memory stays
+ * bounded by the shards in progress.  Iterators over the shards of a region
+ * and the inner chunks of a shard make that loop short:
+ *
+ *     sl_txn *t = sl_txn_open(a, NULL, &err);
+ *     struct sl_array_iter shards, chunks;
+ *     sl_array_iter_shards(a, NULL, &shards, &err);
+ *     while (sl_array_iter_next(&shards)) {
+ *         sl_array_iter_shard_chunks(a, shards.iter.coords, &chunks, &err);
+ *         while (sl_array_iter_next(&chunks)) {
+ *             compute(&chunks.iter.chunk, buf);
+ *             sl_txn_write_chunk(t, chunks.iter.coords, buf, n, ctx, &err);
+ *         }
+ *     }
+ *     sl_txn_commit(t, ctx, &err);
+ *     sl_txn_close(t);
+ *
+ * Guarantees, and what is not promised:
+ * - Nothing reaches storage before commit, except that a unit (shard, or
+ *   chunk of an unsharded array) whose chunks inside the array are all
+ *   staged whole is written at once when `flush_full` is set (the
+ *   default).  Such early writes are final: abort cannot undo them.
+ * - Each unit is written once per commit (once per flush), atomically: a
+ *   reader, or the store after a crash, sees its old or its new version.
+ *   A unit only partly staged is read once, merged and written once.
+ * - Atomicity across units is NOT promised: after a failure or a crash
+ *   some units may hold the new data and others the old.  Every unit's
+ *   outcome is reported to `on_unit`, so callers know which.
+ * - Writers of one unit (threads of this transaction, other transactions
+ *   and array writes of this process) are serialized and lose nothing.
+ *   Processes writing one unit at once are not serialized.
+ */
+#ifndef SL_TXN_H
+#define SL_TXN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/array.h>
+#include <sluice/codec.h>
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/grid.h>
+#include <sluice/parallel.h>
+#include <sluice/region.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_txn sl_txn;
+
+/*
+ * Called once for every unit a transaction staged, with the unit's
+ * coordinates in the shard grid (sl_array_shard_grid; the chunk grid when
+ * unsharded): SL_OK once it is written (or deleted, being all fill), the
+ * failure that left it unchanged (`err` says why), or SL_ECANCELED when an
+ * abort dropped it.  `err` is NULL on SL_OK.  Runs on the thread that
+ * wrote the unit (a writer whose write completed it, or a worker of
+ * `par` during commit), outside the transaction's locks, possibly on
+ * several threads at once; it may not call the transaction back.  A
+ * put stage marks every chunk of a failed unit failed
+ * (sl_array_iter_shard_chunks lists them).
+ */
+typedef void sl_txn_unit_fn(void *arg, const uint64_t *unit, sl_status status,
+                            const struct sl_error *err);
+
+/* Options of a transaction. */
+struct sl_txn_opts {
+    bool flush_full;               /* write a unit as soon as all its chunks inside
+                                      the array are staged whole (default true) */
+    bool clean_leftovers;          /* on open, remove the temporary files of
+                                      writers that were killed (default true) */
+    const struct sl_parallel *par; /* borrowed: encodes the chunks of flushes and
+                                      the units of commit; NULL: the calling thread */
+    sl_txn_unit_fn *on_unit;       /* NULL: no reports */
+    void *on_unit_arg;             /* passed to `on_unit` */
+};
+#define SL_TXN_OPTS_DEFAULT                        \
+    ((struct sl_txn_opts){.flush_full = true,      \
+                          .clean_leftovers = true, \
+                          .par = NULL,             \
+                          .on_unit = NULL,         \
+                          .on_unit_arg = NULL})
+
+/* What a transaction did so far. */
+struct sl_txn_stats {
+    uint64_t n_chunks_staged;   /* chunk writes and region parts staged */
+    uint64_t n_units_written;   /* units written or deleted */
+    uint64_t n_units_failed;    /* units whose write failed */
+    uint64_t n_units_early;     /* of both, written before commit (flush_full) */
+    uint64_t staged_bytes;      /* chunk data staged now */
+    uint64_t peak_staged_bytes; /* the most staged at once */
+};
+
+/**
+ * Begin a transaction on `a`.  With `clean_leftovers`, first removes the
+ * temporary files that writers killed mid-write left in the array's
+ * directories (see sl_txn_clean_leftovers).
+ * @param a     retained until sl_txn_close.
+ * @param opts  NULL for SL_TXN_OPTS_DEFAULT.
+ * @return the transaction (release with sl_txn_close), or NULL with
+ * SL_EINVAL (no array), SL_ENOMEM or the error of cleaning in `err`.
+ */
+SL_API sl_txn *sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err);
+
+/**
+ * Stage chunk `coords` (chunk grid; inner chunk when sharded) from `buf`,
+ * a whole chunk as sl_array_write_chunk takes it (padding beyond the array
+ * is stored as the fill value).  A later write of the same chunk replaces
+ * it.  When this completes a unit and `flush_full` is set, the unit is
+ * written before this returns; its outcome goes to `on_unit` and to
+ * commit, not to this call's status.  A write to a unit being written by
+ * another thread waits for that write.
+ * @param ctx  this thread's codec context (used by a flush); NULL: temporary.
+ * @return SL_OK; SL_EBOUNDS; SL_EINVAL (NULL or short buffer); SL_ESTATE
+ * (the transaction is committing, committed or aborted); SL_ENOMEM.
+ * Thread-safety: any thread, concurrently with other writes and reads.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_write_chunk(sl_txn *t, const uint64_t *coords, const void *buf,
+                                                 size_t buf_bytes, sl_codec_ctx *ctx,
+                                                 struct sl_error *err);
+
+/**
+ * Stage `region` from `buf` (dense, C order, the region's shape, as
+ * sl_array_write_region takes it).  Chunks it covers whole are staged
+ * whole; the parts of others are kept with a mask and merged with the
+ * stored chunk when their unit is written.  After a failure, the chunks
+ * met before the failing one stay staged.
+ * @return as sl_txn_write_chunk, SL_EBOUNDS for a region outside the array.
+ * Thread-safety: as sl_txn_write_chunk.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_write_region(sl_txn *t, const struct sl_region *region,
+                                                  const void *buf, size_t buf_bytes,
+                                                  sl_codec_ctx *ctx, struct sl_error *err);
+
+/**
+ * Read chunk `coords` as sl_array_read_chunk does, seeing what this
+ * transaction staged over what is stored.  `*missing` (may be NULL) is
+ * true when nothing is staged or stored there.
+ * @return as sl_array_read_chunk.
+ * Thread-safety: any thread, concurrently with writes.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf,
+                                                size_t buf_bytes, sl_codec_ctx *ctx, bool *missing,
+                                                struct sl_error *err);
+
+/**
+ * Read `region` as sl_array_read_region does, seeing what this
+ * transaction staged over what is stored.
+ * @return as sl_array_read_region.  Thread-safety: as sl_txn_read_chunk.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_read_region(sl_txn *t, const struct sl_region *region,
+                                                 void *buf, size_t buf_bytes, sl_codec_ctx *ctx,
+                                                 struct sl_error *err);
+
+/**
+ * Write every unit still staged, each once, encoding on `par`; report
+ * each to `on_unit`.  A failing unit does not stop the others.
+ * @param ctx  the calling thread's codec context; NULL: temporary.
+ * @return SL_OK when every unit of the transaction (early flushes
+ * included) was written; else the first failure recorded, with its
+ * message.  SL_ESTATE when writes are still running or the transaction is
+ * not open (nothing is written then).
+ * Thread-safety: call once, after every write has returned.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err);
+
+/**
+ * Drop everything staged, reporting each dropped unit to `on_unit` with
+ * SL_ECANCELED.  Storage is left untouched (units already flushed early
+ * stay written).
+ * @return SL_OK, or SL_ESTATE when writes are still running or the
+ * transaction is not open.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t);
+
+/** Abort when still open, release the array and free.  NULL is a no-op. */
+SL_API void sl_txn_close(sl_txn *t);
+
+/** Bytes of chunk data staged now.  Thread-safety: any thread. */
+SL_API uint64_t sl_txn_staged_bytes(const sl_txn *t);
+
+/** Copy the transaction's counters into `out`.  Thread-safety: any thread. */
+SL_API void sl_txn_get_stats(const sl_txn *t, struct sl_txn_stats *out);
+
+/**
+ * Remove the temporary files that writers killed mid-write left in the
+ * directories of array `a` (filesystem stores name them
+ * ".sluice-tmp.<pid>.<n>"; reads and listings never see them).  Files of
+ * processes still running on this machine are kept, so use it only where
+ * no writer on another machine shares the directory.  `n_removed` may be
+ * NULL.  @return SL_OK, SL_EIO or SL_ENOMEM.
+ */
+SL_API SL_NODISCARD sl_status sl_txn_clean_leftovers(sl_array *a, uint64_t *n_removed,
+                                                     struct sl_error *err);
+
+/* ---- iterating shards and their chunks --------------------------------------- */
+
+/*
+ * An iteration over the shards of a selection, or the inner chunks of one
+ * shard.  `iter.coords` are the grid coordinates (shard grid or chunk
+ * grid), `iter.chunk` the region (clipped at the array edge), `iter.part`
+ * its intersection with the selection.  It points into itself: do not copy
+ * it once started.  It owns nothing.
+ */
+struct sl_array_iter {
+    struct sl_grid grid;      /* the grid walked */
+    struct sl_grid_iter iter; /* the position */
+};
+
+/**
+ * Start iterating the shards of `a` (its chunks when unsharded) that meet
+ * `sel` (NULL: the whole array), in C order.
+ * @return SL_OK, SL_EINVAL (NULL argument) or SL_EBOUNDS (`sel` outside the
+ * array).
+ */
+SL_API SL_NODISCARD sl_status sl_array_iter_shards(const sl_array *a, const struct sl_region *sel,
+                                                   struct sl_array_iter *it, struct sl_error *err);
+
+/**
+ * Start iterating the chunks of shard `shard` (shard grid coordinates) that
+ * lie inside the array, in C order: chunk grid coordinates and regions.
+ * @return SL_OK, SL_EINVAL or SL_EBOUNDS (`shard` outside the grid).
+ */
+SL_API SL_NODISCARD sl_status sl_array_iter_shard_chunks(const sl_array *a, const uint64_t *shard,
+                                                         struct sl_array_iter *it,
+                                                         struct sl_error *err);
+
+/** Advance.  @return false when there is nothing more. */
+SL_API bool sl_array_iter_next(struct sl_array_iter *it);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_TXN_H */

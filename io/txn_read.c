@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reads through a transaction: what is stored, with what the transaction
+ * staged laid over it (whole chunks replace, partial chunks replace the
+ * elements they wrote).
+ *
+ * DESIGN: a read of one unit holds the array's stripe lock of that unit's
+ * object while it reads storage and then copies staged data.  A flush
+ * writes the object and takes the unit out of the staging table under the
+ * same lock, so the read sees the unit staged over the old object, or the
+ * new object without it, never the old object without the staged data.
+ * Lock order: array stripe, then transaction stripe.  Chunks staged whole
+ * are served from memory without touching storage.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "io_internal.h"
+
+/* What a look at a staged chunk found. */
+typedef enum staged_found {
+    STAGED_NONE,    /* nothing staged */
+    STAGED_PARTIAL, /* a partial chunk (laid over `buf` unless complete_only) */
+    STAGED_WHOLE,   /* a complete chunk, copied into `buf` */
+} staged_found;
+
+static staged_found
+staged_overlay(sl_txn *t, uint64_t index, uint64_t k, void *buf, bool complete_only)
+{
+    struct sl__txn_stripe *s = sl__txn_stripe_of(t, index);
+    staged_found found = STAGED_NONE;
+    pthread_mutex_lock(&s->mu);
+    const struct sl__txn_unit *u = sl__txn_table_find(s, index);
+    const struct sl__txn_chunk *c = u != NULL ? u->slots[k] : NULL;
+    if (c != NULL) {
+        found = c->partial ? STAGED_PARTIAL : STAGED_WHOLE;
+        if (!c->partial || !complete_only)
+            sl__txn_chunk_overlay(t, c, buf);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+sl_status
+sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf, size_t buf_bytes, sl_codec_ctx *ctx,
+                  bool *missing, struct sl_error *err)
+{
+    if (t == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "transaction is missing");
+    const sl_array *a = t->a;
+    SL_TRY(sl__array_check_coords(a, coords, err));
+    if (buf == NULL || buf_bytes < a->layout.n_bytes)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "chunk buffer of %zu bytes is smaller than a chunk (%zu bytes)",
+                            buf != NULL ? buf_bytes : 0, a->layout.n_bytes);
+    uint64_t unit[SL_MAX_RANK], index, k;
+    sl__txn_unit_of(t, coords, unit, &index, &k);
+    pthread_mutex_t *lock = sl__array_stripe(a, unit);
+    bool absent = false;
+    sl_status st = SL_OK;
+    pthread_mutex_lock(lock);
+    if (staged_overlay(t, index, k, buf, true) != STAGED_WHOLE) {
+        st = sl_array_read_chunk(a, coords, buf, buf_bytes, ctx, &absent, err);
+        if (st == SL_OK && staged_overlay(t, index, k, buf, false) != STAGED_NONE)
+            absent = false;
+    }
+    pthread_mutex_unlock(lock);
+    if (missing != NULL)
+        *missing = absent;
+    return st;
+}
+
+/* Lay the staged chunks of unit `u` meeting `part` over `dst` (dense, of
+ * `dims`, at `origin`); with `dry`, only say whether they cover `part`. */
+static bool
+unit_overlay_locked(const sl_txn *t, const struct sl__txn_unit *u, const struct sl_region *part,
+                    void *dst, const uint64_t *dims, const uint64_t *origin, bool dry)
+{
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &t->a->chunk_grid, part);
+    bool covered = true;
+    while (sl_grid_iter_next(&it)) {
+        uint64_t unit[SL_MAX_RANK], index, k;
+        sl__txn_unit_of(t, it.coords, unit, &index, &k);
+        const struct sl__txn_chunk *c = u->slots[k];
+        covered = covered && c != NULL && !c->partial;
+        if (c != NULL && !dry)
+            sl__txn_chunk_copy_box(t, c, &it.chunk, &it.part, dst, dims, origin);
+    }
+    return covered;
+}
+
+/* One unit's part of a region read. */
+struct read_part {
+    sl_txn *t;
+    uint64_t index;         /* the unit */
+    struct sl_region part;  /* its part of the region */
+    uint8_t *dst;           /* the region's buffer */
+    const uint64_t *dims;   /* its shape */
+    const uint64_t *origin; /* the region's start */
+    struct sl_buf *tmp;     /* the part read from storage */
+};
+
+/* Staged data of the part over dst; with `only_if_covered`, nothing
+ * unless staged whole chunks cover it.  @return whether it copied. */
+static bool
+part_overlay(const struct read_part *rp, bool only_if_covered)
+{
+    struct sl__txn_stripe *s = sl__txn_stripe_of(rp->t, rp->index);
+    bool copied = false;
+    pthread_mutex_lock(&s->mu);
+    const struct sl__txn_unit *u = sl__txn_table_find(s, rp->index);
+    if (u != NULL &&
+        (!only_if_covered || unit_overlay_locked(rp->t, u, &rp->part, NULL, NULL, NULL, true))) {
+        unit_overlay_locked(rp->t, u, &rp->part, rp->dst, rp->dims, rp->origin, false);
+        copied = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return copied;
+}
+
+/* Read the part from storage into tmp, then into the region's buffer. */
+static sl_status
+part_read_stored(const struct read_part *rp, sl_codec_ctx *ctx, struct sl_error *err)
+{
+    const sl_array *a = rp->t->a;
+    uint32_t rank = a->meta.rank;
+    uint64_t count = 1, shape[SL_MAX_RANK], zero[SL_MAX_RANK] = {0}, at[SL_MAX_RANK];
+    for (uint32_t d = 0; d < rank; d++) {
+        shape[d] = rp->part.stop[d] - rp->part.start[d];
+        at[d] = rp->part.start[d] - rp->origin[d];
+        count *= shape[d];
+    }
+    /* The part lies inside one unit, whose bytes fit in memory. */
+    size_t bytes = (size_t)count * a->elem_bytes;
+    SL_TRY(sl_buf_reserve(rp->tmp, bytes, err));
+    SL_TRY(sl_array_read_region(a, &rp->part, rp->tmp->data, bytes, ctx, NULL, err));
+    sl__box_copy(rp->dst, rp->dims, at, rp->tmp->data, shape, zero, shape, rank, a->elem_bytes);
+    return SL_OK;
+}
+
+sl_status
+sl_txn_read_region(sl_txn *t, const struct sl_region *region, void *buf, size_t buf_bytes,
+                   sl_codec_ctx *ctx, struct sl_error *err)
+{
+    if (t == NULL || region == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "transaction or region is missing");
+    const sl_array *a = t->a;
+    SL_TRY(sl_region_check_within(region, a->meta.rank, a->meta.shape, err));
+    uint64_t count;
+    SL_TRY(sl_region_count(region, &count, err));
+    if (count > SIZE_MAX / a->elem_bytes || buf_bytes < (size_t)count * a->elem_bytes ||
+        (buf == NULL && count > 0))
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "buffer of %zu bytes is smaller than the region's %" PRIu64 " elements",
+                            buf != NULL ? buf_bytes : 0, count);
+    if (sl_region_is_empty(region))
+        return SL_OK;
+    uint64_t dims[SL_MAX_RANK];
+    sl_region_shape(region, dims);
+    struct sl_buf tmp = {.alloc = a->alloc};
+    struct read_part rp = {.t = t, .dst = buf, .dims = dims, .origin = region->start, .tmp = &tmp};
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &a->object_grid, region);
+    sl_status st = SL_OK;
+    while (st == SL_OK && sl_grid_iter_next(&it)) {
+        rp.index = sl_grid_linear_index(&a->object_grid, it.coords);
+        rp.part = it.part;
+        pthread_mutex_t *lock = sl__array_stripe(a, it.coords);
+        pthread_mutex_lock(lock);
+        if (!part_overlay(&rp, true)) {
+            st = part_read_stored(&rp, ctx, err);
+            if (st == SL_OK)
+                part_overlay(&rp, false);
+        }
+        pthread_mutex_unlock(lock);
+    }
+    sl_buf_fini(&tmp);
+    return st;
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transactions under allocation failure: the n-th allocation of the
+ * array's (and store's) allocator fails, for n = 1, 2, 3, ... until the
+ * whole open / stage / read / commit sequence succeeds.  Each run must
+ * fail with SL_ENOMEM or succeed with the right data, and leave nothing
+ * allocated.  A failure while a unit is written is that unit's failure,
+ * reported by commit.  (zstd allocates on its own and is not covered.)
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include <sluice.h>
+
+#include "testutil.h"
+
+TestSuite(io_txn_fault, .timeout = 60.0);
+
+/* [12, 12] int16, inner chunks [3, 3], shards [6, 6] (or none). */
+static sl_status
+sequence(const struct sl_allocator *alloc, bool sharded, bool *data_ok)
+{
+    *data_ok = false;
+    struct sl_mem_store_opts so = SL_MEM_STORE_OPTS_DEFAULT;
+    so.alloc = alloc;
+    sl_store *s = sl_store_create_memory(&so, NULL);
+    if (s == NULL)
+        return SL_ENOMEM;
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_I16;
+    for (int d = 0; d < 2; d++) {
+        sp.shape[d] = 12;
+        sp.chunk_shape[d] = 3;
+        sp.shard_shape[d] = sharded ? 6 : 0;
+    }
+    struct sl_array_opts ao = SL_ARRAY_OPTS_DEFAULT;
+    ao.alloc = alloc;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_create(s, "x", &sp, &ao, &err);
+    sl_status st = a != NULL ? SL_OK : err.code;
+    int16_t want[144], chunk[9], back[144];
+    for (int i = 0; i < 144; i++)
+        want[i] = (int16_t)(i + 1);
+    sl_txn *t = NULL;
+    if (st == SL_OK) {
+        t = sl_txn_open(a, NULL, &err);
+        st = t != NULL ? SL_OK : err.code;
+    }
+    /* Shard (0, 0) whole, chunk by chunk: written when complete. */
+    for (uint64_t c = 0; st == SL_OK && c < 4; c++) {
+        const uint64_t coords[2] = {c / 2, c % 2};
+        for (int y = 0; y < 3; y++)
+            for (int x = 0; x < 3; x++)
+                chunk[y * 3 + x] =
+                    want[(coords[0] * 3 + (uint64_t)y) * 12 + coords[1] * 3 + (uint64_t)x];
+        st = sl_txn_write_chunk(t, coords, chunk, sizeof(chunk), NULL, NULL);
+    }
+    /* The rest as a region: whole and partial chunks. */
+    struct sl_region rest = {.rank = 2, .start = {0, 6}, .stop = {12, 12}};
+    struct sl_region low = {.rank = 2, .start = {6, 0}, .stop = {12, 6}};
+    int16_t box[72];
+    for (int y = 0; y < 12; y++)
+        for (int x = 0; x < 6; x++)
+            box[y * 6 + x] = want[y * 12 + 6 + x];
+    if (st == SL_OK)
+        st = sl_txn_write_region(t, &rest, box, sizeof(box), NULL, NULL);
+    for (int y = 0; y < 6; y++)
+        for (int x = 0; x < 6; x++)
+            box[y * 6 + x] = want[(6 + y) * 12 + x];
+    if (st == SL_OK)
+        st = sl_txn_write_region(t, &low, box, 72, NULL, NULL);
+    struct sl_region whole = sl_region_whole(2, sp.shape);
+    if (st == SL_OK)
+        st = sl_txn_read_region(t, &whole, back, sizeof(back), NULL, NULL);
+    if (st == SL_OK)
+        st = sl_txn_commit(t, NULL, NULL);
+    sl_txn_close(t);
+    if (st == SL_OK)
+        st = sl_array_read_region(a, &whole, back, sizeof(back), NULL, NULL, NULL);
+    *data_ok = st == SL_OK && memcmp(back, want, sizeof(want)) == 0;
+    sl_array_unref(a);
+    sl_store_unref(s);
+    return st;
+}
+
+static void
+check_every_failure(bool sharded)
+{
+    for (size_t fail = 1;; fail++) {
+        struct sl_test_alloc ta = {.fail_at = fail};
+        struct sl_allocator alloc = sl_test_alloc_make(&ta);
+        bool data_ok;
+        sl_status st = sequence(&alloc, sharded, &data_ok);
+        cr_assert_eq(ta.n_live, 0, "allocation %zu failing leaks %zu blocks", fail, ta.n_live);
+        if (ta.n_failed == 0) {
+            cr_assert_eq(st, SL_OK, "no failure, yet %s", sl_status_name(st));
+            cr_assert(data_ok);
+            cr_assert_gt(fail, 20, "the sequence allocates through the allocators");
+            return;
+        }
+        cr_assert(st == SL_ENOMEM || (st == SL_OK && data_ok), "allocation %zu failing gave %s%s",
+                  fail, sl_status_name(st), st == SL_OK ? " and wrong data" : "");
+        cr_assert_lt(fail, 100000);
+    }
+}
+
+Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_sharded)
+{
+    check_every_failure(true);
+}
+
+Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_unsharded)
+{
+    check_every_failure(false);
+}
