@@ -123,7 +123,8 @@ sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error
 static void
 exec_reserve(struct sl__exec *ex, size_t bytes)
 {
-    size_t now = atomic_fetch_add(&ex->accounted, bytes) + bytes;
+    /* The peak counts chunk data staged in transactions too. */
+    size_t now = atomic_fetch_add(&ex->accounted, bytes) + bytes + sl__exec_staged(ex);
     size_t peak = atomic_load_explicit(&ex->peak, memory_order_relaxed);
     while (now > peak && !atomic_compare_exchange_weak(&ex->peak, &peak, now)) {
     }
@@ -253,7 +254,7 @@ exec_ready(struct sl__exec *ex, enum exec_wait what, size_t need, uint64_t max_t
     if (what == EXEC_WAIT_IDLE)
         return in_flight == 0;
     size_t budget = ex->plan->opts.memory_budget;
-    bool fits = budget == 0 || atomic_load(&ex->accounted) + need <= budget;
+    bool fits = budget == 0 || atomic_load(&ex->accounted) + sl__exec_staged(ex) + need <= budget;
     return fits && in_flight < max_tasks;
 }
 
@@ -617,6 +618,8 @@ exec_mark_skipped(struct sl__exec *ex, uint32_t stage, uint64_t lo, uint64_t hi)
     }
 }
 
+static void exec_commit_txns(struct sl__exec *ex, uint32_t phase);
+
 /* Emit every put stage of `phase`, round robin, then wait for them. */
 static sl_status
 exec_phase(struct sl__exec *ex, struct exec_drive *dr, uint32_t phase, struct sl_error *err)
@@ -650,6 +653,8 @@ exec_phase(struct sl__exec *ex, struct exec_drive *dr, uint32_t phase, struct sl
             any |= cursor_step(ex, dr, &cur[i], &st, err);
     }
     sl_status wst = exec_wait(ex, EXEC_WAIT_IDLE, 0, 0, &dr->tot, NULL);
+    /* Later phases may read what this one wrote: write every shard now. */
+    exec_commit_txns(ex, phase);
     return st != SL_OK ? st : wst;
 }
 
@@ -677,6 +682,112 @@ exec_boxes(struct sl__exec *ex, struct sl_error *err)
         SL_TRY(sl_grid_init_regular(&ex->boxes[s], root->grid.rank, root->grid.n_chunks, box, err));
     }
     return SL_OK;
+}
+
+sl_txn *
+sl__exec_put_txn(const struct sl__exec *ex, uint32_t node)
+{
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++)
+        if (ex->puts[i].node == node)
+            return ex->puts[i].txn;
+    return NULL;
+}
+
+size_t
+sl__exec_staged(const struct sl__exec *ex)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; ex->puts != NULL && i < ex->plan->n_puts; i++)
+        if (ex->puts[i].txn != NULL)
+            total += (size_t)sl_txn_staged_bytes(ex->puts[i].txn);
+    return total;
+}
+
+/*
+ * A put's shard (or unsharded chunk) write ended: on failure, every chunk
+ * of the unit that was ok fails with the shard's error, as what was
+ * reported ok must read back.  Runs on the thread that wrote the unit.
+ */
+static void
+exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_error *uerr)
+{
+    struct sl__exec_put *xp = arg;
+    struct sl__exec *ex = xp->ex;
+    if (status == SL_OK)
+        return;
+    const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
+    struct sl__put_state *ps = sl__plan_put(ex->plan, xp->node);
+    struct sl_array_iter it;
+    if (sl_array_iter_shard_chunks(n->u.io.array, unit, &it, NULL) != SL_OK ||
+        !sl_array_iter_next(&it))
+        return;
+    /* The unit's key, from its first chunk. */
+    char key[SL_STORE_KEY_MAX];
+    sl_array_chunk_key(n->u.io.array, it.iter.coords, key, sizeof(key));
+    char text[160];
+    snprintf(text, sizeof(text), "put \"%s\": shard %s not written: %s: %s", n->name, key,
+             sl_status_name(status), uerr != NULL ? uerr->text : sl_status_message(status));
+    uint64_t changed = 0;
+    do
+        changed += sl__plan_fail_chunk(ex->plan, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
+                                       status, text);
+    while (sl_array_iter_next(&it));
+    int w = sl_pool_worker_index(ex->pool);
+    sl__exec_count(&ex->workers[w >= 0 ? (unsigned)w : ex->n_workers].chunks_failed, changed);
+    if (status != SL_ECANCELED) {
+        struct sl_error e = SL_ERROR_INIT;
+        sl_error_set(&e, status, NULL, "%s", text);
+        sl__exec_note_failure(ex, status, &e);
+    }
+}
+
+/* A transaction per put, writing each shard once (see struct sl__exec_put). */
+static sl_status
+exec_open_txns(struct sl__exec *ex, struct sl_error *err)
+{
+    sl_plan *plan = ex->plan;
+    ex->puts = sl_alloc_zeroed(&plan->alloc, plan->n_puts, sizeof(*ex->puts), 0);
+    if (ex->puts == NULL && plan->n_puts > 0)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %" PRIu32 " puts", plan->n_puts);
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        struct sl__exec_put *xp = &ex->puts[i];
+        xp->ex = ex;
+        xp->node = plan->puts[i].node;
+        const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
+        if (n->kind != SL_NODE_PUT)
+            continue;
+        struct sl_txn_opts to = SL_TXN_OPTS_DEFAULT;
+        ex->parallel = sl_pool_parallel(ex->pool);
+        to.par = &ex->parallel;
+        to.on_unit = exec_on_unit;
+        to.on_unit_arg = xp;
+        /* Another process of a split run may be writing its own shards
+         * here: only a run alone removes what killed writers left. */
+        to.clean_leftovers = plan->opts.n_parts == 1;
+        xp->txn = sl_txn_open(n->u.io.array, &to, err);
+        if (xp->txn == NULL)
+            return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
+    }
+    return SL_OK;
+}
+
+/* Commit the transactions of the puts of `phase`: write what is still staged. */
+static void
+exec_commit_txns(struct sl__exec *ex, uint32_t phase)
+{
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++) {
+        struct sl__exec_put *xp = &ex->puts[i];
+        if (xp->txn == NULL || ex->fusion->stages[ex->fusion->stage_of[xp->node]].phase != phase)
+            continue;
+        struct sl_error e = SL_ERROR_INIT;
+        /* A unit's failure reaches its chunks through exec_on_unit; a
+         * commit that could not start (out of memory) fails what it held. */
+        sl_status st = sl_txn_commit(xp->txn, ex->workers[ex->n_workers].codec, &e);
+        if (st != SL_OK && sl_txn_staged_bytes(xp->txn) > 0)
+            sl__exec_note_failure(ex, st, &e);
+        sl_txn_close(xp->txn);
+        xp->txn = NULL;
+    }
 }
 
 /* The distinct stores the graph reads and writes, and their counters now. */
@@ -788,6 +899,9 @@ exec_fini(struct sl__exec *ex)
     }
     if (ex->inter.buckets != NULL)
         sl__inter_fini(&ex->inter, ex->pool);
+    for (uint32_t i = 0; ex->puts != NULL && i < ex->plan->n_puts; i++)
+        sl_txn_close(ex->puts[i].txn); /* aborts what an early stop left staged */
+    sl_free(a, ex->puts, ex->plan->n_puts * sizeof(*ex->puts));
     sl_free(a, ex->stores, (ex->graph->n_nodes + 1) * sizeof(sl_store *));
     sl_free(a, ex->stats0, (ex->graph->n_nodes + 1) * sizeof(struct sl_store_stats));
     for (int list = 0; list < 2; list++) {
@@ -823,7 +937,8 @@ exec_init(struct sl__exec *ex, sl_plan *plan, sl_pool *pool, struct sl_error *er
     SL_TRY(sl__inter_init(&ex->inter, &plan->alloc, err));
     SL_TRY(exec_boxes(ex, err));
     SL_TRY(exec_stores(ex, err));
-    return exec_workers(ex, err);
+    SL_TRY(exec_workers(ex, err));
+    return exec_open_txns(ex, err);
 }
 
 /* Totals for progress: the chunks of every put (this part's) and their bytes. */

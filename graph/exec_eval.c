@@ -384,8 +384,11 @@ eval_put(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
             st = sl_view_copy(&part.view, &out->block.view, &err);
         data = whole.buf;
     }
+    /* Staged in the put's transaction: the shard is written once, when all
+     * its chunks are staged (or at the end of the phase). */
     if (st == SL_OK)
-        st = sl_array_write_chunk(a, coords, data, sl_array_chunk_bytes(a), ev->w->codec, &err);
+        st = sl_txn_write_chunk(sl__exec_put_txn(ev->ex, n->id), coords, data,
+                                sl_array_chunk_bytes(a), ev->w->codec, &err);
     out_release(ev->ex, &whole);
     if (st == SL_OK)
         return SL_OK;

@@ -15,6 +15,7 @@
 #include <sluice/codec.h>
 #include <sluice/pool.h>
 #include <sluice/store.h>
+#include <sluice/txn.h>
 
 #include "graph_internal.h"
 
@@ -131,6 +132,17 @@ struct sl__exec_worker {
     char pad[SL_CACHELINE];         /* keep the next worker's fields away */
 };
 
+/*
+ * A put's transaction for one run: its chunks are staged and each shard
+ * written once (as soon as all its chunks are staged, or at the end of the
+ * put's phase); a shard write that fails fails every chunk of the shard.
+ */
+struct sl__exec_put {
+    struct sl__exec *ex; /* the run */
+    uint32_t node;       /* the put node */
+    sl_txn *txn;         /* open while the put's phase runs; NULL for putters */
+};
+
 /* What the driver waits for. */
 enum { SL__WAIT_ROOM = 1, SL__WAIT_IDLE = 2 };
 
@@ -144,6 +156,8 @@ struct sl__exec {
     struct sl__exec_worker *workers; /* n_workers + 1 (the last for outside threads) */
     struct sl__inter_table inter;    /* intermediate chunks */
     struct sl_grid *boxes;           /* per stage: box grid over its root's chunk coordinates */
+    struct sl__exec_put *puts;       /* per plan->puts entry */
+    struct sl_parallel parallel;     /* the pool's parallel for, for transactions */
     uint32_t n_stores;               /* distinct stores of the graph's arrays */
     sl_store **stores;               /* them (borrowed from the arrays) */
     struct sl_store_stats *stats0;   /* their counters when the run started */
@@ -190,6 +204,12 @@ void sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box
 
 /* Return `bytes` of budget to the run and wake the driver if it waits. */
 void sl__exec_release(struct sl__exec *ex, size_t bytes);
+
+/* The transaction of put node `node`, or NULL. */
+sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
+
+/* Bytes staged in the run's open transactions. */
+size_t sl__exec_staged(const struct sl__exec *ex);
 
 /* Note a failure for the run's first error (and fail_fast). */
 void sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err);

@@ -244,6 +244,14 @@ struct sl__put_state *sl__plan_put(const sl_plan *plan, uint32_t node);
 void sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
                      const char *text);
 
+/*
+ * Fail chunk `linear` of `ps` with `code` and `text` unless it already
+ * failed: an ok (or pending) chunk whose shard write failed after it was
+ * staged.  @return true when the chunk changed.  Any thread.
+ */
+bool sl__plan_fail_chunk(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
+                         const char *text);
+
 /* Reset every status array to pending and forget the last run's errors. */
 void sl__plan_reset(sl_plan *plan);
 

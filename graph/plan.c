@@ -89,6 +89,14 @@ plan_min_budget(sl_plan *plan)
                 bytes = SIZE_MAX;
             need = need > SIZE_MAX - bytes ? SIZE_MAX : need + bytes;
         }
+        /* A put into a sharded array stages a whole shard before writing it. */
+        const struct sl__node *root = sl__graph_node(g, f->stages[s].root);
+        const uint64_t *shard =
+            root->kind == SL_NODE_PUT ? sl_array_shard_shape(root->u.io.array) : NULL;
+        size_t shard_bytes;
+        if (shard != NULL && sl_shape_bytes(root->grid.rank, shard, sl_dtype_size(root->dtype),
+                                            &shard_bytes, NULL) == SL_OK)
+            need = need > SIZE_MAX - shard_bytes ? SIZE_MAX : need + shard_bytes;
         if (need > plan->min_budget) {
             plan->min_budget = need;
             plan->min_budget_stage = s;
@@ -236,7 +244,7 @@ plan_check_budget(const sl_plan *plan, struct sl_error *err)
     return sl_error_set(err, SL_EBUDGET, NULL,
                         "memory budget of %zu bytes is below the %zu bytes one task of stage "
                         "%" PRIu32 " (ending at \"%s\") needs: %zu for its own chunks and %zu "
-                        "for the input chunks it reads",
+                        "for the input chunks it reads (and the shard it stages)",
                         budget, plan->min_budget, plan->min_budget_stage,
                         sl__graph_node(plan->graph, s->root)->name, s->task_bytes,
                         plan->min_budget - s->task_bytes);
@@ -326,13 +334,45 @@ sl__plan_reset(sl_plan *plan)
     atomic_store_explicit(&plan->n_errors, 0, memory_order_relaxed);
 }
 
+/* Claim an error slot and fill it for chunk `linear` of `ps`. */
+static void plan_error_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear,
+                              sl_status code, const char *text);
+
 void
 sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
                 const char *text)
 {
-    ps->codes[linear] = (uint8_t)code;
-    if (code == SL_OK)
+    /* Acq-rel CAS from pending: a shard write that already failed the
+     * chunk (sl__plan_fail_chunk, another thread) keeps its code. */
+    uint8_t expected = SL__CODE_PENDING;
+    if (!__atomic_compare_exchange_n(&ps->codes[linear], &expected, (uint8_t)code, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
+    if (code != SL_OK)
+        plan_error_record(plan, ps, linear, code, text);
+}
+
+bool
+sl__plan_fail_chunk(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
+                    const char *text)
+{
+    uint8_t cur = __atomic_load_n(&ps->codes[linear], __ATOMIC_ACQUIRE);
+    /* Pairs with the CAS in sl__plan_record: whichever comes first, a
+     * failure of the shard wins over the chunk's own ok. */
+    while (cur == SL_OK || cur == SL__CODE_PENDING) {
+        if (__atomic_compare_exchange_n(&ps->codes[linear], &cur, (uint8_t)code, false,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            plan_error_record(plan, ps, linear, code, text);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void
+plan_error_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
+                  const char *text)
+{
     /* Relaxed: the slot index only has to be unique; the record is read after
      * the run, which the executor orders after every task has finished. */
     size_t slot = atomic_fetch_add_explicit(&plan->n_errors, 1, memory_order_relaxed);

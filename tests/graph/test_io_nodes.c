@@ -4,6 +4,8 @@
  * v3 sharded) with rechunking, missing and corrupt chunks reported per
  * chunk, input checks, and puts read back by later gets in one run.
  */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -366,6 +368,72 @@ Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
     sl_array_unref(src);
     sl_array_unref(mid);
     sl_array_unref(low);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
+
+/* Fails every set of one key with ENOSPC and counts sets. */
+struct set_hook {
+    const char *fail_key;
+    _Atomic unsigned sets;
+};
+
+static int
+hook_fail_key(void *ctx, sl_store_op op, const char *key, size_t bytes)
+{
+    struct set_hook *h = ctx;
+    (void)bytes;
+    if (op != SL_STORE_OP_SET)
+        return 0;
+    atomic_fetch_add(&h->sets, 1);
+    return h->fail_key != NULL && strcmp(key, h->fail_key) == 0 ? -ENOSPC : 0;
+}
+
+/* A put into a sharded array writes each shard once; a shard whose write
+ * fails fails every chunk in it, though each was staged ok. */
+Test(graph_io_nodes, sharded_put_writes_each_shard_once_and_reports_its_failure)
+{
+    sl_pool *pool = test_pool();
+    struct set_hook h = {.fail_key = NULL};
+    struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
+    mo.hook = hook_fail_key;
+    mo.hook_ctx = &h;
+    sl_store *s = sl_store_create_memory(&mo, NULL);
+    cr_assert_not_null(s);
+    const uint64_t shape[] = {40, 30}, chunk[] = {5, 5}, shard[] = {20, 15};
+    sl_array *src = make_source(s, "src", 3, shape, (const uint64_t[]){8, 30}, NULL);
+    fill_source(src);
+    sl_array *dst = make_source(s, "dst", 3, shape, chunk, shard);
+    atomic_store(&h.sets, 0);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_plan *plan;
+    uint32_t put;
+    cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &err), SL_OK, "%s", err.text);
+    struct sl_run_summary sum;
+    sl_plan_summary(plan, &sum);
+    cr_assert_eq(sum.objects_written, 4, "%llu writes for 4 shards",
+                 (unsigned long long)sum.objects_written);
+    cr_assert_eq(atomic_load(&h.sets), 4);
+    sl_plan_destroy(plan);
+
+    h.fail_key = "dst/c/1/0";
+    struct sl_error e2 = SL_ERROR_INIT;
+    cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &e2), SL_ENOSPC);
+    cr_assert_not_null(strstr(e2.text, "shard dst/c/1/0 not written"), "%s", e2.text);
+    struct sl_put_status ps;
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    for (uint64_t k = 0; k < ps.grid->n_total; k++) {
+        uint64_t c[2];
+        sl_grid_coords_of(ps.grid, k, c);
+        bool in_shard = c[0] >= 4 && c[1] < 3;
+        cr_assert_eq(ps.codes[k], in_shard ? SL_ENOSPC : SL_OK, "chunk (%llu, %llu): %s",
+                     (unsigned long long)c[0], (unsigned long long)c[1],
+                     sl_status_name((sl_status)ps.codes[k]));
+    }
+    cr_assert_eq(ps.n_failed, 12);
+    sl_plan_destroy(plan);
+    sl_array_unref(src);
+    sl_array_unref(dst);
     sl_store_unref(s);
     sl_pool_destroy(pool);
 }

@@ -118,7 +118,8 @@ def check_killed_rank(tmp):
     took = time.monotonic() - t0
     expect(p.returncode != 0, "a killed rank fails the run")
     expect(took < 60, f"the run ended {took:.1f} s after starting")
-    said = [line for line in p.stderr.splitlines() if "signal" in line or "killed" in line]
+    said = [line for line in p.stderr.splitlines()
+            if "signal" in line or "killed" in line or "non-zero status" in line]
     expect(said, f"mpirun says a rank was killed: {p.stderr[-500:]}")
     print(f"killed rank: mpirun exited {p.returncode} after {took:.1f} s: "
           f"{said[0].strip() if said else '(no message)'}")
