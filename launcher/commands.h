@@ -21,6 +21,9 @@ struct cmd {
 extern const struct cmd cmd_info;
 extern const struct cmd cmd_checksum;
 extern const struct cmd cmd_copy;
+extern const struct cmd cmd_run;
+extern const struct cmd cmd_validate;
+extern const struct cmd cmd_explain;
 
 /* Print "sluice NAME: PATH: " and the error record on stderr; return 1. */
 struct sl_error;

@@ -15,9 +15,7 @@
 
 /* Every command; a new one is one line here. */
 static const struct cmd *const commands[] = {
-    &cmd_info,
-    &cmd_checksum,
-    &cmd_copy,
+    &cmd_info, &cmd_checksum, &cmd_copy, &cmd_run, &cmd_validate, &cmd_explain,
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
