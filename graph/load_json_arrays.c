@@ -280,16 +280,23 @@ array_probe_target(sl_graph_json *doc, struct sl__jarray *a)
     so.create = false;
     so.read_only = true;
     so.alloc = &doc->alloc;
-    sl_store *s = sl_store_open_fs(a->full_path, &so, NULL);
+    struct sl_error err = SL_ERROR_INIT;
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, a->ptr, "path");
+    sl_store *s = sl_store_open_fs(a->full_path, &so, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
-    if (s != NULL && sl_zarr_probe(s, "", &kind, NULL, NULL) != SL_OK)
-        kind = SL_ZARR_ARRAY; /* unreadable metadata: something is there */
+    sl_status st = s != NULL ? sl_zarr_probe(s, "", &kind, NULL, &err) : err.code;
     sl_store_unref(s);
+    if (st == SL_EPARSE) {
+        kind = SL_ZARR_ARRAY; /* unreadable metadata: something is there */
+    } else if (st != SL_OK && st != SL_ENOTFOUND) {
+        sl__jdiag_add(&doc->diag, st, at, "cannot look at \"%.40s\": %s", a->path, err.text);
+        a->bad = true;
+        return;
+    }
     a->exists = kind != SL_ZARR_NONE;
     if (!a->exists || a->overwrite)
         return;
-    char at[SL__JPTR_MAX];
-    sl__jptr_key(at, a->ptr, "path");
     sl__jdiag_add(&doc->diag, SL_EEXIST, at,
                   "%s already exists at \"%.40s\"; set \"overwrite\": true to replace it",
                   kind == SL_ZARR_GROUP ? "a group" : "an array", a->path);
