@@ -651,6 +651,8 @@ sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out)
     for (size_t i = 0; i < doc->n_arrays; i++) {
         const struct sl__jarray *a = &doc->arrays[i];
         const sl_array *arr = a->array;
+        if (arr == NULL)
+            continue; /* only a file that failed to load has one */
         const char *what = a->role == SL__JARRAY_READ ? (a->writer >= 0 ? "write" : "read")
                            : a->exists                ? "overwrite"
                                                       : "create";

@@ -28,6 +28,9 @@ const struct cmd cmd_run = {
              "\"error_policy\" says otherwise).  Options given here override the file's\n"
              "\"run\" settings.  The format is documented in examples/graphs/FORMAT.md.\n"
              "\n"
+             "Progress (chunks, bytes, rate, ETA) is a bar on a terminal and a plain line\n"
+             "every 5 seconds otherwise; --no-progress turns it off.\n"
+             "\n"
              "Exit status: 0 when every chunk is ok (with --dry-run: no input chunk is\n"
              "missing), 1 when some chunks failed (with --dry-run: some are missing),\n"
              "2 for an invalid graph or bad usage.\n"
@@ -58,6 +61,7 @@ static int
 run_run(int argc, char **argv)
 {
     struct run_opts ro = RUN_OPTS_DEFAULT;
+    ro.progress = 1; /* a bar on a terminal, a plain line every few seconds otherwise */
     const char *path = NULL;
     bool dry_run = false, allow_outside = false;
     for (int i = 1; i < argc; i++) {

@@ -191,3 +191,48 @@ Test(graph_load_json_corpus, every_valid_file_loads_and_creates_nothing)
     tree_list(arrays, after, sizeof(after));
     cr_assert_str_eq(after, before, "validating created or removed files under %s", arrays);
 }
+
+/* Load `n` bytes of `text`: it must load or fail with a recorded error. */
+static void
+load_mutant(const char *text, size_t n, const char *what, size_t at)
+{
+    char base[PATH_MAX];
+    snprintf(base, sizeof(base), "%s/arrays", corpus_dir());
+    struct sl_graph_json_opts opts = SL_GRAPH_JSON_OPTS_DEFAULT;
+    opts.base_dir = base;
+    struct sl_error records[4];
+    struct sl_graph_json_errors errors = {.errors = records, .capacity = 4};
+    sl_graph_json *doc = sl_graph_json_load_string(text, n, "mutant", &opts, &errors);
+    if (doc == NULL)
+        cr_assert(errors.count >= 1 && records[0].code != SL_OK && records[0].text[0] != '\0',
+                  "%s at byte %zu failed without a message", what, at);
+    sl_graph_json_destroy(doc);
+}
+
+Test(graph_load_json_corpus, truncated_and_mutated_files_fail_cleanly)
+{
+    if (corpus_dir() == NULL)
+        cr_skip_test("SL_SOURCE_ROOT is not set");
+    static char names[64][64];
+    size_t n = case_names("valid", names, 64);
+    static const char replacements[] = {'"', '0', '[', '}', ',', '-'};
+    for (size_t i = 0; i < n; i++) {
+        char file[PATH_MAX];
+        snprintf(file, sizeof(file), "%s/valid/%s/input.json", corpus_dir(), names[i]);
+        size_t len;
+        char *text = sl_test_read_file(file, &len);
+        cr_assert_not_null(text);
+        for (size_t cut = 0; cut < len; cut++)
+            load_mutant(text, cut, names[i], cut);
+        char *copy = malloc(len);
+        for (size_t at = 0; at < len; at += 3) {
+            for (size_t r = 0; r < sizeof(replacements); r++) {
+                memcpy(copy, text, len);
+                copy[at] = replacements[r];
+                load_mutant(copy, len, names[i], at);
+            }
+        }
+        free(copy);
+        free(text);
+    }
+}
