@@ -88,11 +88,13 @@ struct sl_graph_json_errors {
  * @param errors  receives every error found; may be NULL.
  * @return the loaded file, or NULL with at least one record in `errors`:
  * SL_EPARSE (syntax: line and column), SL_EOVERFLOW (size or depth limit),
- * SL_EINVAL (a field's meaning: JSON pointer), SL_ENOTFOUND (an array that
- * must exist does not, or a reference names nothing), SL_EEXIST (an array
- * to create exists and overwriting is not allowed), SL_EACCES (a path that
- * leaves the base directory), SL_EUNSUPPORTED (a format version or node
- * this build lacks), or an io error opening or creating an array.
+ * SL_EINVAL (a field's meaning, a reference that names nothing, a cycle,
+ * shapes or dtypes that do not fit: JSON pointer), SL_ENOTFOUND (the file,
+ * or an array that must exist, does not), SL_EEXIST (an array to create
+ * exists and overwriting is not allowed), SL_EACCES (a path that leaves
+ * the base directory), SL_EUNSUPPORTED (a format version or node this
+ * build lacks), SL_ENOMEM, or the io error of opening or creating an
+ * array (SL_EPARSE for its metadata, SL_EIO, ...), at the array's "path".
  * Nothing is created on disk unless the whole file is valid.
  * Thread-safety: any thread; loads of different files are independent.
  */
