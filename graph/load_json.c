@@ -561,9 +561,9 @@ doc_load(sl_graph_json *doc, const char *text, size_t len)
     doc_parse(doc);
     if (doc->diag.full || !doc_build(doc, false))
         return false;
-    if (!doc->opts.create_arrays)
+    if (doc->opts.new_arrays == SL_GRAPH_JSON_IN_MEMORY)
         return true;
-    /* The whole file is valid: build again, creating the new arrays on disk. */
+    /* The whole file is valid: build again, with the new arrays on disk. */
     sl_graph_unref(doc->graph);
     doc->graph = NULL;
     sl__jarrays_reset(doc);

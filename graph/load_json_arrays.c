@@ -295,7 +295,7 @@ array_probe_target(sl_graph_json *doc, struct sl__jarray *a)
         return;
     }
     a->exists = kind != SL_ZARR_NONE;
-    if (!a->exists || a->overwrite)
+    if (!a->exists || a->overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
         return;
     sl__jdiag_add(&doc->diag, SL_EEXIST, at,
                   "%s already exists at \"%.40s\"; set \"overwrite\": true to replace it",
@@ -560,13 +560,16 @@ spec_sources_get(sl_graph_json *doc, struct sl__jarray *a, bool on_disk, struct 
     return true;
 }
 
-/* Create array `a` from its resolved spec: on disk, or in a memory store. */
+/* Create array `a` from its resolved spec: on disk (or open it there, when
+ * another process of the run created it), or in a memory store. */
 static bool
 array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
 {
     struct sl_error err = SL_ERROR_INIT;
+    bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
     if (on_disk) {
         struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+        so.create = !open;
         so.alloc = &doc->alloc;
         a->store = sl_store_open_fs(a->full_path, &so, &err);
     } else {
@@ -576,12 +579,15 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
     }
     struct sl_array_opts ao = SL_ARRAY_OPTS_DEFAULT;
     ao.alloc = &doc->alloc;
-    a->array = a->store != NULL ? sl_array_create(a->store, "", &a->spec, &ao, &err) : NULL;
+    if (a->store != NULL)
+        a->array = open ? sl_array_open(a->store, "", &ao, &err)
+                        : sl_array_create(a->store, "", &a->spec, &ao, &err);
     if (a->array != NULL)
         return true;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, on_disk ? "path" : "create");
-    sl__jdiag_add(&doc->diag, err.code, at, "cannot create array \"%.40s\": %s", a->name, err.text);
+    sl__jdiag_add(&doc->diag, err.code, at, "cannot %s array \"%.40s\": %s",
+                  open ? "open the created" : "create", a->name, err.text);
     sl_store_unref(a->store);
     a->store = NULL;
     return false;

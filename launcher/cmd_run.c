@@ -84,7 +84,9 @@ run_run(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_run, "GRAPH.json is missing");
     sl_graph_json *doc;
-    int rc = graph_file_load(&cmd_run, path, !dry_run, allow_outside, &doc);
+    int rc =
+        graph_file_load(&cmd_run, path, dry_run ? SL_GRAPH_JSON_IN_MEMORY : SL_GRAPH_JSON_CREATE,
+                        allow_outside, &doc);
     if (rc != 0)
         return rc;
     merge_run_opts(doc, &ro);

@@ -9,13 +9,13 @@
 #include "graph_file.h"
 
 int
-graph_file_load(const struct cmd *c, const char *path, bool create, bool allow_outside,
-                sl_graph_json **out)
+graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
+                bool allow_outside, sl_graph_json **out)
 {
     struct sl_error records[GRAPH_FILE_MAX_ERRORS];
     struct sl_graph_json_errors errors = {.errors = records, .capacity = GRAPH_FILE_MAX_ERRORS};
     struct sl_graph_json_opts opts = SL_GRAPH_JSON_OPTS_DEFAULT;
-    opts.create_arrays = create;
+    opts.new_arrays = new_arrays;
     opts.allow_outside = allow_outside;
     *out = sl_graph_json_load_file(path, &opts, &errors);
     if (*out != NULL)

@@ -20,12 +20,12 @@
     "  --allow-outside      let array paths be absolute or leave the graph file's directory\n"
 
 /*
- * Load the graph file at `path` (arrays created on disk only when `create`),
- * printing every error found on stderr.
+ * Load the graph file at `path` (the arrays it creates made as `new_arrays`
+ * says), printing every error found on stderr.
  * @return 0 with `*out` set, or 2 (an invalid file, or one that could not be
  * read) with nothing to free.
  */
-int graph_file_load(const struct cmd *c, const char *path, bool create, bool allow_outside,
-                    sl_graph_json **out);
+int graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
+                    bool allow_outside, sl_graph_json **out);
 
 #endif /* SL_LAUNCHER_GRAPH_FILE_H */

@@ -41,12 +41,20 @@ extern "C" {
  * and its run options.  Opaque. */
 typedef struct sl_graph_json sl_graph_json;
 
+/* What the loader does with the arrays a file asks to create. */
+typedef enum sl_graph_json_arrays {
+    SL_GRAPH_JSON_IN_MEMORY, /* create them in memory only, so validating, explaining
+                                and dry runs touch nothing on disk */
+    SL_GRAPH_JSON_CREATE,    /* create them on disk once the whole file is valid (what
+                                `sluice run` does) */
+    SL_GRAPH_JSON_OPEN,      /* open them from disk, where another process of the same
+                                run created them (ranks of a run across processes after
+                                the first); their "overwrite" is not checked again */
+} sl_graph_json_arrays;
+
 /* How to load a graph file. */
 struct sl_graph_json_opts {
-    bool create_arrays;               /* create the arrays the file asks for on disk once the whole
-                                         file is valid (what `sluice run` does); false: create them
-                                         in memory only, so validating, explaining and dry runs
-                                         touch nothing on disk */
+    sl_graph_json_arrays new_arrays;  /* see sl_graph_json_arrays */
     bool allow_outside;               /* accept absolute array paths and ".." components; false:
                                          every path must stay inside the base directory */
     const char *base_dir;             /* where relative array paths start; NULL: the graph file's
@@ -55,12 +63,12 @@ struct sl_graph_json_opts {
     uint32_t max_depth;               /* deepest nesting accepted; 0: SL_GRAPH_JSON_MAX_DEPTH */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
-#define SL_GRAPH_JSON_OPTS_DEFAULT                       \
-    ((struct sl_graph_json_opts){.create_arrays = false, \
-                                 .allow_outside = false, \
-                                 .base_dir = NULL,       \
-                                 .max_bytes = 0,         \
-                                 .max_depth = 0,         \
+#define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
+    ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
+                                 .allow_outside = false,                \
+                                 .base_dir = NULL,                      \
+                                 .max_bytes = 0,                        \
+                                 .max_depth = 0,                        \
                                  .alloc = NULL})
 
 /*
@@ -82,8 +90,8 @@ struct sl_graph_json_errors {
  * Load the graph file at `path`: read it (refusing files over max_bytes),
  * parse it (duplicate keys and nesting over max_depth refused), validate
  * every field, open the arrays it reads, check the arrays it creates, build
- * every node, seal the graph and, when opts->create_arrays, create the new
- * arrays on disk.
+ * every node, seal the graph and, as opts->new_arrays says, create the new
+ * arrays on disk or open them there.
  * @param opts    NULL for SL_GRAPH_JSON_OPTS_DEFAULT.
  * @param errors  receives every error found; may be NULL.
  * @return the loaded file, or NULL with at least one record in `errors`:

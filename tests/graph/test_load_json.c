@@ -43,7 +43,7 @@ load_text(const char *dir, const char *text, bool create, struct errs *e)
 {
     struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
     o.base_dir = dir;
-    o.create_arrays = create;
+    o.new_arrays = create ? SL_GRAPH_JSON_CREATE : SL_GRAPH_JSON_IN_MEMORY;
     return sl_graph_json_load_string(text, strlen(text), "test.json", &o, errs_init(e, MAX_ERRORS));
 }
 
@@ -461,5 +461,29 @@ Test(graph_load_json, allocation_failures_fail_cleanly)
     }
     cr_assert(loaded, "the load never succeeded");
     cr_assert_gt(n_nomem, 10, "failures report SL_ENOMEM");
+    sl_test_rmtree(dir);
+}
+
+Test(graph_load_json, other_processes_open_what_the_first_created)
+{
+    const char *dir = sl_test_tmpdir("json-open");
+    make_array(dir, "raw.zarr", raw_shape, raw_chunks, NULL, false);
+    struct errs e;
+    struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
+    o.base_dir = dir;
+    o.new_arrays = SL_GRAPH_JSON_OPEN;
+    const size_t len = strlen(derive_graph);
+    cr_assert_null(sl_graph_json_load_string(derive_graph, len, NULL, &o, errs_init(&e, 4)),
+                   "nothing to open before the first process creates it");
+    cr_assert_str_eq(e.rec[0].path, "/arrays/out/path");
+    cr_assert_not_null(strstr(e.rec[0].text, "cannot open the created array"), "%s", e.rec[0].text);
+    sl_graph_json *first = load_text(dir, derive_graph, true, &e);
+    cr_assert_not_null(first, "%s", e.rec[0].text);
+    sl_graph_json *other = sl_graph_json_load_string(derive_graph, len, NULL, &o, errs_init(&e, 4));
+    cr_assert_not_null(other, "%s %s", e.rec[0].path, e.rec[0].text);
+    cr_assert_eq(sl_graph_node_count(sl_graph_json_graph(other)),
+                 sl_graph_node_count(sl_graph_json_graph(first)));
+    sl_graph_json_destroy(other);
+    sl_graph_json_destroy(first);
     sl_test_rmtree(dir);
 }
