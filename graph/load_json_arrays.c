@@ -272,35 +272,32 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
     a->writable = writable;
 }
 
-/* An array to create: is something stored at its path already? */
-static void
-array_probe_target(sl_graph_json *doc, struct sl__jarray *a)
+bool
+sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path, const char *ptr,
+                     bool overwrite, bool *exists)
 {
     struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
     so.create = false;
     so.read_only = true;
     so.alloc = &doc->alloc;
     struct sl_error err = SL_ERROR_INIT;
-    char at[SL__JPTR_MAX];
-    sl__jptr_key(at, a->ptr, "path");
-    sl_store *s = sl_store_open_fs(a->full_path, &so, &err);
+    sl_store *s = sl_store_open_fs(full_path, &so, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
     sl_status st = s != NULL ? sl_zarr_probe(s, "", &kind, NULL, &err) : err.code;
     sl_store_unref(s);
     if (st == SL_EPARSE) {
         kind = SL_ZARR_ARRAY; /* unreadable metadata: something is there */
     } else if (st != SL_OK && st != SL_ENOTFOUND) {
-        sl__jdiag_add(&doc->diag, st, at, "cannot look at \"%.40s\": %s", a->path, err.text);
-        a->bad = true;
-        return;
+        sl__jdiag_add(&doc->diag, st, ptr, "cannot look at \"%.40s\": %s", path, err.text);
+        return false;
     }
-    a->exists = kind != SL_ZARR_NONE;
-    if (!a->exists || a->overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
-        return;
-    sl__jdiag_add(&doc->diag, SL_EEXIST, at,
+    *exists = kind != SL_ZARR_NONE;
+    if (!*exists || overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
+        return true;
+    sl__jdiag_add(&doc->diag, SL_EEXIST, ptr,
                   "%s already exists at \"%.40s\"; set \"overwrite\": true to replace it",
-                  kind == SL_ZARR_GROUP ? "a group" : "an array", a->path);
-    a->bad = true;
+                  kind == SL_ZARR_GROUP ? "a group" : "an array", path);
+    return false;
 }
 
 void
@@ -328,10 +325,12 @@ sl__jarrays_parse(sl_graph_json *doc, const json_t *arrays)
         struct sl__jarray *a = &doc->arrays[i];
         if (a->bad)
             continue;
+        char at[SL__JPTR_MAX];
+        sl__jptr_key(at, a->ptr, "path");
         if (a->role == SL__JARRAY_READ)
             array_open_existing(doc, a, false);
-        else
-            array_probe_target(doc, a);
+        else if (!sl__jpath_check_free(doc, a->full_path, a->path, at, a->overwrite, &a->exists))
+            a->bad = true;
     }
 }
 

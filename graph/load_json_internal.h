@@ -150,16 +150,26 @@ struct sl__jslice {
     uint64_t stop[SL_MAX_RANK];  /* one past the last; UINT64_MAX: the extent */
 };
 
-/* A pyramid node's fields. */
+/* A pyramid node's fields, in the form sl_graph_add_pyramid takes them. */
 struct sl__jpyramid {
-    const char *group;             /* "group": path of the group to create */
-    char *full_path;               /* base directory joined with it; owned */
-    uint32_t n_factors;            /* "factors" entries */
-    uint64_t factors[SL_MAX_RANK]; /* downsampling factor between levels */
-    uint64_t levels;               /* "levels"; 0: until one chunk */
-    sl_downsample_method method;   /* "method" */
-    bool overwrite;                /* "overwrite" */
-    struct sl__jcreate create;     /* "create": format, chunks, shards, codec */
+    const char *group;                  /* "group": path of the group to create */
+    char *full_path;                    /* base directory joined with it; owned */
+    bool exists;                        /* something is stored there already */
+    uint64_t n_levels;                  /* "levels": level 0 included */
+    uint32_t n_factors;                 /* "factors" entries */
+    uint64_t factors[SL_MAX_RANK];      /* downsampling factor between levels */
+    sl_downsample_method method;        /* "method" */
+    bool overwrite;                     /* "overwrite" */
+    struct sl__jcreate create;          /* "create": format, chunks, shards, codec, fill_value */
+    const char *name;                   /* "name" of the multiscales; NULL: none */
+    uint32_t n_axes;                    /* "axes" entries; 0: the defaults */
+    const char *axis_name[SL_MAX_RANK]; /* per axis; NULL: the default */
+    const char *axis_type[SL_MAX_RANK]; /* per axis; NULL: the default */
+    const char *axis_unit[SL_MAX_RANK]; /* per axis; NULL: none */
+    uint32_t n_scale;                   /* "scale" entries; 0: all 1 */
+    double scale[SL_MAX_RANK];          /* level 0's pixel size */
+    uint32_t n_translation;             /* "translation" entries; 0: all 0 */
+    double translation[SL_MAX_RANK];    /* level 0's offset */
 };
 
 /* One node of the file. */
@@ -244,6 +254,9 @@ bool sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk);
 /* True when node `i` is in the graph of this build pass. */
 bool sl__jnode_built(const sl_graph_json *doc, int i);
 
+/* The fields of pyramid node `n` (load_json_pyramid.c). */
+void sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n);
+
 /* Free everything the nodes hold. */
 void sl__jnodes_fini(sl_graph_json *doc);
 
@@ -253,6 +266,15 @@ void sl__jnodes_fini(sl_graph_json *doc);
  * ".." component.  Reports at `ptr`.  @return NULL after reporting.
  */
 char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
+
+/*
+ * Check what is stored at `full_path` (`path` as written, reported at
+ * `ptr`): `*exists` when a Zarr array or group is there, which is an error
+ * (SL_EEXIST) unless `overwrite` or the new arrays are opened, not
+ * created.  @return false after reporting.
+ */
+bool sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path,
+                          const char *ptr, bool overwrite, bool *exists);
 
 /* Parse a "create" object at `ptr` into `c`; `allowed` names the keys
  * accepted.  @return false after reporting. */

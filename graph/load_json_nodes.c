@@ -21,10 +21,9 @@ static const char *const select_keys[] = {"op",      "id",   "input",   "region"
 static const char *const rechunk_keys[] = {"op", "id", "input", "chunks", "comment", NULL};
 static const char *const map_keys[] = {"op", "id", "input", "comment", NULL};
 static const char *const regrid_keys[] = {"op", "id", "input", "chunks", "comment", NULL};
-static const char *const pyramid_keys[] = {"op",        "id",      "input",  "group",
-                                           "factors",   "levels",  "method", "create",
-                                           "overwrite", "comment", NULL};
-static const char *const pyramid_create_keys[] = {"format", "chunks", "shards", "codec", NULL};
+static const char *const pyramid_keys[] = {
+    "op",   "id",   "input", "group",       "levels",    "factors", "method", "create",
+    "name", "axes", "scale", "translation", "overwrite", "comment", NULL};
 
 /* Node kinds besides the registry's ops, by the name "op" gives them. */
 static const struct {
@@ -252,51 +251,6 @@ node_parse_op(sl_graph_json *doc, struct sl__jnode *n)
         (void)sl__jget_dims(&doc->diag, v, at, 1, n->chunks, &n->n_chunks);
 }
 
-/*
- * A pyramid's fields: checked here, so a file using them is validated in
- * full, but not built.  TODO(#9): the lead wires SL__JNODE_PYRAMID to the
- * pyramid builder once it lands, replacing the EUNSUPPORTED below.
- */
-static void
-node_parse_pyramid(sl_graph_json *doc, struct sl__jnode *n)
-{
-    struct sl__jpyramid *p = &n->pyramid;
-    struct sl__jdiag *d = &doc->diag;
-    size_t before = d->count;
-    char at[SL__JPTR_MAX];
-    p->method = SL_DOWNSAMPLE_MEAN;
-    node_string(doc, n, "group", "the path of the group to create, holding one array per level",
-                &p->group);
-    sl__jptr_key(at, n->ptr, "group");
-    if (p->group != NULL)
-        p->full_path = sl__jpath_join(doc, p->group, at);
-    const json_t *v = node_require(doc, n, "factors", "the factor between levels per dimension");
-    sl__jptr_key(at, n->ptr, "factors");
-    if (v != NULL)
-        (void)sl__jget_dims(d, v, at, 1, p->factors, &p->n_factors);
-    sl__jptr_key(at, n->ptr, "levels");
-    if ((v = json_object_get(n->obj, "levels")) != NULL)
-        (void)sl__jget_uint(d, v, at, 1, 64, &p->levels);
-    const char *method = NULL;
-    node_string(doc, n, "method", NULL, &method);
-    struct sl_error err = SL_ERROR_INIT;
-    sl__jptr_key(at, n->ptr, "method");
-    if (method != NULL && sl_downsample_method_from_name(method, &p->method, &err) != SL_OK)
-        sl__jdiag_add_error(d, at, &err);
-    sl__jptr_key(at, n->ptr, "overwrite");
-    if ((v = json_object_get(n->obj, "overwrite")) != NULL)
-        (void)sl__jget_bool(d, v, at, &p->overwrite);
-    sl__jptr_key(at, n->ptr, "create");
-    if ((v = json_object_get(n->obj, "create")) != NULL)
-        (void)sl__jcreate_parse(doc, v, at, pyramid_create_keys, &p->create);
-    if (d->count != before)
-        return;
-    sl__jptr_key(at, n->ptr, "op");
-    sl__jdiag_add(d, SL_EUNSUPPORTED, at,
-                  "pyramid nodes are not available in this build yet (the fields are valid); "
-                  "chain downsample and put nodes instead");
-}
-
 /* The fields of node `n` beyond its id. */
 static void
 node_parse(sl_graph_json *doc, struct sl__jnode *n)
@@ -335,7 +289,7 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
         node_parse_op(doc, n);
         break;
     case SL__JNODE_PYRAMID:
-        node_parse_pyramid(doc, n);
+        sl__jpyramid_parse(doc, n);
         break;
     case SL__JNODE_GET:
     case SL__JNODE_PUT:
