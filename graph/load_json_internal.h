@@ -48,6 +48,11 @@ struct sl__jdiag {
 sl_status sl__jdiag_add(struct sl__jdiag *d, sl_status code, const char *ptr, const char *fmt, ...)
     SL_PRINTF(4, 5);
 
+/* Record a syntax or limit error at a text location (1-based line and
+ * column, byte position).  @return `code`. */
+sl_status sl__jdiag_add_at(struct sl__jdiag *d, sl_status code, int line, int column,
+                           size_t position, const char *text);
+
 /* Record `e` (a record some other function filled) at `ptr`, with the same
  * code and text.  @return e->code. */
 sl_status sl__jdiag_add_error(struct sl__jdiag *d, const char *ptr, const struct sl_error *e);
