@@ -15,6 +15,7 @@
 #include <sluice/dtype.h>
 #include <sluice/error.h>
 #include <sluice/graph.h>
+#include <sluice/graph_json.h>
 #include <sluice/grid.h>
 #include <sluice/ops.h>
 #include <sluice/parallel.h>

@@ -186,3 +186,75 @@ sl_array_write_chunk(sl_array *a, const uint64_t *coords, const void *buf, size_
     ctx_done(given, ctx);
     return st;
 }
+
+/* Check stored-object coordinates against the shard grid (SL_EBOUNDS). */
+static sl_status
+check_object_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err)
+{
+    if (coords == NULL && a->meta.rank > 0)
+        return sl_error_set(err, SL_EINVAL, NULL, "shard coordinates are missing");
+    for (uint32_t d = 0; d < a->meta.rank; d++)
+        if (coords[d] >= a->object_grid.n_chunks[d]) {
+            struct sl_chunk_key key = sl_chunk_key_make(a->meta.rank, coords);
+            return sl_error_set(err, SL_EBOUNDS, &key,
+                                "shard index %" PRIu64 " in dimension %u is outside the grid of "
+                                "%" PRIu64 " shards",
+                                coords[d], d, a->object_grid.n_chunks[d]);
+        }
+    return SL_OK;
+}
+
+/* Fill `exist` from the index of the shard stored under `key`. */
+static sl_status
+shard_index_exist(const sl_array *a, const char *key, bool *exist, sl_codec_ctx *ctx,
+                  struct sl_error *err)
+{
+    struct sl__reader rd;
+    sl_status st = sl__reader_open(a->store, key, &rd, err);
+    if (st == SL_ENOTFOUND) {
+        sl_error_clear(err);
+        memset(exist, 0, (size_t)a->meta.n_per_shard * sizeof(bool));
+        return SL_OK;
+    }
+    SL_TRY(st);
+    const uint64_t *entries = NULL;
+    st = sl__shard_index_read(&rd, &a->meta, ctx, &entries, err);
+    sl__reader_close(&rd);
+    for (uint64_t k = 0; st == SL_OK && k < a->meta.n_per_shard; k++)
+        exist[k] = entries[2 * k] != SL__SHARD_EMPTY;
+    return st;
+}
+
+sl_status
+sl_array_shard_chunks_exist(const sl_array *a, const uint64_t *shard, bool *exist, size_t n_exist,
+                            sl_codec_ctx *given, struct sl_error *err)
+{
+    SL_TRY(check_object_coords(a, shard, err));
+    uint64_t n = a->meta.sharded ? a->meta.n_per_shard : 1;
+    if (exist == NULL || n_exist < n)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "room for %zu chunk flags; a stored object holds %" PRIu64 " chunks",
+                            exist != NULL ? n_exist : 0, n);
+    char key[SL_STORE_KEY_MAX + 1];
+    if (sl__array_object_key(a, shard, key, sizeof(key)) >= sizeof(key))
+        return sl_error_set(err, SL_EINVAL, NULL, "chunk key too long");
+    struct sl_error local = SL_ERROR_INIT;
+    sl_status st;
+    if (!a->meta.sharded) {
+        uint64_t bytes;
+        st = sl_store_size(a->store, key, &bytes, &local);
+        exist[0] = st == SL_OK;
+        if (st == SL_ENOTFOUND)
+            st = SL_OK;
+    } else {
+        sl_codec_ctx *ctx;
+        SL_TRY(ctx_for_call(a, given, &ctx, err));
+        st = shard_index_exist(a, key, exist, ctx, &local);
+        ctx_done(given, ctx);
+    }
+    if (st != SL_OK) {
+        sl__error_forward(err, &local);
+        sl__error_locate(err, key, a->meta.rank, shard);
+    }
+    return st;
+}

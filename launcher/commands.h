@@ -23,6 +23,9 @@ extern const struct cmd cmd_checksum;
 extern const struct cmd cmd_copy;
 extern const struct cmd cmd_downsample;
 extern const struct cmd cmd_pyramid;
+extern const struct cmd cmd_run;
+extern const struct cmd cmd_validate;
+extern const struct cmd cmd_explain;
 
 /* Print "sluice NAME: PATH: " and the error record on stderr; return 1. */
 struct sl_error;

@@ -22,6 +22,9 @@ static const struct cmd *const commands[] = {
     &cmd_copy,
     &cmd_downsample,
     &cmd_pyramid,
+    &cmd_run,
+    &cmd_validate,
+    &cmd_explain,
 };
 /* clang-format on */
 

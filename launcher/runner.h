@@ -63,4 +63,14 @@ sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);
  */
 int run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what);
 
+/*
+ * A dry run of the sealed graph `g`: prepare its plan as `o` says (so a
+ * budget too small is found), print a summary, then find which stored
+ * chunks its gets would read and list the missing ones on stdout (the
+ * first 100; all of them, with per-node counts, in the JSON report when
+ * o->report is set).  Reads and writes no chunk data.
+ * @return 0 when no input chunk is missing, 1 otherwise or on failure.
+ */
+int dry_run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what);
+
 #endif /* SL_LAUNCHER_RUNNER_H */

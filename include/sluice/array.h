@@ -200,6 +200,26 @@ SL_API SL_NODISCARD sl_status sl_array_write_chunk(sl_array *a, const uint64_t *
                                                    const void *buf, size_t buf_bytes,
                                                    sl_codec_ctx *ctx, struct sl_error *err);
 
+/**
+ * Which chunks of stored object `shard` (coordinates in the grid of
+ * sl_array_shard_grid: a shard when the array is sharded, else one chunk)
+ * are stored, reading no chunk data: for an unsharded array whether the
+ * chunk's key exists; for a sharded one, the shard's index alone (one read).
+ * `exist` receives one entry per chunk of the object, in C order over the
+ * shard's inner chunk grid (shard shape / chunk shape per dimension; one
+ * entry when unsharded), chunks beyond the array's edge included.  Empty
+ * inner chunks and absent shards count as not stored.  What a dry run uses
+ * to find missing input chunks cheaply.
+ * @param ctx  this thread's codec context, or NULL for a temporary one.
+ * @return SL_OK; SL_EBOUNDS (`shard` outside the grid); SL_EINVAL (`exist`
+ * NULL or `n_exist` too small, naming the count needed); SL_ECORRUPT (an
+ * index that fails validation, naming the key); SL_EIO; SL_ENOMEM.
+ * Thread-safety: any thread, as sl_array_read_chunk.
+ */
+SL_API SL_NODISCARD sl_status sl_array_shard_chunks_exist(const sl_array *a, const uint64_t *shard,
+                                                          bool *exist, size_t n_exist,
+                                                          sl_codec_ctx *ctx, struct sl_error *err);
+
 /* ---- regions ----------------------------------------------------------------- */
 
 /**

@@ -549,3 +549,84 @@ Test(io_array, zero_dimensional_and_empty_arrays)
     sl_array_unref(a);
     sl_store_unref(s);
 }
+
+/* Which chunks exist, from chunk keys (unsharded) or one index read (sharded). */
+static void
+check_chunks_exist(bool sharded)
+{
+    sl_store *s = mem_store();
+    struct sl_array_spec sp = odd_spec(3, SL_DTYPE_U8, sharded);
+    sl_array *a = sl_array_create(s, "a", &sp, NULL, NULL);
+    cr_assert_not_null(a);
+    uint8_t chunk[24];
+    memset(chunk, 9, sizeof(chunk));
+    const uint64_t written[2][3] = {{1, 1, 1}, {3, 2, 2}};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(sl_array_write_chunk(a, written[i], chunk, sizeof(chunk), NULL, NULL), SL_OK);
+    struct sl_grid shards, chunks;
+    cr_assert_eq(sl_array_shard_grid(a, &shards, NULL), SL_OK);
+    cr_assert_eq(sl_array_chunk_grid(a, &chunks, NULL), SL_OK);
+    const uint64_t per = sharded ? 2 : 1; /* inner chunks per shard and dimension */
+    uint64_t n_seen = 0;
+    for (uint64_t i = 0; i < shards.n_total; i++) {
+        uint64_t sc[3];
+        sl_grid_coords_of(&shards, i, sc);
+        bool exist[8];
+        struct sl_store_stats before, after;
+        sl_store_get_stats(s, &before);
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_eq(sl_array_shard_chunks_exist(a, sc, exist, 8, NULL, &err), SL_OK, "%s",
+                     err.text);
+        sl_store_get_stats(s, &after);
+        bool stored = false;
+        for (uint64_t k = 0; k < per * per * per; k++) {
+            const uint64_t in[3] = {sc[0] * per + k / (per * per), sc[1] * per + k / per % per,
+                                    sc[2] * per + k % per};
+            bool want = false;
+            for (int w = 0; w < 2; w++)
+                want = want ||
+                       (in[0] == written[w][0] && in[1] == written[w][1] && in[2] == written[w][2]);
+            cr_assert_eq(exist[k], want, "shard %zu inner %zu", (size_t)i, (size_t)k);
+            n_seen += exist[k];
+            stored = stored || want;
+        }
+        if (sharded)
+            cr_assert_eq(after.n_get - before.n_get, stored ? 1u : 0u,
+                         "only the index of a stored shard is read");
+        else
+            cr_assert_eq(after.bytes_read, before.bytes_read, "no chunk bytes are read");
+    }
+    cr_assert_eq(n_seen, 2);
+    const uint64_t outside[3] = {0, shards.n_chunks[1], 0};
+    bool exist[8];
+    cr_assert_eq(sl_array_shard_chunks_exist(a, outside, exist, 8, NULL, NULL), SL_EBOUNDS);
+    struct sl_error err = SL_ERROR_INIT;
+    const uint64_t origin[3] = {0, 0, 0};
+    cr_assert_eq(sl_array_shard_chunks_exist(a, origin, exist, 0, NULL, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, sharded ? "holds 8 chunks" : "holds 1 chunks"), "%s",
+                       err.text);
+    sl_grid_fini(&shards);
+    sl_grid_fini(&chunks);
+    sl_array_unref(a);
+    sl_store_unref(s);
+}
+
+Test(io_array, chunks_exist_from_keys_without_reading_data) { check_chunks_exist(false); }
+
+Test(io_array, chunks_exist_from_one_shard_index_read) { check_chunks_exist(true); }
+
+Test(io_array, chunks_exist_reports_a_corrupt_shard_index)
+{
+    sl_store *s = mem_store();
+    struct sl_array_spec sp = odd_spec(3, SL_DTYPE_U8, true);
+    sl_array *a = sl_array_create(s, "a", &sp, NULL, NULL);
+    cr_assert_not_null(a);
+    cr_assert_eq(sl_store_set(s, "a/c/0/0/0", "garbage bytes", 13, NULL), SL_OK);
+    bool exist[8];
+    struct sl_error err = SL_ERROR_INIT;
+    const uint64_t origin[3] = {0, 0, 0};
+    cr_assert_eq(sl_array_shard_chunks_exist(a, origin, exist, 8, NULL, &err), SL_ECORRUPT);
+    cr_assert_not_null(strstr(err.source, "a/c/0/0/0"), "%s", err.source);
+    sl_array_unref(a);
+    sl_store_unref(s);
+}

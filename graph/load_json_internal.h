@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private declarations of the JSON graph loader (load_json*.c): the parsed
+ * document, its arrays and nodes, the error list, and the steps each file
+ * implements.  Open to the graph tests.
+ *
+ * DESIGN: loading runs in passes over one parsed document.  The document
+ * pass (load_json.c, load_json_arrays.c, load_json_nodes.c) checks every
+ * field's type and value, resolves names, finds cycles and opens the
+ * arrays that must exist; the build pass adds the nodes to a graph in
+ * dependency order, creating new arrays in memory so that shapes, ranks
+ * and dtypes are checked by the graph itself.  Only when both passes found
+ * nothing wrong, and the caller asked for it, does a second build pass
+ * create the new arrays on disk.  Errors are appended to the caller's list;
+ * an array or node with an error is marked `bad`, and whatever depends on
+ * it is skipped silently, so one mistake is reported once.
+ */
+#ifndef SL_LOAD_JSON_INTERNAL_H
+#define SL_LOAD_JSON_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sluice/array.h>
+#include <sluice/graph.h>
+#include <sluice/graph_json.h>
+#include <sluice/ops.h>
+
+/* A JSON pointer as error records hold it. */
+#define SL__JPTR_MAX 80
+
+/* The longest node id (the graph's limit on node names). */
+#define SL__JNODE_ID_MAX 63
+
+/* Where a loader's errors go. */
+struct sl__jdiag {
+    struct sl_graph_json_errors *out; /* the caller's list; may be NULL */
+    const char *source;               /* file name for the records */
+    size_t count;                     /* errors found so far */
+    bool full;                        /* the list is full: stop looking */
+};
+
+/*
+ * Record an error at JSON pointer `ptr` (may be "" for the whole document)
+ * unless the list is full.  @return `code`.
+ */
+sl_status sl__jdiag_add(struct sl__jdiag *d, sl_status code, const char *ptr, const char *fmt, ...)
+    SL_PRINTF(4, 5);
+
+/* Record a syntax or limit error at a text location (1-based line and
+ * column, byte position).  @return `code`. */
+sl_status sl__jdiag_add_at(struct sl__jdiag *d, sl_status code, int line, int column,
+                           size_t position, const char *text);
+
+/* Record `e` (a record some other function filled) at `ptr`, with the same
+ * code and text.  @return e->code. */
+sl_status sl__jdiag_add_error(struct sl__jdiag *d, const char *ptr, const struct sl_error *e);
+
+/* `parent` + "/" + `key`, escaping "~" and "/" as RFC 6901 says. */
+void sl__jptr_key(char out[SL__JPTR_MAX], const char *parent, const char *key);
+
+/* `parent` + "/" + `index`. */
+void sl__jptr_index(char out[SL__JPTR_MAX], const char *parent, size_t index);
+
+/* The JSON type of `v` for messages: "a string", "an object", "null", ... */
+const char *sl__json_type_name(const json_t *v);
+
+/*
+ * Report every key of object `obj` (at `ptr`) that is not in `known`
+ * (NULL-terminated) nor a parameter of `op` (may be NULL), naming what a
+ * `what` accepts.  @return true when every key is known.
+ */
+bool sl__jcheck_keys(struct sl__jdiag *d, const json_t *obj, const char *ptr, const char *what,
+                     const char *const *known, const struct sl_op_desc *op);
+
+/* Typed fields: each returns true and stores the value when `v` has the
+ * type (and range) asked for, else reports what was expected and found at
+ * `ptr` and returns false. */
+bool sl__jget_string(struct sl__jdiag *d, const json_t *v, const char *ptr, const char **out);
+bool sl__jget_bool(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *out);
+bool sl__jget_uint(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo, uint64_t hi,
+                   uint64_t *out);
+/* A list of 1..SL_MAX_RANK integers >= `lo` (reported at ptr/i). */
+bool sl__jget_dims(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo,
+                   uint64_t *out, uint32_t *n);
+
+/* What an array entry asks for. */
+typedef enum sl__jarray_role {
+    SL__JARRAY_READ,   /* no "create" nor "like": the array must exist */
+    SL__JARRAY_CREATE, /* "create" or "like": a new array */
+} sl__jarray_role;
+
+/* The "create" settings of an array or pyramid, as written (unset: absent). */
+struct sl__jcreate {
+    int format;                         /* 2 or 3; 0: not given */
+    bool has_dtype;                     /* "dtype" given */
+    sl_dtype dtype;                     /* ... its value */
+    uint32_t n_shape;                   /* "shape" entries; 0: not given */
+    uint64_t shape[SL_MAX_RANK];        /* "shape" */
+    uint32_t n_chunks;                  /* "chunks" entries; 0: not given */
+    uint64_t chunks[SL_MAX_RANK];       /* "chunks" */
+    bool has_shards;                    /* "shards" given (null: explicitly none) */
+    uint32_t n_shards;                  /* its entries; 0 for null */
+    uint64_t shards[SL_MAX_RANK];       /* "shards" */
+    bool has_codec;                     /* "codec" given */
+    struct sl_codec_spec codec;         /* ... parsed */
+    const json_t *fill_value;           /* "fill_value", borrowed; NULL: not given */
+    bool has_dim_names;                 /* "dimension_names" given */
+    uint32_t n_dim_names;               /* its entries */
+    const char *dim_names[SL_MAX_RANK]; /* borrowed from the document; NULL entries */
+    const json_t *attributes;           /* "attributes", borrowed; NULL: not given */
+};
+
+/* One entry of "arrays". */
+struct sl__jarray {
+    const char *name;              /* its key, borrowed from the document */
+    char ptr[SL__JPTR_MAX];        /* "/arrays/<name>" */
+    const char *path;              /* "path" as written; NULL when bad */
+    char *full_path;               /* base directory joined with `path`; owned */
+    sl__jarray_role role;          /* read or create */
+    bool overwrite;                /* "overwrite" */
+    bool exists;                   /* create: something is stored at the path already */
+    const char *like_name;         /* "like" as written, or NULL */
+    int like;                      /* index of the "like" array, or -1 */
+    struct sl__jcreate create;     /* "create" settings */
+    int writer;                    /* index of the put node writing it, or -1 */
+    int n_readers;                 /* get nodes reading it */
+    bool bad;                      /* an error was reported for it */
+    int mark;                      /* cycle search and build state: 0, 1 visiting, 2 done */
+    struct sl_array_spec spec;     /* create: the resolved spec */
+    char *attributes;              /* create: spec.attributes_json, owned (json_dumps) */
+    _Alignas(16) uint8_t fill[16]; /* create: spec.fill_value's element */
+    sl_store *store;               /* the store at full_path or in memory; retained */
+    sl_array *array;               /* the open array; retained */
+    bool writable;                 /* read: `store` was opened for writing */
+};
+
+/* Node kinds of the format. */
+typedef enum sl__jnode_kind {
+    SL__JNODE_GET,     /* read an array */
+    SL__JNODE_PUT,     /* write an array */
+    SL__JNODE_SELECT,  /* slices */
+    SL__JNODE_RECHUNK, /* new chunk shape */
+    SL__JNODE_OP,      /* a built-in op of the registry */
+    SL__JNODE_PYRAMID, /* a multiscale pyramid (fields checked; not built yet) */
+} sl__jnode_kind;
+
+/* One slice of a select: per dimension [start, stop); stop UINT64_MAX
+ * means the input's extent, and `whole` the whole dimension. */
+struct sl__jslice {
+    uint32_t rank;               /* dimensions given */
+    bool whole[SL_MAX_RANK];     /* null: the whole dimension */
+    uint64_t start[SL_MAX_RANK]; /* first index */
+    uint64_t stop[SL_MAX_RANK];  /* one past the last; UINT64_MAX: the extent */
+};
+
+/* A pyramid node's fields, in the form sl_graph_add_pyramid takes them. */
+struct sl__jpyramid {
+    const char *group;                  /* "group": path of the group to create */
+    char *full_path;                    /* base directory joined with it; owned */
+    bool exists;                        /* something is stored there already */
+    uint64_t n_levels;                  /* "levels": level 0 included */
+    uint32_t n_factors;                 /* "factors" entries */
+    uint64_t factors[SL_MAX_RANK];      /* downsampling factor between levels */
+    sl_downsample_method method;        /* "method" */
+    bool overwrite;                     /* "overwrite" */
+    struct sl__jcreate create;          /* "create": format, chunks, shards, codec, fill_value */
+    const char *name;                   /* "name" of the multiscales; NULL: none */
+    uint32_t n_axes;                    /* "axes" entries; 0: the defaults */
+    const char *axis_name[SL_MAX_RANK]; /* per axis; NULL: the default */
+    const char *axis_type[SL_MAX_RANK]; /* per axis; NULL: the default */
+    const char *axis_unit[SL_MAX_RANK]; /* per axis; NULL: none */
+    uint32_t n_scale;                   /* "scale" entries; 0: all 1 */
+    double scale[SL_MAX_RANK];          /* level 0's pixel size */
+    uint32_t n_translation;             /* "translation" entries; 0: all 0 */
+    double translation[SL_MAX_RANK];    /* level 0's offset */
+};
+
+/* One node of the file. */
+struct sl__jnode {
+    const char *id;               /* its id, borrowed from the document */
+    char ptr[SL__JPTR_MAX];       /* "/nodes/<id>" or "/nodes/<index>" */
+    const json_t *obj;            /* the node object, borrowed */
+    sl__jnode_kind kind;          /* what it is */
+    const struct sl_op_desc *op;  /* SL__JNODE_OP: the operation */
+    struct sl_op_args args;       /* SL__JNODE_OP: its parameters */
+    const char *input_name;       /* "input", or NULL */
+    int input;                    /* its node index, or -1 */
+    const char *array_name;       /* get and put: "array" */
+    int array;                    /* its index, or -1 */
+    uint32_t n_chunks;            /* rechunk, downsample: "chunks" entries; 0: none */
+    uint64_t chunks[SL_MAX_RANK]; /* "chunks" */
+    bool concat;                  /* select: "regions" (else "region") */
+    uint32_t axis;                /* select: "axis" */
+    size_t n_slices;              /* select: slices */
+    struct sl__jslice *slices;    /* select: owned */
+    struct sl__jpyramid pyramid;  /* pyramid fields */
+    int n_consumers;              /* nodes naming it as input */
+    bool bad;                     /* an error was reported for it, or an input is bad */
+    int mark;                     /* cycle search and build state: 0, 1 visiting, 2 done */
+    uint32_t gid;                 /* its id in the graph once built */
+};
+
+struct sl_graph_json {
+    struct sl_allocator alloc;      /* everything owned below */
+    struct sl_graph_json_opts opts; /* copied; base_dir points at `base_dir` */
+    char *base_dir;                 /* owned */
+    char source[80];                /* the file name for error records */
+    json_t *root;                   /* the parsed document */
+    struct sl__jdiag diag;          /* the error list */
+    struct sl_graph_json_run run;   /* "run" */
+    size_t n_arrays;                /* entries of "arrays" */
+    struct sl__jarray *arrays;      /* owned */
+    size_t n_nodes;                 /* entries of "nodes" */
+    struct sl__jnode *nodes;        /* owned */
+    size_t n_order;                 /* nodes in `order` */
+    size_t *order;                  /* node indices, each after what it depends on; owned,
+                                       room for n_nodes + 1 */
+    sl_graph *graph;                /* the graph built by the last build pass */
+};
+
+/* The document pass over "arrays": fields, paths, existing arrays opened. */
+void sl__jarrays_parse(sl_graph_json *doc, const json_t *arrays);
+
+/* Index of the array named `name`, or -1. */
+int sl__jarrays_find(const sl_graph_json *doc, const char *name);
+
+/* The longest chain of "like" references accepted. */
+#define SL__JLIKE_MAX 16
+
+/* Report chains of "like" that loop or are longer than SL__JLIKE_MAX. */
+void sl__jarrays_check_like(sl_graph_json *doc);
+
+/* Build pass: make array `i` usable (open, or create in memory or on disk
+ * as `on_disk` says, its spec resolved from its writer's input, which must
+ * be built already, and its "like" array). */
+bool sl__jarray_resolve(sl_graph_json *doc, size_t i, bool on_disk);
+
+/* Drop the arrays created by a build pass (keeping those read). */
+void sl__jarrays_reset(sl_graph_json *doc);
+
+/* Free everything the arrays hold. */
+void sl__jarrays_fini(sl_graph_json *doc);
+
+/* The document pass over "nodes": fields, names, references, unused
+ * nodes, cycles, and the build order in doc->order. */
+void sl__jnodes_parse(sl_graph_json *doc, const json_t *nodes);
+
+/* After the fields of every node: resolve "input" and "array" names, count
+ * consumers, report unused nodes and cycles, and fill doc->order
+ * (load_json_links.c). */
+void sl__jnodes_link(sl_graph_json *doc);
+
+/* Build pass: add node `i` to doc->graph (what it depends on comes earlier
+ * in doc->order).  @return false when it or a dependency failed. */
+bool sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk);
+
+/* True when node `i` is in the graph of this build pass. */
+bool sl__jnode_built(const sl_graph_json *doc, int i);
+
+/* The fields of pyramid node `n` (load_json_pyramid.c). */
+void sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Free everything the nodes hold. */
+void sl__jnodes_fini(sl_graph_json *doc);
+
+/*
+ * Join `base` and `path` into an owned string, checking `path` first: not
+ * empty; when outside paths are not allowed, neither absolute nor with a
+ * ".." component.  Reports at `ptr`.  @return NULL after reporting.
+ */
+char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
+
+/*
+ * Check what is stored at `full_path` (`path` as written, reported at
+ * `ptr`): `*exists` when a Zarr array or group is there, which is an error
+ * (SL_EEXIST) unless `overwrite` or the new arrays are opened, not
+ * created.  @return false after reporting.
+ */
+bool sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path,
+                          const char *ptr, bool overwrite, bool *exists);
+
+/* Parse a "create" object at `ptr` into `c`; `allowed` names the keys
+ * accepted.  @return false after reporting. */
+bool sl__jcreate_parse(sl_graph_json *doc, const json_t *obj, const char *ptr,
+                       const char *const *allowed, struct sl__jcreate *c);
+
+#endif /* SL_LOAD_JSON_INTERNAL_H */

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pyramid nodes of graph files: a multiscale pyramid of the input written
+ * as a group of levels, with the fields of sl_graph_add_pyramid (levels,
+ * factors, method, how each level is stored, the OME-Zarr name, axes,
+ * scale and translation) and a group path under the rules of array paths.
+ * Every field is checked, so a file using them is validated in full; the
+ * node is then refused as not available yet.
+ *
+ * TODO(#9): the lead wires SL__JNODE_PYRAMID to sl_graph_add_pyramid
+ * (include/sluice/pyramid.h): in sl__jnode_build, a store at p->full_path
+ * (a memory store in the first build pass, created on disk, or opened for
+ * SL_GRAPH_JSON_OPEN, in the second, as array_create does), struct
+ * sl_pyramid_opts from struct sl__jpyramid field by field (`level` from
+ * p->create as an array's "create" resolves, with p->overwrite), then
+ * sl_graph_add_pyramid(g, n->id, input, store, "", &opts, NULL, &err) with
+ * its errors at n->ptr; and drop the EUNSUPPORTED at the end of
+ * sl__jpyramid_parse.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "core_internal.h"
+#include "load_json_internal.h"
+
+static const char *const pyramid_create_keys[] = {"format", "chunks",     "shards",
+                                                  "codec",  "fill_value", NULL};
+static const char *const axis_keys[] = {"name", "type", "unit", NULL};
+
+/* "axes": one object {name, type, unit} per dimension, each field optional. */
+static void
+pyramid_parse_axes(sl_graph_json *doc, struct sl__jpyramid *p, const json_t *v, const char *ptr)
+{
+    struct sl__jdiag *d = &doc->diag;
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SL_MAX_RANK) {
+        sl__jdiag_add(d, SL_EINVAL, ptr,
+                      "expected a list of axes {\"name\", \"type\", \"unit\"}, one per "
+                      "dimension, found %s",
+                      sl__json_type_name(v));
+        return;
+    }
+    p->n_axes = (uint32_t)json_array_size(v);
+    for (uint32_t i = 0; i < p->n_axes; i++) {
+        const json_t *axis = json_array_get(v, i);
+        char at[SL__JPTR_MAX];
+        sl__jptr_index(at, ptr, i);
+        if (!json_is_object(axis)) {
+            sl__jdiag_add(d, SL_EINVAL, at, "expected an axis {\"name\": \"x\", ...}, found %s",
+                          sl__json_type_name(axis));
+            continue;
+        }
+        sl__jcheck_keys(d, axis, at, "an axis", axis_keys, NULL);
+        const char **fields[3] = {&p->axis_name[i], &p->axis_type[i], &p->axis_unit[i]};
+        for (int k = 0; k < 3; k++) {
+            const json_t *f = json_object_get(axis, axis_keys[k]);
+            char fat[SL__JPTR_MAX];
+            sl__jptr_key(fat, at, axis_keys[k]);
+            if (f != NULL)
+                (void)sl__jget_string(d, f, fat, fields[k]);
+        }
+    }
+}
+
+/* A list of one number per dimension: positive ones for "scale". */
+static void
+pyramid_parse_numbers(sl_graph_json *doc, const json_t *v, const char *ptr, bool positive,
+                      double *out, uint32_t *n)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SL_MAX_RANK) {
+        sl__jdiag_add(&doc->diag, SL_EINVAL, ptr,
+                      "expected a list of numbers, one per dimension, found %s",
+                      sl__json_type_name(v));
+        return;
+    }
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        const json_t *e = json_array_get(v, i);
+        char at[SL__JPTR_MAX];
+        sl__jptr_index(at, ptr, i);
+        double x = json_is_number(e) ? json_number_value(e) : NAN;
+        if (json_is_number(e) && isfinite(x) && (!positive || x > 0)) {
+            out[i] = x;
+            continue;
+        }
+        if (json_is_number(e))
+            sl__jdiag_add(&doc->diag, SL_EINVAL, at, "expected a positive number, found %g", x);
+        else
+            sl__jdiag_add(&doc->diag, SL_EINVAL, at, "expected a %snumber, found %s",
+                          positive ? "positive " : "", sl__json_type_name(e));
+    }
+    *n = (uint32_t)json_array_size(v);
+}
+
+/* Lists of one entry per dimension must agree with "factors". */
+static void
+pyramid_check_ranks(sl_graph_json *doc, const struct sl__jnode *n)
+{
+    const struct sl__jpyramid *p = &n->pyramid;
+    const struct {
+        const char *name;
+        uint32_t count;
+    } lists[] = {{"axes", p->n_axes},
+                 {"scale", p->n_scale},
+                 {"translation", p->n_translation},
+                 {"create/chunks", p->create.n_chunks},
+                 {"create/shards", p->create.n_shards}};
+    for (size_t i = 0; i < SL_ARRAY_LEN(lists); i++) {
+        if (lists[i].count == 0 || lists[i].count == p->n_factors)
+            continue;
+        char at[SL__JPTR_MAX];
+        snprintf(at, sizeof(at), "%s/%s", n->ptr, lists[i].name);
+        sl__jdiag_add(&doc->diag, SL_EINVAL, at,
+                      "expected %" PRIu32 " entries, as \"factors\" has, found %" PRIu32,
+                      p->n_factors, lists[i].count);
+    }
+}
+
+/* The fields sl_graph_add_pyramid needs besides "create" and "axes". */
+static void
+pyramid_parse_fields(sl_graph_json *doc, struct sl__jnode *n)
+{
+    struct sl__jpyramid *p = &n->pyramid;
+    struct sl__jdiag *d = &doc->diag;
+    const json_t *v;
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, n->ptr, "group");
+    if ((v = json_object_get(n->obj, "group")) == NULL)
+        sl__jdiag_add(d, SL_EINVAL, at,
+                      "missing \"group\": the path of the group to create, "
+                      "holding one array per level");
+    else if (sl__jget_string(d, v, at, &p->group))
+        p->full_path = sl__jpath_join(doc, p->group, at);
+    sl__jptr_key(at, n->ptr, "levels");
+    if ((v = json_object_get(n->obj, "levels")) == NULL)
+        sl__jdiag_add(d, SL_EINVAL, at, "missing \"levels\": how many levels, level 0 included");
+    else
+        (void)sl__jget_uint(d, v, at, 1, 64, &p->n_levels);
+    sl__jptr_key(at, n->ptr, "factors");
+    if ((v = json_object_get(n->obj, "factors")) == NULL)
+        sl__jdiag_add(d, SL_EINVAL, at,
+                      "missing \"factors\": the factor between levels per "
+                      "dimension");
+    else
+        (void)sl__jget_dims(d, v, at, 1, p->factors, &p->n_factors);
+    const char *method = NULL;
+    sl__jptr_key(at, n->ptr, "method");
+    struct sl_error err = SL_ERROR_INIT;
+    if ((v = json_object_get(n->obj, "method")) != NULL && sl__jget_string(d, v, at, &method) &&
+        sl_downsample_method_from_name(method, &p->method, &err) != SL_OK)
+        sl__jdiag_add_error(d, at, &err);
+    sl__jptr_key(at, n->ptr, "name");
+    if ((v = json_object_get(n->obj, "name")) != NULL)
+        (void)sl__jget_string(d, v, at, &p->name);
+    sl__jptr_key(at, n->ptr, "overwrite");
+    if ((v = json_object_get(n->obj, "overwrite")) != NULL)
+        (void)sl__jget_bool(d, v, at, &p->overwrite);
+}
+
+void
+sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n)
+{
+    struct sl__jpyramid *p = &n->pyramid;
+    struct sl__jdiag *d = &doc->diag;
+    size_t before = d->count;
+    p->method = SL_DOWNSAMPLE_MEAN;
+    pyramid_parse_fields(doc, n);
+    const json_t *v;
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, n->ptr, "create");
+    if ((v = json_object_get(n->obj, "create")) != NULL)
+        (void)sl__jcreate_parse(doc, v, at, pyramid_create_keys, &p->create);
+    sl__jptr_key(at, n->ptr, "axes");
+    if ((v = json_object_get(n->obj, "axes")) != NULL)
+        pyramid_parse_axes(doc, p, v, at);
+    sl__jptr_key(at, n->ptr, "scale");
+    if ((v = json_object_get(n->obj, "scale")) != NULL)
+        pyramid_parse_numbers(doc, v, at, true, p->scale, &p->n_scale);
+    sl__jptr_key(at, n->ptr, "translation");
+    if ((v = json_object_get(n->obj, "translation")) != NULL)
+        pyramid_parse_numbers(doc, v, at, false, p->translation, &p->n_translation);
+    if (d->count != before)
+        return;
+    pyramid_check_ranks(doc, n);
+    sl__jptr_key(at, n->ptr, "group");
+    if (d->count != before ||
+        !sl__jpath_check_free(doc, p->full_path, p->group, at, p->overwrite, &p->exists))
+        return;
+    sl__jptr_key(at, n->ptr, "op");
+    sl__jdiag_add(d, SL_EUNSUPPORTED, at,
+                  "pyramid nodes are not available in this build yet (the fields are valid); "
+                  "chain downsample and put nodes instead");
+}

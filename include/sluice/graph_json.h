@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON graph files, sluice's second public API.  A graph file names arrays
+ * (existing ones, new ones from a spec, or new ones `like` another) and
+ * nodes (get, select, rechunk, the built-in ops of <sluice/ops.h>, put) and
+ * run options; examples/graphs/FORMAT.md documents every field.  The loader
+ * validates the whole file before it creates anything, reports every error
+ * it finds (up to the caller's limit) with a line and column (syntax) or a
+ * JSON pointer (meaning), then builds a sealed graph over the arrays.
+ *
+ * Also here: the dry run's check of which stored input chunks a graph
+ * reads are missing, reading no chunk data.
+ */
+#ifndef SL_GRAPH_JSON_H
+#define SL_GRAPH_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sluice/alloc.h>
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/graph.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The format version this library reads: the value of the top-level
+ * "sluice" field. */
+#define SL_GRAPH_JSON_VERSION 1
+
+/* Default limits on a graph file. */
+#define SL_GRAPH_JSON_MAX_BYTES ((size_t)16 << 20) /* file size */
+#define SL_GRAPH_JSON_MAX_DEPTH 32u                /* nesting of arrays and objects */
+
+/* A loaded graph file: the sealed graph, the arrays it opened or created,
+ * and its run options.  Opaque. */
+typedef struct sl_graph_json sl_graph_json;
+
+/* What the loader does with the arrays a file asks to create. */
+typedef enum sl_graph_json_arrays {
+    SL_GRAPH_JSON_IN_MEMORY, /* create them in memory only, so validating, explaining
+                                and dry runs touch nothing on disk */
+    SL_GRAPH_JSON_CREATE,    /* create them on disk once the whole file is valid (what
+                                `sluice run` does) */
+    SL_GRAPH_JSON_OPEN,      /* open them from disk, where another process of the same
+                                run created them (ranks of a run across processes after
+                                the first); their "overwrite" is not checked again */
+} sl_graph_json_arrays;
+
+/* How to load a graph file. */
+struct sl_graph_json_opts {
+    sl_graph_json_arrays new_arrays;  /* see sl_graph_json_arrays */
+    bool allow_outside;               /* accept absolute array paths and ".." components; false:
+                                         every path must stay inside the base directory */
+    const char *base_dir;             /* where relative array paths start; NULL: the graph file's
+                                         directory (load_file) or "." (load_string).  Copied. */
+    size_t max_bytes;                 /* longest file accepted; 0: SL_GRAPH_JSON_MAX_BYTES */
+    uint32_t max_depth;               /* deepest nesting accepted; 0: SL_GRAPH_JSON_MAX_DEPTH */
+    const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+};
+#define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
+    ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
+                                 .allow_outside = false,                \
+                                 .base_dir = NULL,                      \
+                                 .max_bytes = 0,                        \
+                                 .max_depth = 0,                        \
+                                 .alloc = NULL})
+
+/*
+ * Where the loader reports what is wrong with a file: the caller's array of
+ * `capacity` records, filled in the order the errors are found.  A syntax
+ * error is the only error of its file (line, column and byte position set);
+ * otherwise every semantic error is reported (path set to a JSON pointer,
+ * source to the file name), until `capacity` is reached, when validation
+ * stops and `truncated` is set.
+ */
+struct sl_graph_json_errors {
+    struct sl_error *errors; /* `capacity` records, owned by the caller */
+    size_t capacity;         /* how many records `errors` holds, >= 1 */
+    size_t count;            /* records filled */
+    bool truncated;          /* more errors may exist than were recorded */
+};
+
+/*
+ * Load the graph file at `path`: read it (refusing files over max_bytes),
+ * parse it (duplicate keys and nesting over max_depth refused), validate
+ * every field, open the arrays it reads, check the arrays it creates, build
+ * every node, seal the graph and, as opts->new_arrays says, create the new
+ * arrays on disk or open them there.
+ * @param opts    NULL for SL_GRAPH_JSON_OPTS_DEFAULT.
+ * @param errors  receives every error found; may be NULL.
+ * @return the loaded file, or NULL with at least one record in `errors`:
+ * SL_EPARSE (syntax: line and column), SL_EOVERFLOW (size or depth limit),
+ * SL_EINVAL (a field's meaning, a reference that names nothing, a cycle,
+ * shapes or dtypes that do not fit: JSON pointer), SL_ENOTFOUND (the file,
+ * or an array that must exist, does not), SL_EEXIST (an array to create
+ * exists and overwriting is not allowed), SL_EACCES (a path that leaves
+ * the base directory), SL_EUNSUPPORTED (a format version or node this
+ * build lacks), SL_ENOMEM, or the io error of opening or creating an
+ * array (SL_EPARSE for its metadata, SL_EIO, ...), at the array's "path".
+ * Nothing is created on disk unless the whole file is valid.
+ * Thread-safety: any thread; loads of different files are independent.
+ */
+SL_API sl_graph_json *sl_graph_json_load_file(const char *path,
+                                              const struct sl_graph_json_opts *opts,
+                                              struct sl_graph_json_errors *errors);
+
+/**
+ * Load a graph file from the `len` bytes at `text`, as sl_graph_json_load_file
+ * does; `source` (may be NULL) names it in error records.
+ */
+SL_API sl_graph_json *sl_graph_json_load_string(const char *text, size_t len, const char *source,
+                                                const struct sl_graph_json_opts *opts,
+                                                struct sl_graph_json_errors *errors);
+
+/** Free a loaded file and release its graph and arrays.  NULL is a no-op. */
+SL_API void sl_graph_json_destroy(sl_graph_json *doc);
+
+/**
+ * The sealed graph (borrowed: valid while `doc` lives; take a reference with
+ * sl_graph_ref to keep it longer).  Node names are the file's node ids.
+ */
+SL_API sl_graph *sl_graph_json_graph(const sl_graph_json *doc);
+
+/* The file's "run" options. */
+struct sl_graph_json_run {
+    uint32_t threads;       /* "threads"; 0 when not given (one per core) */
+    size_t memory_budget;   /* "memory" in bytes; 0 when not given (no limit) */
+    sl_error_policy policy; /* "error_policy"; SL_POLICY_COLLECT when not given */
+    bool missing_is_error;  /* "missing": "error"; false ("fill") when not given */
+};
+
+/** Copy the file's run options into `out`. */
+SL_API void sl_graph_json_run_opts(const sl_graph_json *doc, struct sl_graph_json_run *out);
+
+/**
+ * Write one line per array of the file: its name, path, whether it is read,
+ * created or overwritten, its dtype, shape and chunking.
+ * @return SL_OK or SL_EIO.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out);
+
+/* ---- dry runs -------------------------------------------------------------- */
+
+/*
+ * Called once per stored chunk a graph's get nodes read, with whether it is
+ * stored: node ids ascending, chunks in C order of the node's grid (inner
+ * chunks when sharded).  Return SL_OK to go on; anything else stops the
+ * check and is returned.
+ */
+typedef sl_status sl_input_chunk_fn(void *ctx, uint32_t node, const struct sl_chunk_key *chunk,
+                                    bool stored);
+
+/**
+ * Find which stored chunks the sealed graph `g` would read, from the regions
+ * its puts' chunks need traced back through every node, and whether each is
+ * stored (sl_array_shard_chunks_exist: chunk keys, or one index read per
+ * shard), calling `fn` for each.  Reads and writes no chunk data.  Gets of
+ * arrays that a put of the same graph writes are skipped: the run writes
+ * them before reading them.
+ * @return SL_OK; SL_ESTATE (not sealed); SL_ENOMEM; the io error of an
+ * index or key that cannot be read; or what `fn` returned.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_check_inputs(const sl_graph *g, sl_input_chunk_fn *fn,
+                                                    void *ctx, struct sl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_GRAPH_JSON_H */

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `sluice run GRAPH.json`: validate a graph file completely, then create
+ * the arrays it asks for and run it, with progress, the memory budget, the
+ * error policy and a per-chunk report; or, with --dry-run, plan it and
+ * list the input chunks that are missing, creating and writing nothing.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <sluice.h>
+
+#include "commands.h"
+#include "graph_file.h"
+#include "runner.h"
+
+static int run_run(int argc, char **argv);
+
+const struct cmd cmd_run = {
+    .name = "run",
+    .summary = "run a JSON graph file",
+    .usage = "usage: sluice run GRAPH.json [options]\n"
+             "\n"
+             "Validate the graph file completely (nothing is created when it has errors;\n"
+             "they are all reported, as sluice validate does), create the arrays it asks\n"
+             "for, and run it: every output chunk is computed and written, a failed chunk\n"
+             "is reported and the others go on (unless --fail-fast or the file's\n"
+             "\"error_policy\" says otherwise).  Options given here override the file's\n"
+             "\"run\" settings.  The format is documented in examples/graphs/FORMAT.md.\n"
+             "\n"
+             "Progress (chunks, bytes, rate, ETA) is a bar on a terminal and a plain line\n"
+             "every 5 seconds otherwise; --no-progress turns it off.\n"
+             "\n"
+             "Exit status: 0 when every chunk is ok (with --dry-run: no input chunk is\n"
+             "missing), 1 when some chunks failed (with --dry-run: some are missing),\n"
+             "2 for an invalid graph or bad usage.\n"
+             "\n"
+             "Options:\n"
+             "  --dry-run            plan the graph and check which input chunks it reads\n"
+             "                       are stored (shard indexes only, no chunk data); list\n"
+             "                       the missing ones; create and write nothing\n" RUN_OPTS_HELP
+                 GRAPH_FILE_HELP "  --help               print this help\n",
+    .run = run_run,
+};
+
+/* The file's "run" settings under what the command line said. */
+static void
+merge_run_opts(const sl_graph_json *doc, struct run_opts *o)
+{
+    struct sl_graph_json_run run;
+    sl_graph_json_run_opts(doc, &run);
+    if (o->threads == 0)
+        o->threads = run.threads;
+    if (o->memory == 0)
+        o->memory = run.memory_budget;
+    o->fail_fast = o->fail_fast || run.policy == SL_POLICY_FAIL_FAST;
+    o->missing_is_error = o->missing_is_error || run.missing_is_error;
+}
+
+static int
+run_run(int argc, char **argv)
+{
+    struct run_opts ro = RUN_OPTS_DEFAULT;
+    ro.progress = 1; /* a bar on a terminal, a plain line every few seconds otherwise */
+    const char *path = NULL;
+    bool dry_run = false, allow_outside = false;
+    for (int i = 1; i < argc; i++) {
+        int r = run_opts_parse(&cmd_run, &ro, argc, argv, &i);
+        if (r == 2)
+            return 2;
+        if (r == 1)
+            continue;
+        if (strcmp(argv[i], "--dry-run") == 0)
+            dry_run = true;
+        else if (strcmp(argv[i], "--allow-outside") == 0)
+            allow_outside = true;
+        else if (argv[i][0] == '-' && argv[i][1] != '\0')
+            return cmd_usage_error(&cmd_run, "unknown option %s", argv[i]);
+        else if (path != NULL)
+            return cmd_usage_error(&cmd_run, "more than one graph file (\"%s\")", argv[i]);
+        else
+            path = argv[i];
+    }
+    if (path == NULL)
+        return cmd_usage_error(&cmd_run, "GRAPH.json is missing");
+    sl_graph_json *doc;
+    int rc =
+        graph_file_load(&cmd_run, path, dry_run ? SL_GRAPH_JSON_IN_MEMORY : SL_GRAPH_JSON_CREATE,
+                        allow_outside, &doc);
+    if (rc != 0)
+        return rc;
+    merge_run_opts(doc, &ro);
+    const char *name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+    sl_graph *g = sl_graph_json_graph(doc);
+    if (dry_run) {
+        if (sl_graph_json_write_arrays(doc, stdout) != SL_OK)
+            rc = 1;
+        rc |= dry_run_graph(&cmd_run, g, &ro, name);
+    } else {
+        rc = run_graph(&cmd_run, g, &ro, name);
+    }
+    sl_graph_json_destroy(doc);
+    return rc;
+}

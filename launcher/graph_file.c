@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loading graph files for the commands that take one, with every error
+ * the loader found printed as one line: code, file, line and column or
+ * JSON pointer, and what was expected and found.
+ */
+#include <stdio.h>
+
+#include "graph_file.h"
+
+int
+graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
+                bool allow_outside, sl_graph_json **out)
+{
+    struct sl_error records[GRAPH_FILE_MAX_ERRORS];
+    struct sl_graph_json_errors errors = {.errors = records, .capacity = GRAPH_FILE_MAX_ERRORS};
+    struct sl_graph_json_opts opts = SL_GRAPH_JSON_OPTS_DEFAULT;
+    opts.new_arrays = new_arrays;
+    opts.allow_outside = allow_outside;
+    *out = sl_graph_json_load_file(path, &opts, &errors);
+    if (*out != NULL)
+        return 0;
+    for (size_t i = 0; i < errors.count; i++) {
+        char line[512];
+        sl_error_format(&records[i], line, sizeof(line));
+        fprintf(stderr, "%s\n", line);
+    }
+    fprintf(stderr, "sluice %s: %s: %zu error%s%s; nothing was run\n", c->name, path, errors.count,
+            errors.count == 1 ? "" : "s", errors.truncated ? " (validation stopped there)" : "");
+    return 2;
+}

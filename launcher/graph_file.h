@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loading a JSON graph file for `run`, `validate` and `explain`: the
+ * option they share (--allow-outside) and the report of every error the
+ * loader found.
+ */
+#ifndef SL_LAUNCHER_GRAPH_FILE_H
+#define SL_LAUNCHER_GRAPH_FILE_H
+
+#include <stdbool.h>
+
+#include <sluice.h>
+
+#include "commands.h"
+
+/* Errors reported per file before validation stops. */
+#define GRAPH_FILE_MAX_ERRORS 20
+
+#define GRAPH_FILE_HELP \
+    "  --allow-outside      let array paths be absolute or leave the graph file's directory\n"
+
+/*
+ * Load the graph file at `path` (the arrays it creates made as `new_arrays`
+ * says), printing every error found on stderr.
+ * @return 0 with `*out` set, or 2 (an invalid file, or one that could not be
+ * read) with nothing to free.
+ */
+int graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
+                    bool allow_outside, sl_graph_json **out);
+
+#endif /* SL_LAUNCHER_GRAPH_FILE_H */

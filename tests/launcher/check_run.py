@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Check `sluice run`, `validate` and `explain` on JSON graph files: every
+example graph of examples/graphs/ validates, dry-runs and runs end to end on
+the input make_raw.py writes, and its outputs hold what numpy computes; a dry
+run lists missing chunks and creates nothing; failed chunks give exit status 1
+and a report; invalid files give 2 with line and column or a JSON pointer;
+run options in the file and on the command line; help, version and usage
+errors.  Exits 77 (skipped) without numpy and zarr (python3-zarr).
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
+SOURCE = os.environ.get("SL_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLES = os.path.join(SOURCE, "examples", "graphs")
+failures = []
+
+try:
+    import numpy as np
+    import zarr
+except ImportError as e:
+    print(f"skipped: {e} (install python3-zarr)")
+    sys.exit(77)
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def workdir(tmp, name):
+    """A folder holding the example graphs and a fresh raw.zarr."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    for g in glob.glob(os.path.join(EXAMPLES, "*.json")):
+        shutil.copy(g, d)
+    subprocess.run([sys.executable, os.path.join(EXAMPLES, "make_raw.py"), d], check=True)
+    return d
+
+
+def read(d, path):
+    return zarr.open_array(os.path.join(d, path), mode="r")[...]
+
+
+def block_mean(a, factors):
+    """Mean over blocks of `factors`, rounded half to even (shapes divide)."""
+    shape = []
+    for n, f in zip(a.shape, factors):
+        shape += [n // f, f]
+    m = a.astype(np.float64).reshape(shape).mean(axis=tuple(range(1, 2 * a.ndim, 2)))
+    return np.rint(m).astype(a.dtype)
+
+
+def checksum(path):
+    rc, out, err = run("checksum", path)
+    expect(rc == 0, f"checksum {path}: {err}")
+    return out.split()[0] if rc == 0 else None
+
+
+def check_copy_rechunk(d, raw):
+    copy = os.path.join(d, "out", "copy.zarr")
+    expect(checksum(copy) == checksum(os.path.join(d, "raw.zarr")), "copy_rechunk keeps the values")
+    rc, out, _ = run("info", copy)
+    expect("Zarr v3" in out and "[16, 48, 128]" in out and "[8, 16, 64]" in out,
+           f"copy_rechunk writes the asked format, shards and chunks: {out}")
+
+
+def check_select(d, raw):
+    expect(np.array_equal(read(d, "out/crop.zarr"), raw[4:28, 16:80, :]), "select: the crop")
+    expect(np.array_equal(read(d, "out/slabs.zarr"), np.concatenate([raw[0:8], raw[24:32]])),
+           "select: the slabs stacked along z")
+
+
+def check_preview8(d, raw):
+    want = np.rint(np.clip((raw.astype(np.float64) - 1000) / 16, 0, 255)).astype(np.uint8)
+    got = read(d, "out/preview.zarr")
+    expect(got.dtype == np.uint8 and np.array_equal(got, want), "preview8: scaled and clipped")
+    attrs = dict(zarr.open_array(os.path.join(d, "out/preview.zarr"), mode="r").attrs)
+    expect(attrs.get("scale") == "(x - 1000) / 16", f"preview8: attributes written: {attrs}")
+
+
+def check_downsample(d, raw):
+    half = block_mean(raw, (2, 2, 2))
+    expect(np.array_equal(read(d, "out/pyramid/1"), half), "downsample: level 1 is the 2x mean")
+    expect(np.array_equal(read(d, "out/pyramid/2"), block_mean(half, (1, 2, 2))),
+           "downsample: level 2 is the mean of level 1")
+    expect(zarr.open_array(os.path.join(d, "out/pyramid/2"), mode="r").chunks == (8, 24, 32),
+           "downsample: level 2 has the chunks asked for")
+
+
+CHECKS = {
+    "copy_rechunk.json": check_copy_rechunk,
+    "select.json": check_select,
+    "preview8.json": check_preview8,
+    "downsample.json": check_downsample,
+}
+
+
+def check_examples(tmp):
+    d = workdir(tmp, "examples")
+    raw = read(d, "raw.zarr")
+    names = sorted(os.path.basename(g) for g in glob.glob(os.path.join(d, "*.json")))
+    expect(len(names) >= 4, f"the examples are found: {names}")
+    for name in names:
+        graph = os.path.join(d, name)
+        rc, out, err = run("validate", graph)
+        expect(rc == 0 and "valid" in out, f"{name} validates: {err}")
+        rc, out, err = run("run", "--dry-run", graph)
+        expect(rc == 0 and ", 0 missing" in out, f"{name} dry-runs with nothing missing: {out}{err}")
+        expect(not os.path.exists(os.path.join(d, "out")), f"{name}: a dry run creates nothing")
+        report = os.path.join(d, "report.json")
+        rc, out, err = run("run", "--no-progress", "--report", report, graph)
+        expect(rc == 0, f"{name} runs: {err}")
+        summary = json.load(open(report))["summary"] if rc == 0 else {}
+        expect(summary.get("ok") == summary.get("chunks") and summary.get("failed") == 0,
+               f"{name}: the report counts every chunk ok: {summary}")
+        expect(name in CHECKS, f"{name} has a content check in check_run.py")
+        if rc == 0 and name in CHECKS:
+            CHECKS[name](d, raw)
+        shutil.rmtree(os.path.join(d, "out"), ignore_errors=True)
+
+
+def check_dry_run_missing(tmp):
+    d = workdir(tmp, "missing")
+    os.remove(os.path.join(d, "raw.zarr", "1.2.3"))
+    graph = os.path.join(d, "downsample.json")
+    report = os.path.join(d, "dry.json")
+    rc, out, err = run("run", "--dry-run", "--report", report, graph)
+    expect(rc == 1, f"a missing chunk makes the dry run exit 1: {rc} {err}")
+    expect('missing: get "read" chunk (1, 2, 3)' in out, f"the dry run lists it: {out}")
+    expect('get "read": 48 chunks to read, 1 missing' in out, f"with counts: {out}")
+    rep = json.load(open(report))
+    expect(rep["inputs"][0]["missing"] == [[1, 2, 3]] and rep["missing_count"] == 1,
+           f"the dry-run report lists it: {rep}")
+    expect(not os.path.exists(os.path.join(d, "out")), "the dry run creates nothing")
+    rc, _, err = run("run", "--no-progress", "--missing-is-error", "--report", report, graph)
+    rep = json.load(open(report))
+    fails = [f for p in rep["puts"] for f in p["failures"]]
+    expect(rc == 1 and fails and all("ENOTFOUND" in f["message"] and "(1, 2, 3)" in f["message"]
+                                     for f in fails),
+           f"--missing-is-error fails what needs the chunk: {rc} {fails}")
+    rc, _, err = run("run", "--no-progress", graph)
+    expect(rc == 0, f"missing chunks read as fill by default: {err}")
+
+
+def check_chunk_failures(tmp):
+    d = workdir(tmp, "corrupt")
+    with open(os.path.join(d, "raw.zarr", "1.1.1"), "wb") as f:
+        f.write(b"not a zstd frame")
+    report = os.path.join(d, "report.json")
+    rc, _, err = run("run", "--no-progress", "--report", report, os.path.join(d, "select.json"))
+    expect(rc == 1 and "ECORRUPT" in err, f"a corrupt chunk makes run exit 1: {rc} {err}")
+    rep = json.load(open(report))
+    failed = {p["name"]: [f["chunk"] for f in p["failures"]] for p in rep["puts"]}
+    messages = [f["message"] for p in rep["puts"] for f in p["failures"]]
+    expect(failed == {"write_crop": [[0, 0, 1], [0, 1, 1], [1, 0, 1], [1, 1, 1]],
+                      "write_slabs": []}, f"the report names the crop chunks that failed: {failed}")
+    expect(all("ECORRUPT" in m and 'get "read" chunk (1, 1, 1)' in m for m in messages),
+           f"and why: {messages}")
+    expect(rep["summary"]["ok"] == rep["summary"]["chunks"] - 4, "the other chunks are written")
+    rc, _, err = run("run", "--no-progress", "--fail-fast", os.path.join(d, "select.json"))
+    expect(rc == 1 and "cancelled" in err, f"--fail-fast stops: {err}")
+
+
+def write_graph(d, name, doc):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(doc if isinstance(doc, str) else json.dumps(doc, indent=2))
+    return path
+
+
+def check_invalid(tmp):
+    d = workdir(tmp, "invalid")
+    dup = write_graph(d, "dup.json", '{\n  "sluice": 1,\n  "sluice": 1\n}\n')
+    for cmd in ("validate", "run", "explain"):
+        rc, _, err = run(cmd, dup)
+        expect(rc == 2 and "EPARSE" in err and "dup.json:3:10" in err,
+               f"{cmd}: a syntax error exits 2 with line and column: {rc} {err}")
+    many = write_graph(d, "many.json", {
+        "sluice": 1,
+        "arrays": {"raw": {"path": "raw.zarr"},
+                   "out": {"path": "../out.zarr", "like": "raw"}},
+        "nodes": {"read": {"op": "get", "array": "raw"},
+                  "half": {"op": "downsample", "input": "read", "factors": [2, 0, 2]},
+                  "bad": {"op": "scael", "input": "read"},
+                  "write": {"op": "put", "input": "half", "array": "out"}}})
+    rc, _, err = run("run", many)
+    for want in ("many.json: at /arrays/out/path: path \"../out.zarr\" leaves",
+                 "at /nodes/half/factors/1: expected a positive integer, found 0",
+                 'at /nodes/bad/op: unknown op "scael"', "3 errors; nothing was run"):
+        expect(want in err, f"every error is reported ({want}): {err}")
+    expect(rc == 2 and not os.path.exists(os.path.join(tmp, "out.zarr")),
+           "an invalid graph exits 2 and creates nothing")
+    outside = write_graph(d, "outside.json", {
+        "sluice": 1,
+        "arrays": {"raw": {"path": "raw.zarr"},
+                   "out": {"path": "../outside.zarr", "like": "raw"}},
+        "nodes": {"read": {"op": "get", "array": "raw"},
+                  "write": {"op": "put", "input": "read", "array": "out"}}})
+    rc, _, err = run("validate", outside)
+    expect(rc == 2 and "EACCES" in err, f"a path outside is refused: {err}")
+    rc, out, err = run("validate", "--allow-outside", outside)
+    expect(rc == 0 and "create ../outside.zarr" in out, f"--allow-outside accepts it: {err}")
+    rc, _, err = run("validate", os.path.join(d, "nonexistent.json"))
+    expect(rc == 2 and "ENOTFOUND" in err, f"a missing graph file: {rc} {err}")
+
+
+def check_explain_and_options(tmp):
+    d = workdir(tmp, "explain")
+    graph = os.path.join(d, "downsample.json")
+    dot = os.path.join(d, "plan.dot")
+    rc, out, err = run("explain", graph, "--dot", dot)
+    expect(rc == 0 and "stages:" in out and "array level1: create out/pyramid/1" in out,
+           f"explain prints the arrays and the plan: {out}{err}")
+    expect(open(dot).read().startswith("digraph"), "--dot writes Graphviz DOT")
+    expect(not os.path.exists(os.path.join(d, "out")), "explain creates nothing")
+    small = json.load(open(graph))
+    small["run"]["memory"] = "1K"
+    small_graph = write_graph(d, "small.json", small)
+    rc, _, err = run("run", "--no-progress", small_graph)
+    expect(rc == 1 and "EBUDGET" in err, f"the file's memory budget is used: {err}")
+    rc, _, err = run("run", "--no-progress", "--memory", "64M", small_graph)
+    expect(rc == 0, f"--memory overrides the file's budget: {err}")
+    rc, _, err = run("run", "--progress", graph)
+    expect(rc == 0 and "100%" in err and "chunks" in err, f"--progress reports progress: {err}")
+
+
+def check_usage():
+    rc, out, _ = run("--help")
+    for cmd in ("run", "validate", "explain", "info", "checksum", "copy"):
+        expect(rc == 0 and f"\n  {cmd} " in out, f"--help lists {cmd}: {out}")
+    for cmd in ("run", "validate", "explain"):
+        rc, out, _ = run(cmd, "--help")
+        expect(rc == 0 and f"usage: sluice {cmd} GRAPH.json" in out, f"{cmd} --help: {out}")
+        rc, out, _ = run("help", cmd)
+        expect(rc == 0 and f"usage: sluice {cmd}" in out, f"help {cmd}: {out}")
+    rc, out, _ = run("--version")
+    expect(rc == 0 and out.startswith("sluice "), f"--version: {out}")
+    for args, msg in ((["run"], "GRAPH.json is missing"),
+                      (["run", "a.json", "b.json"], "more than one graph file"),
+                      (["run", "--bogus", "a.json"], "unknown option"),
+                      (["run", "--threads", "0", "a.json"], "--threads"),
+                      (["explain", "a.json", "--dot"], "--dot needs a value"),
+                      (["validate"], "GRAPH.json is missing")):
+        rc, _, err = run(*args)
+        expect(rc == 2 and msg in err, f"{' '.join(args)} exits 2 with '{msg}': {rc} {err}")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="sluice-run-") as tmp:
+        check_examples(tmp)
+        check_dry_run_missing(tmp)
+        check_chunk_failures(tmp)
+        check_invalid(tmp)
+        check_explain_and_options(tmp)
+        check_usage()
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
