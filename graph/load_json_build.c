@@ -237,7 +237,7 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
         ok = build_op(doc, n);
         break;
     case SL__JNODE_PYRAMID:
-        ok = false; /* reported unsupported when parsed; see node_parse_pyramid */
+        ok = sl__jpyramid_build(doc, n, on_disk);
         break;
     }
     n->bad = !ok;

@@ -175,7 +175,14 @@ struct sl__jpyramid {
     double scale[SL_MAX_RANK];          /* level 0's pixel size */
     uint32_t n_translation;             /* "translation" entries; 0: all 0 */
     double translation[SL_MAX_RANK];    /* level 0's offset */
+    uint8_t fill[16];                   /* the levels' fill value, parsed when built */
 };
+
+struct sl__jnode;
+
+/* Add the pyramid of node `n` to the graph (a memory store in the first
+ * pass, the group on disk in the second).  @return false after reporting. */
+bool sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk);
 
 /* One node of the file. */
 struct sl__jnode {

@@ -4,24 +4,20 @@
  * as a group of levels, with the fields of sl_graph_add_pyramid (levels,
  * factors, method, how each level is stored, the OME-Zarr name, axes,
  * scale and translation) and a group path under the rules of array paths.
- * Every field is checked, so a file using them is validated in full; the
- * node is then refused as not available yet.
- *
- * TODO(#9): the lead wires SL__JNODE_PYRAMID to sl_graph_add_pyramid
- * (include/sluice/pyramid.h): in sl__jnode_build, a store at p->full_path
- * (a memory store in the first build pass, created on disk, or opened for
- * SL_GRAPH_JSON_OPEN, in the second, as array_create does), struct
- * sl_pyramid_opts from struct sl__jpyramid field by field (`level` from
- * p->create as an array's "create" resolves, with p->overwrite), then
- * sl_graph_add_pyramid(g, n->id, input, store, "", &opts, NULL, &err) with
- * its errors at n->ptr; and drop the EUNSUPPORTED at the end of
- * sl__jpyramid_parse.
+ * Every field is checked when parsed; building hands them to
+ * sl_graph_add_pyramid over a memory store in the first pass (so its own
+ * checks run before anything reaches disk) and over the group's directory
+ * in the second (or, for ranks after the first of a split run, over the
+ * levels rank 0 created).
  */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
+#include <sluice/pyramid.h>
+
 #include "core_internal.h"
+#include "io_internal.h"
 #include "load_json_internal.h"
 
 static const char *const pyramid_create_keys[] = {"format", "chunks",     "shards",
@@ -185,8 +181,83 @@ sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n)
     if (d->count != before ||
         !sl__jpath_check_free(doc, p->full_path, p->group, at, p->overwrite, &p->exists))
         return;
-    sl__jptr_key(at, n->ptr, "op");
-    sl__jdiag_add(d, SL_EUNSUPPORTED, at,
-                  "pyramid nodes are not available in this build yet (the fields are valid); "
-                  "chain downsample and put nodes instead");
+}
+
+/* The options sl_graph_add_pyramid takes, from the node's fields. */
+static bool
+pyramid_opts(sl_graph_json *doc, struct sl__jnode *n, sl_dtype dtype, uint32_t rank,
+             struct sl_pyramid_opts *o)
+{
+    struct sl__jpyramid *p = &n->pyramid;
+    const struct sl__jcreate *c = &p->create;
+    *o = SL_PYRAMID_OPTS_DEFAULT;
+    o->n_levels = (uint32_t)p->n_levels;
+    o->method = p->method;
+    o->name = p->name;
+    for (uint32_t d = 0; d < rank; d++) {
+        o->factor[d] = p->n_factors > 0 ? p->factors[d] : 1;
+        o->axes[d].name = p->n_axes > 0 ? p->axis_name[d] : NULL;
+        o->axes[d].type = p->n_axes > 0 ? p->axis_type[d] : NULL;
+        o->axes[d].unit = p->n_axes > 0 ? p->axis_unit[d] : NULL;
+        o->scale[d] = p->n_scale > 0 ? p->scale[d] : 0;
+        o->translation[d] = p->n_translation > 0 ? p->translation[d] : 0;
+        o->level.chunk_shape[d] = c->n_chunks > 0 ? c->chunks[d] : 0;
+        o->level.shard_shape[d] = c->n_shards > 0 ? c->shards[d] : 0;
+    }
+    if (c->format != 0)
+        o->level.zarr_format = c->format;
+    if (c->has_codec)
+        o->level.codec = c->codec;
+    o->level.overwrite = p->overwrite;
+    if (c->fill_value != NULL) {
+        char at[SL__JPTR_MAX], cat[SL__JPTR_MAX];
+        sl__jptr_key(cat, n->ptr, "create");
+        sl__jptr_key(at, cat, "fill_value");
+        struct sl_error err = SL_ERROR_INIT;
+        bool is_null;
+        if (sl__fill_parse(c->fill_value, dtype, o->level.zarr_format, p->fill, &is_null, at,
+                           &err) != SL_OK) {
+            sl__jdiag_add_error(&doc->diag, at, &err);
+            return false;
+        }
+        o->level.fill_value = p->fill;
+    }
+    return true;
+}
+
+bool
+sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
+{
+    struct sl__jpyramid *p = &n->pyramid;
+    struct sl_node_info in;
+    if (sl_graph_node_info(doc->graph, doc->nodes[n->input].gid, &in) != SL_OK)
+        return false;
+    struct sl_pyramid_opts o;
+    if (!pyramid_opts(doc, n, in.dtype, in.grid->rank, &o))
+        return false;
+    bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
+    o.open_existing = open;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *store;
+    if (on_disk) {
+        struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+        so.create = !open;
+        so.alloc = &doc->alloc;
+        store = sl_store_open_fs(p->full_path, &so, &err);
+    } else {
+        struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
+        mo.alloc = &doc->alloc;
+        store = sl_store_create_memory(&mo, &err);
+    }
+    /* The level arrays keep the store; the graph keeps the arrays. */
+    sl_status st = store != NULL ? sl_graph_add_pyramid(doc->graph, n->id, doc->nodes[n->input].gid,
+                                                        store, "", &o, NULL, &err)
+                                 : err.code;
+    sl_store_unref(store);
+    if (st == SL_OK)
+        return true;
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, n->ptr, store == NULL ? "group" : "levels");
+    sl__jdiag_add_error(&doc->diag, at, &err);
+    return false;
 }

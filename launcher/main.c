@@ -20,6 +20,7 @@ static const struct cmd *const commands[] = {
     &cmd_info,
     &cmd_checksum,
     &cmd_copy,
+    &cmd_generate,
     &cmd_downsample,
     &cmd_pyramid,
     &cmd_run,

@@ -49,7 +49,8 @@ for s in $stages; do
         ;;
     plain)
         stage "plain build, -Werror"
-        build_and_test build-ci -- -Dwerror=true -Dbuildtype=debugoptimized
+        # The plain build also runs the MPI tests (1, 2 and 3 ranks).
+        build_and_test build-ci -- -Dwerror=true -Dbuildtype=debugoptimized -Dmpi=enabled
         ;;
     asan)
         stage "ASan + UBSan build"

@@ -46,6 +46,10 @@ def workdir(tmp, name):
     for g in glob.glob(os.path.join(EXAMPLES, "*.json")):
         shutil.copy(g, d)
     subprocess.run([sys.executable, os.path.join(EXAMPLES, "make_raw.py"), d], check=True)
+    # pyramid.json's input, small: a 5-D TCZYX sample from sluice itself.
+    rc, _, err = run("generate", os.path.join(d, "tczyx.zarr"), "--shape", "2,1,32,96,160",
+                     "--chunks", "1,1,32,64,64", "--no-progress")
+    expect(rc == 0, f"sluice generate writes the 5-D input: {err}")
     return d
 
 
@@ -99,7 +103,33 @@ def check_downsample(d, raw):
            "downsample: level 2 has the chunks asked for")
 
 
+def check_pyramid(d, raw):
+    group = os.path.join(d, "out", "tczyx_pyramid.zarr")
+    meta = json.load(open(os.path.join(group, "zarr.json")))
+    ms = meta["attributes"]["ome"]["multiscales"][0]
+    expect([ds["path"] for ds in ms["datasets"]] == ["0", "1", "2", "3"],
+           f"pyramid: four levels in the OME-Zarr metadata: {ms['datasets']}")
+    expect(ms["datasets"][3]["coordinateTransformations"][0]["scale"] == [1, 1, 2, 4, 4],
+           f"pyramid: level 3's scale: {ms['datasets'][3]}")
+    expect(checksum(os.path.join(group, "0")) == checksum(os.path.join(d, "tczyx.zarr")),
+           "pyramid: level 0 holds the input")
+    prev = None
+    for level, shape in enumerate([(2, 1, 32, 96, 160), (2, 1, 32, 48, 80), (2, 1, 32, 24, 40),
+                                   (2, 1, 32, 12, 20)]):
+        v2 = os.path.join(d, f"pyr_v2_{level}.zarr")
+        rc, _, err = run("copy", os.path.join(group, str(level)), v2, "--format", "v2",
+                         "--no-progress")
+        expect(rc == 0, f"pyramid: level {level} converts to v2: {err}")
+        got = read(d, f"pyr_v2_{level}.zarr")
+        expect(got.shape == shape, f"pyramid: level {level} shape {got.shape}")
+        if prev is not None:
+            expect(np.array_equal(got, block_mean(prev, (1, 1, 1, 2, 2))),
+                   f"pyramid: level {level} is the 2x mean of level {level - 1}")
+        prev = got
+
+
 CHECKS = {
+    "pyramid.json": check_pyramid,
     "copy_rechunk.json": check_copy_rechunk,
     "select.json": check_select,
     "preview8.json": check_preview8,
