@@ -222,7 +222,6 @@ batch_begin(struct sl__batch_run *run, const sl_array *a, size_t n, const struct
     run->n = n;
     run->gap_bytes = o.coalesce_gap_bytes;
     run->max_bytes = o.coalesce_max_bytes;
-    run->wave_bytes = o.wave_bytes;
     run->par = o.par;
     run->ctx0 = o.ctx;
     run->errors = errors;
@@ -239,7 +238,11 @@ batch_begin(struct sl__batch_run *run, const sl_array *a, size_t n, const struct
     run->failed_at = sl_alloc_zeroed(&a->alloc, n, sizeof(size_t), 0);
     if (run->ctxs == NULL || (n > 0 && (run->status == NULL || run->failed_at == NULL)))
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a batch of %zu selections", n);
-    run->ctxs[0] = o.ctx;
+    for (unsigned w = 0; w < run->n_workers; w++)
+        run->ctxs[w] = o.worker_ctxs != NULL ? o.worker_ctxs[w] : NULL;
+    if (run->ctxs[0] == NULL)
+        run->ctxs[0] = o.ctx;
+    run->worker_ctxs = o.worker_ctxs;
     for (size_t s = 0; s < n; s++) {
         run->status[s] = SL_OK;
         if (errors != NULL)
@@ -257,7 +260,8 @@ batch_end(struct sl__batch_run *run, sl_status *status, const struct sl_batch_op
     const sl_array *a = run->a;
     fill_stats(run, opts != NULL ? opts->stats : NULL);
     for (unsigned w = 0; w < run->n_workers && run->ctxs != NULL; w++)
-        if (run->ctxs[w] != run->ctx0)
+        if (run->ctxs[w] != run->ctx0 &&
+            (run->worker_ctxs == NULL || run->ctxs[w] != run->worker_ctxs[w]))
             sl_codec_ctx_destroy(run->ctxs[w]);
     sl__batch_plan_fini(&run->plan);
     sl_status st = run->first_sel != SIZE_MAX ? run->first.code : SL_OK;

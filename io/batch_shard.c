@@ -1,27 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Batched reads of sharded arrays.  The plan's shards are taken in waves;
- * each wave runs four steps, three of them in parallel:
+ * each wave runs three steps, two of them in parallel:
  *
  *   1. per shard: open it, read and check its index (once), and look up
  *      the byte range of every inner chunk the selections need;
  *   2. on the calling thread: sort each shard's needed ranges by offset
- *      and coalesce them into requests (gap and size caps from the options);
- *   3. per request: read its bytes;
- *   4. per inner chunk: decode it (straight into an output where it can)
- *      and deliver it to its selections; absent chunks are filled.
+ *      and coalesce them into requests: a gap of at most `gap_bytes`, a
+ *      request of at most `max_bytes`, and, when the executor has several
+ *      workers, of at most the wave's bytes / (2 x workers) but not below
+ *      1 MiB, so that a few large requests still spread over every worker;
+ *   3. per request: read its bytes into the worker's codec context, then
+ *      decode each of its inner chunks (straight into an output where one
+ *      holds it) and deliver it to its selections; per absent chunk: fill.
  *
- * Steps 3 and 4 go in sub-waves holding at most `wave_bytes` of requested
- * bytes.  Unlike sl__shard_read_entries, which reads and decodes a shard's
- * chunks one after another on one thread, this decodes the chunks of one
- * request on many workers.
+ * Unlike sl__shard_read_entries, whose callers decode a shard's chunks on
+ * one thread with a fixed 64 KiB gap, this spreads a shard's requests over
+ * the workers and takes the gap and cap from the options.
  *
  * DESIGN: a shard's reader stays open from step 1 until its wave ends, so
  * every range read comes from the version of the shard whose index was
  * read, even while another thread replaces it.  A wave opens at most
- * BATCH_WAVE_SHARDS shards, bounding open files.  Per-chunk state is
- * written by the step that owns the chunk and read by later steps only
- * after sl_parallel_run returned, which orders them.
+ * BATCH_WAVE_SHARDS shards, bounding open files.  Requested bytes live in
+ * the reading worker's SL__SCR_IO scratch, so memory is bounded by one
+ * request per worker and nothing is allocated per request once the
+ * contexts are warm.  Per-chunk state is written by the step that owns the
+ * chunk and read by the next only after sl_parallel_run returned, which
+ * orders them.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -31,12 +36,14 @@
 
 /* Shards open at once. */
 #define BATCH_WAVE_SHARDS 256
+/* Smallest request the spreading over workers makes. */
+#define BATCH_MIN_SPREAD ((uint64_t)1 << 20)
 
 /* States of a chunk within its wave. */
 enum {
     CH_PENDING, /* not looked up yet */
     CH_ABSENT,  /* its shard or its index entry is absent: fill value */
-    CH_READY,   /* its byte range is known (then read into `bytes`) */
+    CH_READY,   /* its byte range is known */
     CH_FAILED,  /* failed and recorded */
 };
 
@@ -55,19 +62,12 @@ struct request {
     size_t n;       /* chunks it holds */
     uint64_t start; /* byte range in the shard */
     uint64_t end;   /* ... */
-    uint8_t *buf;   /* its bytes, once read (step 3) */
 };
 
 /* A chunk to sort by stored offset. */
 struct by_offset {
     uint64_t offset;
     size_t c; /* plan chunk */
-};
-
-/* A chunk step 4 delivers: plan chunk and wave slot of its shard. */
-struct todo {
-    size_t c;
-    size_t shard;
 };
 
 /* Everything the steps share. */
@@ -77,16 +77,12 @@ struct shards {
     size_t o0;                /* the wave's first plan object */
     uint64_t *off;            /* per plan chunk: stored offset */
     uint64_t *len;            /* ... and size */
-    const uint8_t **bytes;    /* ... and its bytes once read */
     uint8_t *state;           /* ... CH_* */
     struct by_offset *sorted; /* the wave's ready chunks, by shard then offset */
     struct request *reqs;     /* the wave's requests */
     size_t n_reqs;            /* ... */
-    size_t r0;                /* the sub-wave's first request */
-    struct todo *absent;      /* the wave's absent chunks */
+    size_t *absent;           /* the wave's absent chunks */
     size_t n_absent;          /* ... */
-    struct todo *todo;        /* the sub-wave's chunks for step 4 */
-    size_t n_todo;            /* ... */
     const struct sl_allocator *alloc;
 };
 
@@ -103,8 +99,8 @@ fail_object(struct shards *sh, size_t o, const struct sl_error *e)
 
 /* ---- step 1: indexes ---------------------------------------------------------------- */
 
-/* Look up the chunks of object `o` in its decoded index; false if none
- * needs reading. */
+/* Look up the chunks of object `o` in its decoded index (NULL: the shard is
+ * absent); false if none needs reading. */
 static bool
 lookup_chunks(struct shards *sh, size_t o, const uint64_t *entries)
 {
@@ -173,11 +169,12 @@ by_offset_cmp(const void *pa, const void *pb)
     return a->c < b->c ? -1 : a->c > b->c;
 }
 
-/* Coalesce sorted[first .. first + n) of wave slot `slot` into requests. */
+/* Coalesce sorted[first .. first + n) of wave slot `slot` into requests of
+ * at most `cap` bytes (a larger chunk alone). */
 static void
-coalesce(struct shards *sh, size_t slot, size_t first, size_t n)
+coalesce(struct shards *sh, size_t slot, size_t first, size_t n, uint64_t cap)
 {
-    const struct sl__batch_run *run = sh->run;
+    uint64_t gap = sh->run->gap_bytes;
     for (size_t i = first; i < first + n;) {
         size_t c = sh->sorted[i].c;
         uint64_t start = sh->off[c], end = start + sh->len[c];
@@ -186,43 +183,87 @@ coalesce(struct shards *sh, size_t slot, size_t first, size_t n)
             size_t cj = sh->sorted[j].c;
             uint64_t e = sh->off[cj] + sh->len[cj];
             uint64_t new_end = e > end ? e : end;
-            /* Offsets are sorted, so off >= start; entries were bounds-checked. */
-            if ((sh->off[cj] > end && sh->off[cj] - end > run->gap_bytes) ||
-                new_end - start > run->max_bytes)
+            /* Sorted, so off >= start; entries were bounds-checked, so no
+             * sum overflows. */
+            if ((sh->off[cj] > end && sh->off[cj] - end > gap) || new_end - start > cap)
                 break;
             end = new_end;
         }
-        sh->reqs[sh->n_reqs++] = (struct request){slot, i, j - i, start, end, NULL};
+        sh->reqs[sh->n_reqs++] = (struct request){slot, i, j - i, start, end};
         i = j;
     }
 }
 
-/* Plan the wave's requests; absent chunks go first in todo. */
+/* The request cap: the option's, lowered so that a wave of `total` bytes
+ * gives every worker about two requests, but not below BATCH_MIN_SPREAD. */
+static uint64_t
+request_cap(const struct sl__batch_run *run, uint64_t total)
+{
+    uint64_t cap = run->max_bytes;
+    if (run->n_workers < 2)
+        return cap;
+    uint64_t share = total / (2 * (uint64_t)run->n_workers);
+    if (share < BATCH_MIN_SPREAD)
+        share = BATCH_MIN_SPREAD;
+    return share < cap ? share : cap;
+}
+
+/* Sort the wave's needed ranges and plan its requests; list absent chunks. */
 static void
 plan_requests(struct shards *sh, size_t n_slots)
 {
     const struct sl__batch_plan *p = &sh->run->plan;
     size_t n_sorted = 0;
+    uint64_t total = 0;
     sh->n_reqs = 0;
     sh->n_absent = 0;
+    size_t starts[BATCH_WAVE_SHARDS + 1];
     for (size_t i = 0; i < n_slots; i++) {
         const struct sl__batch_object *obj = &p->objects[sh->o0 + i];
-        size_t first = n_sorted;
+        starts[i] = n_sorted;
         for (size_t c = obj->first; c < obj->first + obj->n_chunks; c++) {
             if (sh->state[c] == CH_ABSENT)
-                sh->absent[sh->n_absent++] = (struct todo){c, i};
-            else if (sh->state[c] == CH_READY)
+                sh->absent[sh->n_absent++] = c;
+            else if (sh->state[c] == CH_READY) {
                 sh->sorted[n_sorted++] = (struct by_offset){sh->off[c], c};
+                total += sh->len[c];
+            }
         }
-        if (n_sorted - first > 1)
-            qsort(sh->sorted + first, n_sorted - first, sizeof(*sh->sorted), by_offset_cmp);
-        if (n_sorted > first)
-            coalesce(sh, i, first, n_sorted - first);
+        if (n_sorted - starts[i] > 1)
+            qsort(sh->sorted + starts[i], n_sorted - starts[i], sizeof(*sh->sorted), by_offset_cmp);
     }
+    starts[n_slots] = n_sorted;
+    uint64_t cap = request_cap(sh->run, total);
+    for (size_t i = 0; i < n_slots; i++)
+        if (starts[i + 1] > starts[i])
+            coalesce(sh, i, starts[i], starts[i + 1] - starts[i], cap);
 }
 
-/* ---- steps 3 and 4: reading and decoding ------------------------------------------------- */
+/* ---- step 3: reading and decoding ------------------------------------------------------ */
 
+/* Decode chunk `c` from its stored bytes and deliver it. */
+static void
+decode_chunk(struct shards *sh, size_t c, const uint8_t *bytes, const struct wave_shard *slot,
+             sl_codec_ctx *ctx)
+{
+    struct sl__batch_run *run = sh->run;
+    const sl_array *a = run->a;
+    struct sl_error e = SL_ERROR_INIT;
+    uint8_t *target = NULL;
+    size_t in_sel = SIZE_MAX;
+    sl_status st = sl__batch_target(run, c, ctx, &target, &in_sel, &e);
+    if (st == SL_OK)
+        st = sl__chain_decode(&a->meta.chain, &a->layout, bytes, (size_t)sh->len[c], target, ctx,
+                              &e);
+    if (st != SL_OK) {
+        uint64_t coords[SL_MAX_RANK];
+        sl_grid_coords_of(&a->chunk_grid, run->plan.chunks[c].chunk, coords);
+        sl__error_locate(&e, slot->key, a->meta.rank, coords);
+    }
+    sl__batch_finish(run, c, st, false, target, in_sel, &e);
+}
+
+/* Fail every chunk of request `r` with `e`. */
 static void
 fail_request(struct shards *sh, const struct request *r, const struct sl_error *e)
 {
@@ -233,22 +274,30 @@ fail_request(struct shards *sh, const struct request *r, const struct sl_error *
     }
 }
 
+/* Item i: request i (read, then decode its chunks), or, past the
+ * requests, absent chunk i - n_reqs (fill). */
 static void
-read_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
+request_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
 {
-    (void)ctx;
     struct shards *sh = arg;
-    struct request *r = &sh->reqs[sh->r0 + i];
+    if (i >= sh->n_reqs) {
+        sl__batch_finish(run, sh->absent[i - sh->n_reqs], SL_OK, true, NULL, SIZE_MAX, NULL);
+        return;
+    }
+    const struct request *r = &sh->reqs[i];
     struct wave_shard *slot = &sh->slots[r->shard];
     struct sl_error e = SL_ERROR_INIT;
     uint64_t span = r->end - r->start;
+    struct sl_buf *io = NULL;
     sl_status st = SL_OK;
-    if (span > SIZE_MAX)
+    if (ctx == NULL)
+        st = sl_error_set(&e, SL_ENOMEM, NULL, "no memory for a codec context");
+    else if (span > SIZE_MAX)
         st = sl_error_set(&e, SL_EOVERFLOW, NULL, "request of %" PRIu64 " bytes", span);
-    if (st == SL_OK && (r->buf = sl_alloc(sh->alloc, (size_t)span, 64)) == NULL)
-        st = sl_error_set(&e, SL_ENOMEM, NULL, "no memory for a read of %" PRIu64 " bytes", span);
     if (st == SL_OK)
-        st = sl__reader_read(&slot->rd, r->start, (size_t)span, r->buf, &e);
+        st = sl__ctx_scratch(ctx, SL__SCR_IO, (size_t)span, &io, &e);
+    if (st == SL_OK)
+        st = sl__reader_read(&slot->rd, r->start, (size_t)span, io->data, &e);
     if (st != SL_OK) {
         sl__error_locate(&e, slot->key, run->a->meta.rank, slot->coords);
         fail_request(sh, r, &e);
@@ -258,85 +307,8 @@ read_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
     atomic_fetch_add_explicit(&run->bytes_requested, span, memory_order_relaxed);
     for (size_t j = r->first; j < r->first + r->n; j++) {
         size_t c = sh->sorted[j].c;
-        sh->bytes[c] = r->buf + (sh->off[c] - r->start);
+        decode_chunk(sh, c, io->data + (sh->off[c] - r->start), slot, ctx);
     }
-}
-
-static void
-decode_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
-{
-    struct shards *sh = arg;
-    size_t c = sh->todo[i].c;
-    if (sh->state[c] == CH_FAILED)
-        return;
-    const sl_array *a = run->a;
-    struct sl_error e = SL_ERROR_INIT;
-    bool missing = sh->state[c] == CH_ABSENT;
-    uint8_t *target = NULL;
-    size_t in_sel = SIZE_MAX;
-    sl_status st = SL_OK;
-    if (!missing && ctx == NULL)
-        st = sl_error_set(&e, SL_ENOMEM, NULL, "no memory for a codec context");
-    if (!missing && st == SL_OK)
-        st = sl__batch_target(run, c, ctx, &target, &in_sel, &e);
-    if (!missing && st == SL_OK)
-        st = sl__chain_decode(&a->meta.chain, &a->layout, sh->bytes[c], (size_t)sh->len[c], target,
-                              ctx, &e);
-    if (st != SL_OK) {
-        uint64_t coords[SL_MAX_RANK];
-        sl_grid_coords_of(&a->chunk_grid, run->plan.chunks[c].chunk, coords);
-        sl__error_locate(&e, sh->slots[sh->todo[i].shard].key, a->meta.rank, coords);
-    }
-    sl__batch_finish(run, c, st, missing, target, in_sel, &e);
-}
-
-/* Read and decode requests [r0, r1), and the wave's absent chunks when
- * `with_absent`; free the requests' bytes. */
-static sl_status
-read_and_decode(struct shards *sh, size_t r0, size_t r1, bool with_absent)
-{
-    sh->r0 = r0;
-    sl_status st = sl__batch_loop(sh->run, r1 - r0, read_item, sh);
-    sh->n_todo = 0;
-    if (with_absent) {
-        memcpy(sh->todo, sh->absent, sh->n_absent * sizeof(*sh->todo));
-        sh->n_todo = sh->n_absent;
-    }
-    for (size_t r = r0; r < r1; r++)
-        for (size_t j = sh->reqs[r].first; j < sh->reqs[r].first + sh->reqs[r].n; j++)
-            sh->todo[sh->n_todo++] = (struct todo){sh->sorted[j].c, sh->reqs[r].shard};
-    if (st == SL_OK)
-        st = sl__batch_loop(sh->run, sh->n_todo, decode_item, sh);
-    for (size_t r = r0; r < r1; r++) {
-        sl_free(sh->alloc, sh->reqs[r].buf, (size_t)(sh->reqs[r].end - sh->reqs[r].start));
-        sh->reqs[r].buf = NULL;
-    }
-    return st;
-}
-
-/* Steps 3 and 4 over the wave's requests, in sub-waves of at most
- * `wave_bytes` requested bytes (at least one request each). */
-static sl_status
-wave_read(struct shards *sh)
-{
-    size_t wave = sh->run->wave_bytes;
-    bool first = true;
-    sl_status st = SL_OK;
-    for (size_t r0 = 0; st == SL_OK && (r0 < sh->n_reqs || first);) {
-        size_t r1 = r0;
-        uint64_t held = 0;
-        while (r1 < sh->n_reqs) {
-            uint64_t span = sh->reqs[r1].end - sh->reqs[r1].start;
-            if (r1 > r0 && held + span > wave)
-                break;
-            held += span;
-            r1++;
-        }
-        st = read_and_decode(sh, r0, r1, first);
-        first = false;
-        r0 = r1;
-    }
-    return st;
 }
 
 /* One wave: shards [o0, o0 + n_slots) of the plan. */
@@ -347,7 +319,7 @@ wave_run(struct shards *sh, size_t o0, size_t n_slots)
     sl_status st = sl__batch_loop(sh->run, n_slots, index_item, sh);
     if (st == SL_OK) {
         plan_requests(sh, n_slots);
-        st = wave_read(sh);
+        st = sl__batch_loop(sh->run, sh->n_reqs + sh->n_absent, request_item, sh);
     }
     for (size_t i = 0; i < n_slots; i++) {
         if (sh->slots[i].open)
@@ -370,15 +342,12 @@ shards_init(struct shards *sh, struct sl__batch_run *run, struct sl_error *err)
     sh->slots = sl_alloc_zeroed(sh->alloc, BATCH_WAVE_SHARDS, sizeof(*sh->slots), 0);
     sh->off = sl_alloc_zeroed(sh->alloc, n, sizeof(uint64_t), 0);
     sh->len = sl_alloc_zeroed(sh->alloc, n, sizeof(uint64_t), 0);
-    sh->bytes = sl_alloc_zeroed(sh->alloc, n, sizeof(*sh->bytes), 0);
     sh->state = sl_alloc_zeroed(sh->alloc, n, 1, 0);
     sh->sorted = sl_alloc_zeroed(sh->alloc, n, sizeof(*sh->sorted), 0);
     sh->reqs = sl_alloc_zeroed(sh->alloc, n, sizeof(*sh->reqs), 0);
-    sh->absent = sl_alloc_zeroed(sh->alloc, n, sizeof(*sh->absent), 0);
-    sh->todo = sl_alloc_zeroed(sh->alloc, n, sizeof(*sh->todo), 0);
-    if (sh->slots == NULL || sh->off == NULL || sh->len == NULL || sh->bytes == NULL ||
-        sh->state == NULL || sh->sorted == NULL || sh->reqs == NULL || sh->absent == NULL ||
-        sh->todo == NULL)
+    sh->absent = sl_alloc_zeroed(sh->alloc, n, sizeof(size_t), 0);
+    if (sh->slots == NULL || sh->off == NULL || sh->len == NULL || sh->state == NULL ||
+        sh->sorted == NULL || sh->reqs == NULL || sh->absent == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory to read %zu inner chunks", n);
     return SL_OK;
 }
@@ -390,12 +359,10 @@ shards_fini(struct shards *sh)
     sl_free(sh->alloc, sh->slots, BATCH_WAVE_SHARDS * sizeof(*sh->slots));
     sl_free(sh->alloc, sh->off, n * sizeof(uint64_t));
     sl_free(sh->alloc, sh->len, n * sizeof(uint64_t));
-    sl_free(sh->alloc, sh->bytes, n * sizeof(*sh->bytes));
     sl_free(sh->alloc, sh->state, n);
     sl_free(sh->alloc, sh->sorted, n * sizeof(*sh->sorted));
     sl_free(sh->alloc, sh->reqs, n * sizeof(*sh->reqs));
-    sl_free(sh->alloc, sh->absent, n * sizeof(*sh->absent));
-    sl_free(sh->alloc, sh->todo, n * sizeof(*sh->todo));
+    sl_free(sh->alloc, sh->absent, n * sizeof(size_t));
 }
 
 sl_status

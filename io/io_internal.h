@@ -758,29 +758,29 @@ void sl__batch_fill(const struct sl__batch_plan *p, size_t c, const struct sl__b
 /* One batched read in progress (batch_read.c runs it; batch_shard.c reads
  * the shards of sharded arrays). */
 struct sl__batch_run {
-    const sl_array *a;              /* the array read */
-    struct sl__batch_plan plan;     /* chunks and the selections they serve */
-    struct sl__batch_geom geom;     /* where decoded chunks go */
-    uint64_t gap_bytes;             /* options, resolved */
-    uint64_t max_bytes;             /* ... */
-    size_t wave_bytes;              /* ... */
-    const struct sl_parallel *par;  /* the caller's; NULL: a plain loop */
-    size_t n;                       /* selections */
-    sl_status *status;              /* n: each selection's outcome */
-    size_t *failed_at;              /* n: plan index of the chunk that failed it */
-    struct sl_error *errors;        /* the caller's n records, or NULL */
-    struct sl_error first;          /* the error of the lowest-numbered failed selection */
-    size_t first_sel;               /* that selection; SIZE_MAX while none */
-    pthread_mutex_t lock;           /* guards the five fields above while chunks run */
-    uint8_t *done;                  /* per chunk: delivered or failed */
-    sl_codec_ctx **ctxs;            /* per worker, made on first use */
-    sl_codec_ctx *ctx0;             /* the caller's context for worker 0, or NULL */
-    unsigned n_workers;             /* entries of ctxs */
-    _Atomic uint64_t n_decoded;     /* see struct sl_batch_stats */
-    _Atomic uint64_t n_direct;      /* ... */
-    _Atomic uint64_t n_missing;     /* ... */
-    _Atomic uint64_t n_index_reads; /* ... */
-    _Atomic uint64_t n_requests;    /* ... */
+    const sl_array *a;                /* the array read */
+    struct sl__batch_plan plan;       /* chunks and the selections they serve */
+    struct sl__batch_geom geom;       /* where decoded chunks go */
+    uint64_t gap_bytes;               /* options, resolved */
+    uint64_t max_bytes;               /* ... */
+    const struct sl_parallel *par;    /* the caller's; NULL: a plain loop */
+    size_t n;                         /* selections */
+    sl_status *status;                /* n: each selection's outcome */
+    size_t *failed_at;                /* n: plan index of the chunk that failed it */
+    struct sl_error *errors;          /* the caller's n records, or NULL */
+    struct sl_error first;            /* the error of the lowest-numbered failed selection */
+    size_t first_sel;                 /* that selection; SIZE_MAX while none */
+    pthread_mutex_t lock;             /* guards the five fields above while chunks run */
+    uint8_t *done;                    /* per chunk: delivered or failed */
+    sl_codec_ctx **ctxs;              /* per worker, made on first use */
+    sl_codec_ctx *ctx0;               /* the caller's context for worker 0, or NULL */
+    sl_codec_ctx *const *worker_ctxs; /* the caller's per-worker contexts, or NULL */
+    unsigned n_workers;               /* entries of ctxs */
+    _Atomic uint64_t n_decoded;       /* see struct sl_batch_stats */
+    _Atomic uint64_t n_direct;        /* ... */
+    _Atomic uint64_t n_missing;       /* ... */
+    _Atomic uint64_t n_index_reads;   /* ... */
+    _Atomic uint64_t n_requests;      /* ... */
     _Atomic uint64_t bytes_requested;
 };
 

@@ -47,24 +47,25 @@ struct sl_batch_stats {
 
 /* Options of a batched read. */
 struct sl_batch_opts {
-    const struct sl_parallel *par; /* runs chunk work in parallel; NULL: a plain loop */
-    sl_codec_ctx *ctx;             /* worker 0's codec context; NULL: one made for the call */
-    uint64_t coalesce_gap_bytes;   /* sharded: inner chunks of one shard are read in one
-                                      request when at most this many unneeded bytes lie
-                                      between them (default 1 MiB, as zarr-python) */
-    uint64_t coalesce_max_bytes;   /* ... as long as the request stays within this many
-                                      bytes (default 16 MiB, as zarr-python); a larger
-                                      inner chunk is read alone */
-    size_t wave_bytes;             /* sharded: stored bytes held in memory at once; at
-                                      least one request (default 256 MiB) */
-    struct sl_batch_stats *stats;  /* optional output: filled when not NULL */
+    const struct sl_parallel *par;    /* runs chunk work in parallel; NULL: a plain loop */
+    sl_codec_ctx *ctx;                /* worker 0's codec context; NULL: one made for the call */
+    sl_codec_ctx *const *worker_ctxs; /* NULL, or one context per worker of `par`
+                                         (sl_parallel_workers entries), kept by the caller
+                                         across calls; NULL entries (and `ctx`) fill in */
+    uint64_t coalesce_gap_bytes;      /* sharded: inner chunks of one shard are read in one
+                                         request when at most this many unneeded bytes lie
+                                         between them (default 1 MiB, as zarr-python) */
+    uint64_t coalesce_max_bytes;      /* ... as long as the request stays within this many
+                                         bytes (default 16 MiB, as zarr-python); a larger
+                                         inner chunk is read alone */
+    struct sl_batch_stats *stats;     /* optional output: filled when not NULL */
 };
 #define SL_BATCH_OPTS_DEFAULT                                         \
     ((struct sl_batch_opts){.par = NULL,                              \
                             .ctx = NULL,                              \
+                            .worker_ctxs = NULL,                      \
                             .coalesce_gap_bytes = (uint64_t)1 << 20,  \
                             .coalesce_max_bytes = (uint64_t)16 << 20, \
-                            .wave_bytes = (size_t)256 << 20,          \
                             .stats = NULL})
 
 /**

@@ -210,18 +210,15 @@ random_contents(sl_array *a, const struct sl_array_spec *sp, uint64_t *rs)
     }
 }
 
-/* Random options: coalescing from "each chunk alone" to "everything", waves
- * from one request to all. */
+/* Random options: coalescing from "each chunk alone" to "everything". */
 static struct sl_batch_opts
 random_opts(uint64_t *rs, const struct sl_parallel *par, struct sl_batch_stats *stats)
 {
     static const uint64_t gaps[] = {0, 16, 1 << 20};
     static const uint64_t caps[] = {0, 40, 16 << 20};
-    static const size_t waves[] = {1, 100, (size_t)256 << 20};
     struct sl_batch_opts o = SL_BATCH_OPTS_DEFAULT;
     o.coalesce_gap_bytes = gaps[rnd(rs) % 3];
     o.coalesce_max_bytes = caps[rnd(rs) % 3];
-    o.wave_bytes = waves[rnd(rs) % 3];
     o.par = rnd(rs) % 2 ? par : NULL;
     o.stats = stats;
     return o;
@@ -744,7 +741,6 @@ Test(io_batch, many_shards_go_in_waves)
     struct sl_batch_opts o = SL_BATCH_OPTS_DEFAULT;
     o.par = &pool.par;
     o.stats = &st;
-    o.wave_bytes = 100; /* several sub-waves per wave */
     o.coalesce_max_bytes = 20;
     void *b = out;
     size_t sz = 1198 * 8;
@@ -759,4 +755,83 @@ Test(io_batch, many_shards_go_in_waves)
     free(ref);
     sl_array_unref(a);
     sl_store_unref(s);
+}
+
+/* ---- contexts and executors ------------------------------------------------------------- */
+
+Test(io_batch, callers_worker_contexts_are_used_and_kept)
+{
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    sl_array *a = make_1d(s, 100, 10, 50, 0);
+    struct sl_test_pool pool;
+    sl_test_pool_init(&pool, 3);
+    sl_codec_ctx *ctxs[3] = {sl_codec_ctx_create(NULL, NULL), NULL,
+                             sl_codec_ctx_create(NULL, NULL)};
+    struct sl_batch_opts o = SL_BATCH_OPTS_DEFAULT;
+    o.par = &pool.par;
+    o.worker_ctxs = ctxs;
+    struct sl_region r = {.rank = 1, .start = {3}, .stop = {97}};
+    double out[94];
+    void *b = out;
+    size_t sz = sizeof(out);
+    for (int round = 0; round < 3; round++) {
+        memset(out, 0, sizeof(out));
+        cr_assert_eq(sl_array_read_batch(a, 1, &r, &b, &sz, &o, NULL, NULL, NULL), SL_OK);
+        cr_assert_eq(out[93], 10006);
+    }
+    /* Still the caller's: usable, and destroyed once, here. */
+    bool missing;
+    const uint64_t c[1] = {4};
+    double chunk[10];
+    cr_assert_eq(sl_array_read_chunk(a, c, chunk, sizeof(chunk), ctxs[2], &missing, NULL), SL_OK);
+    sl_codec_ctx_destroy(ctxs[0]);
+    sl_codec_ctx_destroy(ctxs[2]);
+    sl_array_unref(a);
+    sl_store_unref(s);
+}
+
+/* An executor that runs only the first `limit` iterations, then says it
+ * shut down. */
+static sl_status
+stopping_run(void *ctx, size_t n, sl_parallel_body *body, void *arg)
+{
+    size_t limit = *(const size_t *)ctx;
+    for (size_t i = 0; i < n && i < limit; i++)
+        body(arg, i, 0);
+    return n <= limit ? SL_OK : SL_ECANCELED;
+}
+
+Test(io_batch, an_executor_that_stops_fails_the_unread_selections)
+{
+    for (int sharded = 0; sharded < 2; sharded++) {
+        sl_store *s = sl_store_create_memory(NULL, NULL);
+        sl_array *a = make_1d(s, 60, 10, sharded ? 20 : 0, 0);
+        size_t limit = 2;
+        struct sl_parallel stop = {.ctx = &limit, .n_workers = 1, .run = stopping_run};
+        struct sl_batch_opts o = SL_BATCH_OPTS_DEFAULT;
+        o.par = &stop;
+        /* Unsharded: 3 chunk iterations; sharded: 3 index iterations. */
+        struct sl_region r[3];
+        double out[3][10];
+        void *bufs[3];
+        size_t sizes[3];
+        for (int i = 0; i < 3; i++) {
+            r[i] = (struct sl_region){.rank = 1, .start = {20u * i}, .stop = {20u * i + 10}};
+            bufs[i] = out[i];
+            sizes[i] = sizeof(out[i]);
+        }
+        sl_status status[3];
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_eq(sl_array_read_batch(a, 3, r, bufs, sizes, &o, status, NULL, &err),
+                     SL_ECANCELED);
+        if (!sharded) {
+            cr_assert_eq(status[0], SL_OK);
+            cr_assert_eq(status[1], SL_OK);
+            cr_assert_eq(out[1][0], 3000);
+        }
+        cr_assert_eq(status[2], SL_ECANCELED, "sharded=%d", sharded);
+        cr_assert_not_null(strstr(err.text, "stopped before this chunk was read"), "%s", err.text);
+        sl_array_unref(a);
+        sl_store_unref(s);
+    }
 }
