@@ -19,7 +19,9 @@
  * The ceiling: zstd itself (ZSTD_decompressDCtx, one context per worker)
  * decompressing the 8 stored frames, already in memory, into the output on
  * the same pool.  No reader of this store can beat it on this machine, so
- * it also bounds every ratio against the peers.
+ * it also bounds every ratio against the peers.  The ways (and the
+ * ceiling) run interleaved, rep by rep, so noise from other processes
+ * slows them alike.
  *
  * Data: $SL_BENCH_DATA (default /tmp/sluice-bench-data) holds b3.zarr
  * (zarr-python writes it with numpy's default_rng(0), as the peers' b3
@@ -179,6 +181,52 @@ ensure_data(const char *dir, const char *peer, const struct sl_parallel *par)
     return by_zarr;
 }
 
+/* ---- the ceiling ------------------------------------------------------------------------- */
+
+/* The stored frames of the slices (b3.zarr only), for zstd alone. */
+struct frames {
+    void *data[N_SLICES];  /* stored chunk 2i: slice i */
+    size_t size[N_SLICES]; /* its bytes */
+    ZSTD_DCtx **dctx;      /* per worker */
+    _Atomic int n_failed;  /* frames that did not decode to a whole chunk */
+};
+
+/* Load the frames of b3.zarr's chunks 0, 2, ..., 14; false if unreadable. */
+static bool
+frames_load(struct frames *f, const char *dir, unsigned n_workers)
+{
+    memset(f, 0, sizeof(*f));
+    f->dctx = calloc(n_workers, sizeof(ZSTD_DCtx *));
+    for (unsigned w = 0; w < n_workers; w++)
+        f->dctx[w] = ZSTD_createDCtx();
+    for (int i = 0; i < N_SLICES; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/b3.zarr/%d", dir, 2 * i);
+        FILE *fp = fopen(path, "rb");
+        if (fp == NULL)
+            return false;
+        fseek(fp, 0, SEEK_END);
+        f->size[i] = (size_t)ftell(fp);
+        fseek(fp, 0, SEEK_SET);
+        f->data[i] = malloc(f->size[i]);
+        size_t got = fread(f->data[i], 1, f->size[i], fp);
+        fclose(fp);
+        if (got != f->size[i])
+            return false;
+    }
+    return true;
+}
+
+static void
+frames_free(struct frames *f, unsigned n_workers)
+{
+    for (int i = 0; i < N_SLICES; i++)
+        free(f->data[i]);
+    for (unsigned w = 0; w < n_workers && f->dctx != NULL; w++)
+        ZSTD_freeDCtx(f->dctx[w]);
+    free(f->dctx);
+}
+
 /* ---- the three ways ---------------------------------------------------------------------- */
 
 /* What every way reads, and the codec contexts they reuse: one per pool
@@ -192,6 +240,7 @@ struct job {
     struct sl_parallel par;
     sl_codec_ctx **worker_ctxs; /* par.n_workers */
     sl_codec_ctx *main_ctx;
+    struct frames *frames; /* NULL: no ceiling for this array */
     struct sl_batch_stats stats;
 };
 
@@ -260,31 +309,65 @@ read_concurrent(struct job *j)
             die("concurrent single read", &s[i].err);
 }
 
-typedef void read_fn(struct job *j);
-
-/* Median milliseconds of `reps` runs after one warm-up; the output is then
- * compared with `expect` (when not NULL). */
-static double
-measure(struct job *j, read_fn *fn, int reps, const double *expect)
+static void
+frame_body(void *arg, size_t i, unsigned worker)
 {
-    double t[32];
-    memset(j->out, 0, OUT_BYTES);
-    fn(j);
-    for (int r = 0; r < reps; r++) {
-        double t0 = sl_bench_now();
-        fn(j);
-        t[r] = (sl_bench_now() - t0) * 1e3;
-    }
-    if (expect != NULL && memcmp(expect, j->out, OUT_BYTES) != 0) {
-        fprintf(stderr, "bench_io_batch: outputs differ between methods\n");
-        exit(1);
-    }
-    return median(t, reps);
+    struct job *j = arg;
+    struct frames *f = j->frames;
+    size_t n = ZSTD_decompressDCtx(f->dctx[worker], j->out + i * CHUNK, CHUNK * sizeof(double),
+                                   f->data[i], f->size[i]);
+    if (ZSTD_isError(n) || n != CHUNK * sizeof(double))
+        f->n_failed++;
 }
 
-/* Time the three ways on array `path`; results in ms[3]. */
+/* zstd alone: the frames, already in memory, decompressed on the pool. */
 static void
-run_sluice(const char *dir, const char *path, const char *tag, sl_pool *pool, int reps, double *ms)
+read_zstd(struct job *j)
+{
+    if (sl_parallel_run(&j->par, N_SLICES, frame_body, j) != SL_OK || j->frames->n_failed != 0) {
+        fprintf(stderr, "bench_io_batch: zstd alone failed\n");
+        exit(1);
+    }
+}
+
+typedef void read_fn(struct job *j);
+
+/*
+ * Median milliseconds of `reps` runs of each of `n` ways, interleaved (rep
+ * r of every way before rep r + 1), so that a noisy machine slows them
+ * alike.  Each way's first (warm-up) output must equal the first way's.
+ */
+static void
+measure(struct job *j, read_fn *const *fns, int n, int reps, double *ms)
+{
+    double t[4][32];
+    double *expect = malloc(OUT_BYTES);
+    for (int w = 0; w < n; w++) {
+        memset(j->out, 0, OUT_BYTES);
+        fns[w](j);
+        if (w == 0)
+            memcpy(expect, j->out, OUT_BYTES);
+        else if (memcmp(expect, j->out, OUT_BYTES) != 0) {
+            fprintf(stderr, "bench_io_batch: way %d's output differs from the batched read\n", w);
+            exit(1);
+        }
+    }
+    for (int r = 0; r < reps; r++)
+        for (int w = 0; w < n; w++) {
+            double t0 = sl_bench_now();
+            fns[w](j);
+            t[w][r] = (sl_bench_now() - t0) * 1e3;
+        }
+    for (int w = 0; w < n; w++)
+        ms[w] = median(t[w], reps);
+    free(expect);
+}
+
+/* Time the ways on array `path` (and zstd alone when `frames`); results
+ * in ms[0..3], ms[3] -1 without frames. */
+static void
+run_sluice(const char *dir, const char *path, const char *tag, sl_pool *pool, struct frames *frames,
+           int reps, double *ms)
 {
     struct sl_error err = SL_ERROR_INIT;
     sl_store *store = sl_store_open_fs(dir, NULL, &err);
@@ -304,11 +387,10 @@ run_sluice(const char *dir, const char *path, const char *tag, sl_pool *pool, in
         j.regions[i] = (struct sl_region){
             .rank = 1, .start = {2 * (uint64_t)i * CHUNK}, .stop = {(2 * (uint64_t)i + 1) * CHUNK}};
     j.out = malloc(OUT_BYTES);
-    double *expect = malloc(OUT_BYTES);
-    ms[0] = measure(&j, read_batched, reps, NULL);
-    memcpy(expect, j.out, OUT_BYTES);
-    ms[1] = measure(&j, read_loop, reps, expect);
-    ms[2] = measure(&j, read_concurrent, reps, expect);
+    j.frames = frames;
+    static read_fn *const fns[] = {read_batched, read_loop, read_concurrent, read_zstd};
+    ms[3] = -1;
+    measure(&j, fns, frames != NULL ? 4 : 3, reps, ms);
     char name[96];
     static const char *const ways[] = {"batched", "loop", "concurrent"};
     for (int w = 0; w < 3; w++) {
@@ -328,74 +410,9 @@ run_sluice(const char *dir, const char *path, const char *tag, sl_pool *pool, in
         sl_codec_ctx_destroy(j.worker_ctxs[w]);
     free(j.worker_ctxs);
     sl_codec_ctx_destroy(j.main_ctx);
-    free(expect);
     free(j.out);
     sl_array_unref((sl_array *)j.a);
     sl_store_unref(store);
-}
-
-/* ---- the ceiling ------------------------------------------------------------------------- */
-
-struct frames {
-    void *data[N_SLICES];  /* stored chunk i of the slices */
-    size_t size[N_SLICES]; /* its bytes */
-    ZSTD_DCtx **dctx;      /* per worker */
-    double *out;           /* the 64 MB output */
-    _Atomic int n_failed;  /* frames that did not decode to a chunk */
-};
-
-static void
-frame_body(void *arg, size_t i, unsigned worker)
-{
-    struct frames *f = arg;
-    size_t n = ZSTD_decompressDCtx(f->dctx[worker], f->out + i * CHUNK, CHUNK * sizeof(double),
-                                   f->data[i], f->size[i]);
-    if (ZSTD_isError(n) || n != CHUNK * sizeof(double))
-        f->n_failed++;
-}
-
-/* Median ms of zstd alone on the slices' frames of b3.zarr, or -1. */
-static double
-zstd_ceiling(const char *dir, const struct sl_parallel *par, int reps)
-{
-    struct frames f = {.out = malloc(OUT_BYTES)};
-    f.dctx = calloc(par->n_workers, sizeof(ZSTD_DCtx *));
-    for (unsigned w = 0; w < par->n_workers; w++)
-        f.dctx[w] = ZSTD_createDCtx();
-    double ms = -1, t[32];
-    for (int i = 0; i < N_SLICES; i++) {
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/b3.zarr/%d", dir, 2 * i);
-        FILE *fp = fopen(path, "rb");
-        if (fp == NULL)
-            goto out_free;
-        fseek(fp, 0, SEEK_END);
-        f.size[i] = (size_t)ftell(fp);
-        fseek(fp, 0, SEEK_SET);
-        f.data[i] = malloc(f.size[i]);
-        size_t got = fread(f.data[i], 1, f.size[i], fp);
-        fclose(fp);
-        if (got != f.size[i])
-            goto out_free;
-    }
-    memset(f.out, 0, OUT_BYTES);
-    for (int r = -1; r < reps; r++) {
-        double t0 = sl_bench_now();
-        if (sl_parallel_run(par, N_SLICES, frame_body, &f) != SL_OK)
-            goto out_free;
-        if (r >= 0)
-            t[r] = (sl_bench_now() - t0) * 1e3;
-    }
-    if (f.n_failed == 0)
-        ms = median(t, reps);
-out_free:
-    for (int i = 0; i < N_SLICES; i++)
-        free(f.data[i]);
-    for (unsigned w = 0; w < par->n_workers; w++)
-        ZSTD_freeDCtx(f.dctx[w]);
-    free(f.dctx);
-    free(f.out);
-    return ms;
 }
 
 /* ---- the peer ------------------------------------------------------------------------------ */
@@ -458,9 +475,12 @@ main(int argc, char **argv)
     bool by_zarr = ensure_data(dir, have_peer ? peer : NULL, &par);
     sl_bench_report("workers", sl_pool_worker_count(pool), "threads");
 
-    double v2[3], sh[3];
-    run_sluice(dir, "b3.zarr", "v2", pool, reps, v2);
-    double ceiling = zstd_ceiling(dir, &par, reps);
+    double v2[4], sh[4];
+    struct frames frames;
+    bool have_frames = frames_load(&frames, dir, par.n_workers);
+    run_sluice(dir, "b3.zarr", "v2", pool, have_frames ? &frames : NULL, reps, v2);
+    frames_free(&frames, par.n_workers);
+    double ceiling = v2[3];
     if (ceiling > 0) {
         sl_bench_report("v2_zstd_alone", ceiling, "ms");
         sl_bench_report("v2_batched_over_zstd_alone", v2[0] / ceiling, "x");
@@ -482,7 +502,7 @@ main(int argc, char **argv)
                         "python3-dask missing, or b3.zarr not written by zarr-python)\n");
     }
 
-    run_sluice(dir, "b3_sharded.zarr", "sharded", pool, reps, sh);
+    run_sluice(dir, "b3_sharded.zarr", "sharded", pool, NULL, reps, sh);
     sl_bench_report("sharded_batched_speedup_vs_loop", sh[1] / sh[0], "x");
     sl_bench_report("sharded_batched_speedup_vs_concurrent", sh[2] / sh[0], "x");
     sl_pool_destroy(pool);
