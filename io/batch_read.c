@@ -35,6 +35,10 @@ batch_loop_body(void *arg, size_t index, unsigned worker)
 {
     struct batch_loop *l = arg;
     struct sl__batch_run *run = l->run;
+    if (SL_NEVER(worker >= run->n_workers)) {
+        l->fn(run, l->arg, index, NULL); /* an executor breaking its contract */
+        return;
+    }
     /* Slot `worker` is only touched by iterations of that worker, which never
      * overlap (the sl_parallel contract). */
     if (run->ctxs[worker] == NULL)
@@ -302,10 +306,14 @@ fail_early(struct sl__batch_run *run, size_t s, const struct sl_error *e)
 }
 
 static sl_status
-check_call(const sl_array *a, size_t n, const struct sl_region *regions, struct sl_error *err)
+check_call(const sl_array *a, size_t n, const struct sl_region *regions,
+           const struct sl_batch_opts *opts, struct sl_error *err)
 {
     if (a == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "array is missing");
+    const struct sl_parallel *par = opts != NULL ? opts->par : NULL;
+    if (par != NULL && par->run != NULL && par->n_workers == 0)
+        return sl_error_set(err, SL_EINVAL, NULL, "the parallel executor has no workers");
     if (n > 0 && regions == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "%zu selections but no regions", n);
     return SL_OK;
@@ -316,7 +324,7 @@ sl_array_read_batch(const sl_array *a, size_t n, const struct sl_region *regions
                     const size_t *buf_bytes, const struct sl_batch_opts *opts, sl_status *status,
                     struct sl_error *errors, struct sl_error *err)
 {
-    SL_TRY(check_call(a, n, regions, err));
+    SL_TRY(check_call(a, n, regions, opts, err));
     if (n > 0 && (bufs == NULL || buf_bytes == NULL))
         return sl_error_set(err, SL_EINVAL, NULL, "%zu selections but no buffers or sizes", n);
     struct sl__batch_run run;
@@ -430,7 +438,7 @@ sl_array_read_batch_concat(const sl_array *a, size_t n, const struct sl_region *
                            const struct sl_batch_opts *opts, sl_status *status,
                            struct sl_error *errors, struct sl_error *err)
 {
-    SL_TRY(check_call(a, n, regions, err));
+    SL_TRY(check_call(a, n, regions, opts, err));
     uint64_t shape[SL_MAX_RANK];
     size_t bytes, bad;
     struct sl_error e = SL_ERROR_INIT;

@@ -23,6 +23,8 @@
 
 TestSuite(io_batch, .timeout = 60.0);
 
+static sl_status stopping_run(void *ctx, size_t n, sl_parallel_body *body, void *arg);
+
 /* ---- helpers ----------------------------------------------------------------------- */
 
 /* xorshift64*: the tests' own deterministic random numbers. */
@@ -669,6 +671,41 @@ Test(io_batch, corrupt_chunk_fails_only_the_selections_that_need_it)
         sl_array_unref(a);
         sl_store_unref(s);
     }
+}
+
+Test(io_batch, corrupt_shard_index_fails_the_selections_of_that_shard)
+{
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    sl_array *a = make_1d(s, 60, 10, 20, 0);
+    struct sl_buf obj = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(s, "a/c/1", NULL, &obj, NULL, NULL), SL_OK);
+    obj.data[obj.size - 1] ^= 0x40; /* the index's crc32c */
+    cr_assert_eq(sl_store_set(s, "a/c/1", obj.data, obj.size, NULL), SL_OK);
+    sl_buf_fini(&obj);
+    struct sl_region r[3] = {{.rank = 1, .start = {0}, .stop = {10}},
+                             {.rank = 1, .start = {25}, .stop = {30}},
+                             {.rank = 1, .start = {40}, .stop = {60}}};
+    double out[3][20];
+    void *bufs[3] = {out[0], out[1], out[2]};
+    size_t sizes[3] = {sizeof(out[0]), sizeof(out[1]), sizeof(out[2])};
+    sl_status status[3];
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_read_batch(a, 3, r, bufs, sizes, NULL, status, NULL, &err), SL_ECORRUPT);
+    cr_assert_eq(status[0], SL_OK);
+    cr_assert_eq(status[1], SL_ECORRUPT);
+    cr_assert_eq(status[2], SL_OK);
+    cr_assert_str_eq(err.source, "a/c/1");
+    cr_assert_eq(err.chunk.idx[0], 1, "the error names shard 1");
+    cr_assert_not_null(strstr(err.text, "selection 1: shard index"), "%s", err.text);
+    cr_assert_eq(out[2][19], 6009);
+
+    /* An executor with no workers is refused. */
+    struct sl_parallel none = {.ctx = NULL, .n_workers = 0, .run = stopping_run};
+    struct sl_batch_opts o = SL_BATCH_OPTS_DEFAULT;
+    o.par = &none;
+    cr_assert_eq(sl_array_read_batch(a, 3, r, bufs, sizes, &o, NULL, NULL, NULL), SL_EINVAL);
+    sl_array_unref(a);
+    sl_store_unref(s);
 }
 
 /* ---- fill values ----------------------------------------------------------------------------- */
