@@ -11,7 +11,7 @@
  * keeps the plan deterministic and gives shards their chunks in index
  * order, which the shard reader's coalescing wants.  Piece geometry (the
  * box a chunk shares with a selection) is recomputed at delivery from the
- * two regions, so the plan stays small: 8 bytes per pair, 48 per chunk.
+ * two regions, so the plan stays small: 8 bytes per pair, 40 per chunk.
  */
 #include <inttypes.h>
 #include <stdlib.h>

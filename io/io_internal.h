@@ -696,7 +696,7 @@ sl_status sl__batch_check_selection(size_t i, const struct sl_region *r, uint32_
  * unsharded, each chunk its own object).  Selections with `skip[i]` !=
  * SL_OK are left out (`skip` may be NULL); the others must lie inside the
  * grid.  Memory: 32 bytes per (chunk, selection) pair while planning, then
- * 48 per chunk and 8 per pair.
+ * 40 per chunk, 24 per object and 8 per pair.
  * @return SL_OK, SL_ENOMEM or SL_EOVERFLOW; on failure nothing needs
  * releasing.
  */

@@ -57,7 +57,9 @@ struct sl_batch_opts {
                                          between them (default 1 MiB, as zarr-python) */
     uint64_t coalesce_max_bytes;      /* ... as long as the request stays within this many
                                          bytes (default 16 MiB, as zarr-python); a larger
-                                         inner chunk is read alone */
+                                         inner chunk is read alone.  With several workers,
+                                         requests are also cut near 1/(2 x workers) of
+                                         the bytes wanted (not below 1 MiB) */
     struct sl_batch_stats *stats;     /* optional output: filled when not NULL */
 };
 #define SL_BATCH_OPTS_DEFAULT                                         \
