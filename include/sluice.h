@@ -8,6 +8,7 @@
 
 #include <sluice/alloc.h>
 #include <sluice/array.h>
+#include <sluice/batch.h>
 #include <sluice/block.h>
 #include <sluice/checked.h>
 #include <sluice/codec.h>
