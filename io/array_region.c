@@ -334,7 +334,7 @@ sl_array_read_region(const sl_array *a, const struct sl_region *region, void *bu
                      sl_codec_ctx *ctx, const struct sl_parallel *par, struct sl_error *err)
 {
     struct region_job job;
-    size_t n;
+    size_t n = 0;
     if (buf == NULL && buf_bytes > 0)
         return sl_error_set(err, SL_EINVAL, NULL, "buffer is missing");
     SL_TRY(job_init(&job, a, region, buf_bytes, &a->object_grid, &n, err));
@@ -351,7 +351,7 @@ sl_array_write_region(sl_array *a, const struct sl_region *region, const void *b
                       struct sl_error *err)
 {
     struct region_job job;
-    size_t n;
+    size_t n = 0;
     if (buf == NULL && buf_bytes > 0)
         return sl_error_set(err, SL_EINVAL, NULL, "buffer is missing");
     SL_TRY(job_init(&job, a, region, buf_bytes, &a->object_grid, &n, err));
