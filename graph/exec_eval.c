@@ -124,6 +124,25 @@ coords_text(const struct sl__node *n, const uint64_t *coords, char *buf, size_t 
     sl_chunk_key_format(&key, buf, size);
 }
 
+/*
+ * Record that node `n` failed on its chunk `coords` with `code`: "<op>
+ * \"name\" chunk (i, j) [at <source>]: [<cause>: ]<text>", where `cause`
+ * is the underlying status when it differs from `code` (a function's
+ * failure recorded as SL_EFUNC).  @return `code`.
+ */
+static sl_status
+eval_fail_node(struct eval *ev, const struct sl__node *n, const uint64_t *coords, sl_status code,
+               sl_status cause, const struct sl_error *err)
+{
+    char key[96];
+    coords_text(n, coords, key, sizeof(key));
+    bool source = err->source[0] != '\0';
+    return eval_fail(ev, code, "%s \"%s\" chunk %s%s%s: %s%s%s", n->op_name, n->name, key,
+                     source ? " at " : "", err->source, cause != code ? sl_status_name(cause) : "",
+                     cause != code ? ": " : "",
+                     err->text[0] != '\0' ? err->text : sl_status_message(cause));
+}
+
 /* An intermediate chunk's view of `rin` into `o`, or its failure. */
 static sl_status
 input_from_entry(struct eval *ev, const struct sl__node *p, struct sl__entry *e,
@@ -265,10 +284,7 @@ eval_getter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     if (st == SL_OK)
         return SL_OK;
     out_release(ev->ex, out);
-    char key[96];
-    coords_text(n, coords, key, sizeof(key));
-    return eval_fail(ev, st, "getter \"%s\" chunk %s: %s", n->name, key,
-                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+    return eval_fail_node(ev, n, coords, st, st, &err);
 }
 
 /* The region of a whole (unclipped) chunk of `a` at `coords`. */
@@ -348,10 +364,7 @@ eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     if (st == SL_OK)
         return SL_OK;
     out_release(ev->ex, out);
-    coords_text(n, coords, key, sizeof(key));
-    return eval_fail(ev, st, "get \"%s\" chunk %s%s%s: %s", n->name, key,
-                     err.source[0] != '\0' ? " at " : "", err.source,
-                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+    return eval_fail_node(ev, n, coords, st, st, &err);
 }
 
 /*
@@ -393,11 +406,7 @@ eval_put(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     if (st == SL_OK)
         return SL_OK;
     out_release(ev->ex, out);
-    char key[96];
-    coords_text(n, coords, key, sizeof(key));
-    return eval_fail(ev, st, "put \"%s\" chunk %s%s%s: %s", n->name, key,
-                     err.source[0] != '\0' ? " at " : "", err.source,
-                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+    return eval_fail_node(ev, n, coords, st, st, &err);
 }
 
 /* A map's chunk: the same chunk of each input, then the function or op. */
@@ -429,12 +438,8 @@ eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
         else
             st = n->u.map.fn(n->u.map.ctx, &out->block, n->n_inputs, blocks, &err);
         if (st != SL_OK) {
-            char key[96];
-            coords_text(n, coords, key, sizeof(key));
-            eval_fail(ev, SL_EFUNC, "%s \"%s\" chunk %s: %s: %s", n->op_name, n->name, key,
-                      sl_status_name(st), err.text);
+            st = eval_fail_node(ev, n, coords, SL_EFUNC, st, &err);
             out_release(ev->ex, out);
-            st = SL_EFUNC;
         }
     }
     for (uint32_t i = 0; i < got; i++)
@@ -511,12 +516,8 @@ eval_regrid(struct eval *ev, const struct sl__node *n, const struct sl_region *r
         else
             st = n->u.regrid.fn(n->u.regrid.ctx, &out->block, &in.block, &err);
         if (st != SL_OK) {
-            char key[96];
-            coords_text(n, coords, key, sizeof(key));
-            eval_fail(ev, SL_EFUNC, "%s \"%s\" chunk %s: %s: %s", n->op_name, n->name, key,
-                      sl_status_name(st), err.text);
+            st = eval_fail_node(ev, n, coords, SL_EFUNC, st, &err);
             out_release(ev->ex, out);
-            st = SL_EFUNC;
         }
     }
     out_release(ev->ex, &in);
@@ -551,10 +552,7 @@ eval_putter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     if (st == SL_OK)
         return SL_OK;
     out_release(ev->ex, out);
-    char key[96];
-    coords_text(n, coords, key, sizeof(key));
-    return eval_fail(ev, st, "putter \"%s\" chunk %s: %s", n->name, key,
-                     err.text[0] != '\0' ? err.text : sl_status_message(st));
+    return eval_fail_node(ev, n, coords, st, st, &err);
 }
 
 static sl_status
