@@ -124,3 +124,15 @@ sl_test_golden(const char *rel, const char *text)
                      want);
     free(want);
 }
+
+sl_pool *
+sl_test_pool(unsigned n)
+{
+    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT;
+    o.n_workers = n;
+    o.pin = SL_PIN_NONE;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_pool *p = sl_pool_create(&o, &err);
+    cr_assert_not_null(p, "%s", err.text);
+    return p;
+}

@@ -28,6 +28,9 @@ uint32_t sl_test_add_getter(sl_graph *g, const char *name, uint32_t rank, const 
 /* Add an accepting putter; aborts the test on failure. */
 uint32_t sl_test_add_putter(sl_graph *g, const char *name, uint32_t input);
 
+/* A pool of `n` unpinned workers; aborts the test on failure. */
+sl_pool *sl_test_pool(unsigned n);
+
 /* Compare `text` with tests/data/<rel>, or rewrite the file when
  * SL_UPDATE_GOLDEN=1; on mismatch fail showing both. */
 void sl_test_golden(const char *rel, const char *text);

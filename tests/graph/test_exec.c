@@ -17,18 +17,6 @@
 
 TestSuite(graph_exec, .timeout = 30.0);
 
-static sl_pool *
-test_pool(unsigned n)
-{
-    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT;
-    o.n_workers = n;
-    o.pin = SL_PIN_NONE;
-    struct sl_error err = SL_ERROR_INIT;
-    sl_pool *p = sl_pool_create(&o, &err);
-    cr_assert_not_null(p, "%s", err.text);
-    return p;
-}
-
 /* A getter over a virtual float64 array whose element at C-order index i is
  * i; it counts calls per chunk and fails the test if asked for anything but
  * a whole stored chunk (katdal's contract), and can be told to fail chunks. */
@@ -180,7 +168,7 @@ prepare(sl_graph *g, const struct sl_plan_opts *opts)
 
 Test(graph_exec, getter_to_putter_moves_every_element)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 2, (const uint64_t[]){50, 37}, (const uint64_t[]){8, 10});
@@ -211,7 +199,7 @@ Test(graph_exec, getter_to_putter_moves_every_element)
 /* katdal: a select after a get never asks the getter for anything but stored chunks. */
 Test(graph_exec, select_after_getter_reads_whole_chunks_only)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     const uint64_t shape[] = {100, 30};
@@ -241,7 +229,7 @@ Test(graph_exec, select_after_getter_reads_whole_chunks_only)
 /* Slices sharing stored chunks: each chunk is read once and shared. */
 Test(graph_exec, shared_chunks_are_read_once)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 2, (const uint64_t[]){100, 8}, (const uint64_t[]){10, 8});
@@ -297,7 +285,7 @@ bind_downsample(struct sl_op *op, const uint64_t *factors, uint32_t rank, const 
 /* Downsample 64-chunks into 64-chunks: unfused, each output chunk assembled from 4. */
 Test(graph_exec, unfused_downsample_matches_direct_means)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     const uint64_t shape[] = {61, 45};
@@ -335,7 +323,7 @@ Test(graph_exec, unfused_downsample_matches_direct_means)
 /* A failing stored chunk fails its output chunk, named, and the rest go on. */
 Test(graph_exec, failing_chunk_is_recorded_and_others_go_on)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 2, (const uint64_t[]){40, 40}, (const uint64_t[]){10, 10});
@@ -366,7 +354,7 @@ Test(graph_exec, failing_chunk_is_recorded_and_others_go_on)
 /* A failed intermediate chunk marks its readers upstream-failed without running them. */
 Test(graph_exec, failed_intermediate_marks_dependents_upstream)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 1, (const uint64_t[]){100}, (const uint64_t[]){10});
@@ -408,7 +396,7 @@ Test(graph_exec, failed_intermediate_marks_dependents_upstream)
 
 Test(graph_exec, fail_fast_cancels_what_has_not_started)
 {
-    sl_pool *pool = test_pool(1);
+    sl_pool *pool = sl_test_pool(1);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 1, (const uint64_t[]){2000}, (const uint64_t[]){1});
@@ -445,7 +433,7 @@ Test(graph_exec, fail_fast_cancels_what_has_not_started)
 
 Test(graph_exec, budget_is_honoured_and_too_small_is_refused)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 2, (const uint64_t[]){64, 64}, (const uint64_t[]){8, 8});
@@ -492,7 +480,7 @@ Test(graph_exec, budget_is_honoured_and_too_small_is_refused)
 
 Test(graph_exec, sealed_graph_runs_again_with_fresh_status)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 1, (const uint64_t[]){100}, (const uint64_t[]){10});
@@ -548,7 +536,7 @@ add_blocks(void *ctx, struct sl_block *out, size_t n_inputs, const struct sl_blo
 
 Test(graph_exec, multi_input_map_sees_matching_chunks)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s1 = calloc(1, sizeof(*s1)), *s2 = calloc(1, sizeof(*s2));
     const uint64_t shape[] = {20, 30}, chunk[] = {7, 11};
@@ -598,7 +586,7 @@ on_progress(void *ctx, const struct sl_progress *p)
 
 Test(graph_exec, progress_trace_and_report)
 {
-    sl_pool *pool = test_pool(2);
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     struct strict_getter *s = calloc(1, sizeof(*s));
     uint32_t raw = add_strict(g, s, 1, (const uint64_t[]){1000}, (const uint64_t[]){10});

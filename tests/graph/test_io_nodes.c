@@ -14,17 +14,6 @@
 
 TestSuite(graph_io_nodes, .timeout = 60.0);
 
-static sl_pool *
-test_pool(void)
-{
-    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT;
-    o.n_workers = 2;
-    o.pin = SL_PIN_NONE;
-    sl_pool *p = sl_pool_create(&o, NULL);
-    cr_assert_not_null(p);
-    return p;
-}
-
 static sl_store *
 mem_store(void)
 {
@@ -101,7 +90,7 @@ copy(sl_pool *pool, sl_array *src, sl_array *dst, const struct sl_plan_opts *opt
 
 Test(graph_io_nodes, copies_between_every_format_pair)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {45, 37};
     struct {
@@ -141,7 +130,7 @@ Test(graph_io_nodes, copies_between_every_format_pair)
 
 Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {20, 20}, chunk[] = {10, 10};
     sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
@@ -171,7 +160,7 @@ Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
 
 Test(graph_io_nodes, corrupt_chunk_fails_alone_naming_the_key)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {20, 20}, chunk[] = {10, 10};
     sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
@@ -232,7 +221,7 @@ Test(graph_io_nodes, put_checks_dtype_and_shape)
 /* A put and a later get of the same array run in two phases; a cycle is refused. */
 Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
     sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
@@ -301,7 +290,7 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
  */
 Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
     /* src's fill value is -1, so its chunk (0, 0) of zeros is stored, while
@@ -393,7 +382,7 @@ hook_fail_key(void *ctx, sl_store_op op, const char *key, size_t bytes)
  * fails fails every chunk in it, though each was staged ok. */
 Test(graph_io_nodes, sharded_put_writes_each_shard_once_and_reports_its_failure)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     struct set_hook h = {.fail_key = NULL};
     struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
     mo.hook = hook_fail_key;

@@ -13,17 +13,6 @@
 
 TestSuite(graph_parts, .timeout = 60.0);
 
-static sl_pool *
-test_pool(void)
-{
-    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT;
-    o.n_workers = 2;
-    o.pin = SL_PIN_NONE;
-    sl_pool *p = sl_pool_create(&o, NULL);
-    cr_assert_not_null(p);
-    return p;
-}
-
 static sl_array *
 make_array(sl_store *s, const char *path, const uint64_t *shape, const uint64_t *chunk,
            const uint64_t *shard)
@@ -44,7 +33,7 @@ make_array(sl_store *s, const char *path, const uint64_t *shape, const uint64_t 
 
 Test(graph_parts, parts_cover_every_chunk_once_along_shards)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = sl_store_create_memory(NULL, NULL);
     const uint64_t shape[] = {70, 50}, chunk[] = {5, 5}, shard[] = {20, 25};
     sl_array *dst = make_array(s, "out", shape, chunk, shard);
@@ -141,7 +130,7 @@ Test(graph_parts, parts_cover_every_chunk_once_along_shards)
 
 Test(graph_parts, failures_of_other_parts_merge_into_the_report)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_graph *g = sl_graph_create(NULL, NULL);
     uint32_t src = sl_test_add_getter(g, "src", 1, (const uint64_t[]){100}, (const uint64_t[]){10});
     uint32_t put = sl_test_add_putter(g, "out", src);
@@ -205,7 +194,7 @@ on_phase(void *ctx, uint32_t phase, uint32_t n_phases)
 
 Test(graph_parts, phase_callback_sees_every_phase_and_can_stop_the_run)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = sl_store_create_memory(NULL, NULL);
     const uint64_t shape[] = {20, 20}, chunk[] = {10, 10};
     sl_array *mid = make_array(s, "mid", shape, chunk, NULL);

@@ -17,17 +17,6 @@
 
 TestSuite(graph_pyramid, .timeout = 60.0);
 
-static sl_pool *
-test_pool(void)
-{
-    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT;
-    o.n_workers = 2;
-    o.pin = SL_PIN_NONE;
-    sl_pool *p = sl_pool_create(&o, NULL);
-    cr_assert_not_null(p);
-    return p;
-}
-
 static sl_store *
 mem_store(void)
 {
@@ -238,7 +227,7 @@ assert_dataset(const json_t *ds, uint32_t k, uint32_t rank, const double *scale,
  * rechunked and sharded, in a Zarr v3 group: values and OME-Zarr 0.5. */
 Test(graph_pyramid, tczyx_mean_levels_match_reference_and_ome_0_5)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {2, 2, 9, 37, 29}, chunk[] = {1, 1, 4, 8, 8};
     uint16_t *data;
@@ -330,7 +319,7 @@ Test(graph_pyramid, tczyx_mean_levels_match_reference_and_ome_0_5)
  * translations (a block's first pixel, not its centre). */
 Test(graph_pyramid, v2_group_has_ome_0_4_and_each_method_its_translation)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {21, 30, 17}, chunk[] = {8, 8, 8};
     uint16_t *data;
@@ -383,7 +372,7 @@ Test(graph_pyramid, v2_group_has_ome_0_4_and_each_method_its_translation)
  * that reads it fails as upstream; the rest of each level is written. */
 Test(graph_pyramid, failed_chunk_propagates_up_the_levels)
 {
-    sl_pool *pool = test_pool();
+    sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
     const uint64_t shape[] = {32, 32}, chunk[] = {8, 8};
     uint16_t *data;
