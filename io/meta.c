@@ -144,13 +144,14 @@ sl__meta_chunk_key(const struct sl__meta *m, const uint64_t *coords, char *buf, 
     return len;
 }
 
-/* Parse decimal digits at *p into *v; advance. */
+/* Parse decimal digits at *p into *v; advance.  Only the canonical form:
+ * "01" is not the key of chunk 1, so no two objects count as one chunk. */
 static bool
 key_digits(const char **p, uint64_t *v)
 {
     const char *s = *p;
     uint64_t x = 0;
-    if (*s < '0' || *s > '9')
+    if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
         return false;
     for (; *s >= '0' && *s <= '9'; s++) {
         if (x > (UINT64_MAX - 9) / 10)
