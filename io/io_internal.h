@@ -156,7 +156,8 @@ struct sl_codec_ctx {
     struct sl_buf scratch[SL__SCR_COUNT_]; /* reused buffers, by sl__scratch */
 };
 
-/* Scratch buffer `which` of `ctx`, emptied, with room for `n` bytes. */
+/* Scratch buffer `which` of `ctx`, emptied, with room for `n` bytes; its
+ * data is never NULL, even for n == 0. */
 sl_status sl__ctx_scratch(sl_codec_ctx *ctx, sl__scratch which, size_t n, struct sl_buf **out,
                           struct sl_error *err);
 
