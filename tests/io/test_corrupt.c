@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sluice.h>
@@ -424,4 +425,33 @@ Test(io_corrupt, a_chunk_symlinked_outside_the_store_is_refused)
     sl_store_unref(s);
     sl_test_rmtree(root);
     sl_test_rmtree(outside);
+}
+
+Test(io_corrupt, a_fifo_at_a_key_is_not_an_object_and_does_not_block)
+{
+    /* Opening a FIFO for reading waits for a writer: a FIFO named zarr.json
+     * hung `sluice info` forever. */
+    char root[4096], path[8300];
+    snprintf(root, sizeof(root), "%s", sl_test_tmpdir("corrupt-fifo"));
+    sl_store *s = sl_store_open_fs(root, NULL, NULL);
+    sl_array *a = make_array(s, "none", false, false);
+    snprintf(path, sizeof(path), "%s/arr/c/2", root);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    uint32_t buf[16];
+    uint64_t c = 2;
+    bool missing = false;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_read_chunk(a, &c, buf, sizeof(buf), NULL, &missing, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert(missing, "a FIFO is no chunk, as a directory is none");
+    sl_array_unref(a);
+    snprintf(path, sizeof(path), "%s/fifo/zarr.json", root);
+    cr_assert_eq(sl_store_set(s, "fifo/x", "", 0, NULL), SL_OK);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    err = SL_ERROR_INIT;
+    cr_assert_null(sl_array_open(s, "fifo", NULL, &err));
+    cr_assert_eq(err.code, SL_ENOTFOUND, "%s", err.text);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
 }
