@@ -11,8 +11,9 @@
  * the end; an index that decodes has every entry empty or inside the shard,
  * reads back the same through a store reader, and the coalesced reads hand
  * each non-empty inner chunk its exact bytes.  Build mode: the rest is a
- * list of inner chunks (index, length, bytes) assembled with the shard
- * builder; the shard it makes must decode to the entries it reported.
+ * list of inner chunks (index, length modulo the largest encoding of an
+ * inner chunk + 1, bytes) assembled with the shard builder; the shard it
+ * makes must decode to the entries it reported.
  */
 #include "fuzz.h"
 #include "fuzz_layouts.h"
@@ -112,6 +113,9 @@ parse_shard(const struct sl__meta *m, const uint8_t *shard, size_t size, sl_code
             bool empty = o == SL__SHARD_EMPTY && n == SL__SHARD_EMPTY;
             FUZZ_CHECK(empty || (o <= size && n <= size - o), "entry %llu [%llu, +%llu) accepted",
                        (unsigned long long)k, (unsigned long long)o, (unsigned long long)n);
+            FUZZ_CHECK(empty || n <= sl__meta_chunk_max_bytes(m),
+                       "entry %llu of %llu bytes accepted", (unsigned long long)k,
+                       (unsigned long long)n);
         }
         read_through_store(m, shard, size, entries, ctx);
     }
@@ -128,10 +132,13 @@ build_shard(const struct sl__meta *m, struct fuzz_input *in, sl_codec_ctx *ctx)
     struct sl__shard_builder b;
     struct sl_error err = SL_ERROR_INIT;
     FUZZ_CHECK(sl__shard_builder_init(&b, m, &out, entries, &err) == SL_OK, "%s", err.text);
+    /* Pieces no larger than an inner chunk's encoding can be: the index
+     * decoder refuses larger entries (parse mode checks that). */
+    size_t max = sl__meta_chunk_max_bytes(m);
     while (in->n > 0) {
         uint64_t k = fuzz_below(in, (uint32_t)m->n_per_shard);
         size_t len;
-        const uint8_t *bytes = fuzz_take(in, fuzz_u8(in), &len);
+        const uint8_t *bytes = fuzz_take(in, fuzz_u8(in) % (max + 1), &len);
         if (entries[2 * k] != SL__SHARD_EMPTY)
             continue; /* each inner chunk once, as a rewrite adds them */
         FUZZ_CHECK(sl__shard_builder_add(&b, k, bytes, len, &err) == SL_OK, "%s", err.text);

@@ -277,6 +277,83 @@ Test(io_corrupt, a_shard_index_with_a_bad_crc_is_corrupt)
     sl_store_unref(s);
 }
 
+Test(io_corrupt, a_shard_entry_larger_than_any_encoding_is_corrupt)
+{
+    /* Inner chunks of 64 raw bytes: an entry of 100 bytes inside the shard
+     * is still corrupt, refused before its bytes are read. */
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    sl_array *a = make_array(s, "none", false, true);
+    patch_index(s, "arr/c/0", a, 0, 0, 100);
+    expect_chunk_error(a, 0, SL_ECORRUPT, "arr/c/0",
+                       "entry 0 of 100 bytes is larger than any encoding of an inner chunk "
+                       "(at most 64 bytes)");
+    sl_array_unref(a);
+    sl_store_unref(s);
+}
+
+/* Make `key` of the filesystem store at `root` a sparse file of `bytes`. */
+static void
+make_sparse(const char *root, const char *key, uint64_t bytes)
+{
+    char path[8300];
+    snprintf(path, sizeof(path), "%s/%s", root, key);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    fclose(f);
+    cr_assert_eq(truncate(path, (off_t)bytes), 0, "%s", path);
+}
+
+static uint64_t
+bytes_read(sl_store *s)
+{
+    struct sl_store_stats st;
+    sl_store_get_stats(s, &st);
+    return st.bytes_read;
+}
+
+Test(io_corrupt, huge_stored_objects_are_refused_before_they_are_read)
+{
+    /* A sparse file costs nothing on disk but, read whole, as much memory
+     * as it claims: metadata, chunks and shards larger than they can be are
+     * refused from their size alone. */
+    char root[4096];
+    snprintf(root, sizeof(root), "%s", sl_test_tmpdir("corrupt-huge"));
+    sl_store *s = sl_store_open_fs(root, NULL, NULL);
+    sl_array *a = make_array(s, "zstd:1", false, false);
+    cr_assert_eq(sl_store_set(s, "huge/x", "", 0, NULL), SL_OK);
+    make_sparse(root, "huge/zarr.json", (uint64_t)1 << 30);
+    make_sparse(root, "arr/c/1", (uint64_t)1 << 30);
+    uint64_t before = bytes_read(s);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_null(sl_array_open(s, "huge", NULL, &err));
+    cr_assert_eq(err.code, SL_EPARSE, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "metadata of 1073741824 bytes exceeds the 16777216-byte"),
+                       "%s", err.text);
+    cr_assert_str_eq(err.source, "huge/zarr.json");
+    expect_chunk_error(a, 1, SL_ECORRUPT, "arr/c/1",
+                       "stored chunk of 1073741824 bytes is larger than any encoding");
+    cr_assert_eq(bytes_read(s), before, "nothing of the huge objects was read");
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
+
+    /* A shard rewritten in part is read whole first. */
+    s = sl_store_open_fs(root, NULL, NULL);
+    a = make_array(s, "none", false, true);
+    make_sparse(root, "arr/c/1", (uint64_t)1 << 30);
+    before = bytes_read(s);
+    uint32_t buf[16] = {7};
+    uint64_t c = 2;
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_write_chunk(a, &c, buf, sizeof(buf), NULL, &err), SL_ECORRUPT);
+    cr_assert_not_null(strstr(err.text, "shard of 1073741824 bytes is larger than"), "%s",
+                       err.text);
+    cr_assert_eq(bytes_read(s), before, "nothing of the huge shard was read");
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
+}
+
 Test(io_corrupt, random_damage_to_shards_never_crashes)
 {
     sl_store *s = sl_store_create_memory(NULL, NULL);
