@@ -429,6 +429,40 @@ Test(io_corrupt, overflowing_shapes_are_refused)
     sl_store_unref(s);
 }
 
+Test(io_corrupt, deeply_nested_metadata_is_refused)
+{
+    /* jansson bounds nesting (2048), so no parser or writer of sluice
+     * recurses as deep as a hostile document asks. */
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    size_t depth = 100000, n = 0;
+    char *doc = malloc(depth + 64);
+    n += (size_t)sprintf(doc, "{\"attributes\": ");
+    for (size_t i = 0; i < depth; i++)
+        doc[n++] = '[';
+    doc[n] = '\0';
+    expect_open_error(s, doc, SL_EPARSE, "maximum parsing depth");
+    /* Deep but allowed attributes open and keep their nesting. */
+    char ok[8192], *p = ok;
+    p += sprintf(p, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [2], "
+                    "\"data_type\": \"uint8\", \"chunk_grid\": {\"name\": \"regular\", "
+                    "\"configuration\": {\"chunk_shape\": [2]}}, \"chunk_key_encoding\": "
+                    "{\"name\": \"default\"}, \"fill_value\": 0, \"codecs\": [{\"name\": "
+                    "\"bytes\"}], \"attributes\": {\"a\": ");
+    for (int i = 0; i < 1000; i++)
+        *p++ = '[';
+    for (int i = 0; i < 1000; i++)
+        *p++ = ']';
+    strcpy(p, "}}");
+    cr_assert_eq(sl_store_set(s, "deep/zarr.json", ok, strlen(ok), NULL), SL_OK);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_open(s, "deep", NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    cr_assert_eq(strlen(sl_array_attributes(a)), 2006); /* {"a":[[...]]} */
+    sl_array_unref(a);
+    free(doc);
+    sl_store_unref(s);
+}
+
 Test(io_corrupt, damaged_metadata_never_crashes)
 {
     sl_store *s = sl_store_create_memory(NULL, NULL);
