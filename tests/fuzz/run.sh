@@ -26,12 +26,18 @@ corpus=tests/fuzz/corpus
 options=(-Dfuzz=enabled -Dwerror=true -Dbuildtype=debugoptimized -Dbench=false
     -Db_sanitize=address,undefined -Db_lundef=false
     -Dc_args=-fno-sanitize-recover=all -Dcpp_args=-fno-sanitize-recover=all)
-if [ -d "$build" ]; then
-    CC=clang CXX=clang++ meson setup --reconfigure "$build" "${options[@]}" >/dev/null
-else
-    CC=clang CXX=clang++ meson setup "$build" "${options[@]}" >/dev/null
-fi
-meson compile -C "$build" -j "$(nproc 2>/dev/null || echo 2)" fuzz-targets >/dev/null
+# Quiet unless something fails.
+quiet() {
+    local out
+    if ! out=$("$@" 2>&1); then
+        echo "$out" >&2
+        echo "fuzz: failed: $*" >&2
+        exit 1
+    fi
+}
+[ -d "$build" ] && options+=(--reconfigure)
+CC=clang CXX=clang++ quiet meson setup "$build" "${options[@]}"
+quiet meson compile -C "$build" -j "$(nproc 2>/dev/null || echo 2)" fuzz-targets
 
 if [ $# -gt 0 ]; then
     targets=("$@")
