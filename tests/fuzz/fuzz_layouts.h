@@ -36,6 +36,7 @@ fuzz_permutation(uint32_t rank, uint32_t which, uint32_t *order)
     }
 }
 
+/* One bytes-to-bytes codec from two (blosc: three) header bytes. */
 static inline void
 fuzz_add_b2b(struct fuzz_input *in, struct sl__codec *c)
 {
@@ -101,12 +102,15 @@ fuzz_chunk_header(struct fuzz_input *in, struct sl__chunk_layout *lay, struct sl
 
 /* ---- shard_index ------------------------------------------------------------- */
 
+/* Flags byte. */
 #define SHARD_F_AT_START 0x01   /* index before the chunks */
 #define SHARD_F_CRC 0x02        /* index_codecs: bytes, crc32c */
 #define SHARD_F_BIG 0x04        /* big-endian index */
 #define SHARD_F_BUILD 0x08      /* build mode */
 #define SHARD_F_INNER_ZSTD 0x10 /* inner chunks zstd-compressed */
 
+/* The uint8 sharded array the header describes: rank 1..3, per dimension
+ * 1..6 inner chunks of extent 1..3 per shard; then the flags byte. */
 static inline void
 fuzz_shard_meta(struct fuzz_input *in, struct sl__meta *m, uint8_t *flags)
 {

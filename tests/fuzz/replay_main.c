@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,36 +34,33 @@ __asan_default_options(void)
     return "max_allocation_size_mb=256:allocator_may_return_null=0";
 }
 
-/* Feed file `path` to the target.  @return 0, or 1 when it cannot be read. */
+/* Feed file `path` to the target, in a buffer of exactly its size so ASan
+ * sees reads past its end.  @return 0, or 1 when it cannot be read. */
 static int
 replay_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "replay: cannot open %s: %s\n", path, strerror(errno));
+    struct stat st;
+    if (f == NULL || fstat(fileno(f), &st) != 0 || st.st_size < 0 ||
+        (uint64_t)st.st_size > REPLAY_MAX_BYTES) {
+        fprintf(stderr, "replay: cannot open %s (or larger than %zu bytes): %s\n", path,
+                REPLAY_MAX_BYTES, strerror(errno));
+        if (f != NULL)
+            fclose(f);
         return 1;
     }
-    uint8_t *data = malloc(REPLAY_MAX_BYTES);
-    size_t n = data != NULL ? fread(data, 1, REPLAY_MAX_BYTES, f) : 0;
-    int bad = data == NULL || ferror(f) || !feof(f);
+    size_t n = (size_t)st.st_size;
+    uint8_t *data = malloc(n > 0 ? n : 1);
+    bool bad = data == NULL || fread(data, 1, n, f) != n;
     fclose(f);
     if (bad) {
-        fprintf(stderr, "replay: cannot read %s (or larger than %zu bytes)\n", path,
-                REPLAY_MAX_BYTES);
+        fprintf(stderr, "replay: cannot read %s\n", path);
         free(data);
         return 1;
     }
-    /* A copy of exactly the input's size, so ASan sees reads past its end. */
-    uint8_t *exact = malloc(n > 0 ? n : 1);
-    if (exact == NULL) {
-        free(data);
-        return 1;
-    }
-    memcpy(exact, data, n);
-    free(data);
     fprintf(stderr, "replay: %s (%zu bytes)\n", path, n);
-    LLVMFuzzerTestOneInput(exact, n);
-    free(exact);
+    LLVMFuzzerTestOneInput(data, n);
+    free(data);
     return 0;
 }
 
