@@ -127,32 +127,25 @@ sl_status
 sl_grid_copy(struct sl_grid *dst, const struct sl_grid *src, const struct sl_allocator *alloc,
              struct sl_error *err)
 {
-    const uint64_t *bounds[SL_MAX_RANK];
-    uint64_t *tmp_bounds[SL_MAX_RANK] = {0};
-    struct sl_allocator a = alloc != NULL ? *alloc : sl_allocator_default();
-    sl_status st = SL_OK;
-    /* Regular dimensions are expanded to boundaries, then folded back. */
-    for (uint32_t d = 0; d < src->rank && st == SL_OK; d++) {
-        if (src->bounds[d] != NULL) {
-            bounds[d] = src->bounds[d];
+    /* Regular dimensions are copied as they are, in O(1): a grid of 2^40
+     * chunks copies without materializing a boundary per chunk. */
+    struct sl_grid tmp = *src;
+    tmp.alloc = alloc != NULL ? *alloc : sl_allocator_default();
+    for (uint32_t d = 0; d < SL_MAX_RANK; d++)
+        tmp.bounds[d] = NULL;
+    for (uint32_t d = 0; d < src->rank; d++) {
+        if (src->bounds[d] == NULL)
             continue;
-        }
         size_t count = (size_t)src->n_chunks[d] + 1;
-        tmp_bounds[d] = sl_alloc_zeroed(&a, count, sizeof(uint64_t), 0);
-        if (tmp_bounds[d] == NULL) {
-            st = sl_error_set(err, SL_ENOMEM, NULL, "no memory to copy a chunk grid");
-            break;
+        tmp.bounds[d] = sl_alloc_zeroed(&tmp.alloc, count, sizeof(uint64_t), 0);
+        if (tmp.bounds[d] == NULL) {
+            sl_grid_fini(&tmp);
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory to copy a chunk grid");
         }
-        for (uint64_t i = 0; i <= src->n_chunks[d]; i++)
-            tmp_bounds[d][i] = sl_grid_chunk_start(src, d, i);
-        bounds[d] = tmp_bounds[d];
+        memcpy(tmp.bounds[d], src->bounds[d], count * sizeof(uint64_t));
     }
-    if (st == SL_OK)
-        st = sl_grid_init_bounds(dst, &a, src->rank, src->n_chunks, bounds, err);
-    for (uint32_t d = 0; d < src->rank; d++)
-        if (tmp_bounds[d] != NULL)
-            sl_free(&a, tmp_bounds[d], ((size_t)src->n_chunks[d] + 1) * sizeof(uint64_t));
-    return st;
+    *dst = tmp;
+    return SL_OK;
 }
 
 void

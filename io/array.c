@@ -36,15 +36,26 @@ check_path(const char *path, struct sl_error *err)
     return path[0] == '\0' ? SL_OK : sl__key_check(path, strlen(path), err);
 }
 
-/* Read `key` into `out`; `*found` false when absent (no error recorded). */
+/* Read metadata document `key` into `out`; `*found` false when absent (no
+ * error recorded).  A document over SL_META_MAX_BYTES is refused unread. */
 static sl_status
 get_optional(sl_store *s, const char *key, struct sl_buf *out, bool *found, struct sl_error *err)
 {
     struct sl_error local = SL_ERROR_INIT;
-    sl_status st = sl_store_get(s, key, NULL, out, NULL, &local);
+    struct sl__reader rd;
+    sl_status st = sl__reader_open(s, key, &rd, &local);
     *found = st == SL_OK;
     if (st == SL_ENOTFOUND)
         return SL_OK;
+    if (st == SL_OK && rd.size > SL_META_MAX_BYTES) {
+        st = sl_error_set(&local, SL_EPARSE, NULL,
+                          "metadata of %" PRIu64 " bytes exceeds the %zu-byte limit", rd.size,
+                          SL_META_MAX_BYTES);
+        sl_error_set_source(&local, key);
+    }
+    if (st == SL_OK)
+        st = sl__reader_read_range(&rd, NULL, out, &local);
+    sl__reader_close(&rd);
     sl__error_forward(err, &local);
     return st;
 }

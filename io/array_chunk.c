@@ -42,10 +42,20 @@ sl__chunk_fetch(const sl_array *a, const uint64_t *coords, void *buf, sl_codec_c
     struct sl_buf *raw;
     SL_TRY(sl__ctx_scratch(ctx, SL__SCR_IO, 0, &raw, err));
     struct sl_error local = SL_ERROR_INIT;
-    sl_status st = sl_store_get(a->store, key, NULL, raw, NULL, &local);
+    struct sl__reader rd;
+    sl_status st = sl__reader_open(a->store, key, &rd, &local);
     *missing = st == SL_ENOTFOUND;
     if (st == SL_ENOTFOUND)
         return SL_OK;
+    uint64_t max = sl__meta_object_max_bytes(&a->meta);
+    if (st == SL_OK && max > 0 && rd.size > max)
+        st = sl_error_set(&local, SL_ECORRUPT, NULL,
+                          "stored chunk of %" PRIu64 " bytes is larger than any encoding of the "
+                          "chunk (at most %" PRIu64 " bytes)",
+                          rd.size, max);
+    if (st == SL_OK)
+        st = sl__reader_read_range(&rd, NULL, raw, &local);
+    sl__reader_close(&rd);
     if (st != SL_OK) {
         sl__error_forward(err, &local);
         sl__error_locate(err, key, a->meta.rank, coords);

@@ -45,7 +45,8 @@ sl__ctx_scratch(sl_codec_ctx *ctx, sl__scratch which, size_t n, struct sl_buf **
 {
     struct sl_buf *b = &ctx->scratch[which];
     b->size = 0;
-    SL_TRY(sl_buf_reserve(b, n, err));
+    /* At least one byte, so even an empty buffer has an address to offset. */
+    SL_TRY(sl_buf_reserve(b, n > 0 ? n : 1, err));
     *out = b;
     return SL_OK;
 }

@@ -157,7 +157,8 @@ struct sl_codec_ctx {
     struct sl_buf scratch[SL__SCR_COUNT_]; /* reused buffers, by sl__scratch */
 };
 
-/* Scratch buffer `which` of `ctx`, emptied, with room for `n` bytes. */
+/* Scratch buffer `which` of `ctx`, emptied, with room for `n` bytes; its
+ * data is never NULL, even for n == 0. */
 sl_status sl__ctx_scratch(sl_codec_ctx *ctx, sl__scratch which, size_t n, struct sl_buf **out,
                           struct sl_error *err);
 
@@ -335,6 +336,10 @@ uint64_t sl__float_canonical_nan(size_t width);
 
 /* ---- JSON helpers ------------------------------------------------------------------ */
 
+/* The largest metadata document sluice reads; larger ones are refused
+ * before they are read. */
+#define SL_META_MAX_BYTES ((size_t)16 << 20)
+
 /* Parse a JSON document (duplicate keys refused); syntax errors carry line,
  * column and byte position, and `source` names the document. */
 sl_status sl__json_parse(const char *text, size_t n, const char *source, json_t **out,
@@ -407,6 +412,15 @@ void sl__meta_fini(struct sl__meta *m);
  * @return SL_OK, SL_EPARSE, SL_EOVERFLOW or SL_EUNSUPPORTED.
  */
 sl_status sl__meta_check(struct sl__meta *m, struct sl_error *err);
+
+/* The most bytes one stored (inner) chunk of `m` can take: the chain's
+ * worst-case encoding of a chunk.  0 when it has no bound. */
+size_t sl__meta_chunk_max_bytes(const struct sl__meta *m);
+
+/* The most bytes one stored object (a chunk, or a shard: its index and
+ * every inner chunk at its worst case) can take, so a larger object is
+ * corrupt and is refused before it is read.  0 when it has no bound. */
+uint64_t sl__meta_object_max_bytes(const struct sl__meta *m);
 
 /* The layout of one (inner) chunk; of one shard index. */
 void sl__meta_chunk_layout(const struct sl__meta *m, struct sl__chunk_layout *lay);

@@ -50,6 +50,25 @@ sl__meta_index_layout(const struct sl__meta *m, struct sl__chunk_layout *lay)
     (void)sl__chunk_layout_init(lay, SL_DTYPE_U64, 2, shape, &ignored);
 }
 
+size_t
+sl__meta_chunk_max_bytes(const struct sl__meta *m)
+{
+    struct sl__chunk_layout lay;
+    sl__meta_chunk_layout(m, &lay);
+    return sl__chain_encoded_bound(&m->chain, lay.n_bytes);
+}
+
+uint64_t
+sl__meta_object_max_bytes(const struct sl__meta *m)
+{
+    uint64_t chunk = sl__meta_chunk_max_bytes(m), all;
+    if (!m->sharded || chunk == 0)
+        return chunk;
+    if (!sl_u64_mul_fits(chunk, m->n_per_shard, &all) || all > UINT64_MAX - m->index_bytes)
+        return 0;
+    return all + m->index_bytes;
+}
+
 static sl_status
 meta_check_extents(const struct sl__meta *m, struct sl_error *err)
 {
@@ -144,13 +163,14 @@ sl__meta_chunk_key(const struct sl__meta *m, const uint64_t *coords, char *buf, 
     return len;
 }
 
-/* Parse decimal digits at *p into *v; advance. */
+/* Parse decimal digits at *p into *v; advance.  Only the canonical form:
+ * "01" is not the key of chunk 1, so no two objects count as one chunk. */
 static bool
 key_digits(const char **p, uint64_t *v)
 {
     const char *s = *p;
     uint64_t x = 0;
-    if (*s < '0' || *s > '9')
+    if (*s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
         return false;
     for (; *s >= '0' && *s <= '9'; s++) {
         if (x > (UINT64_MAX - 9) / 10)

@@ -11,9 +11,6 @@
 
 #include "io_internal.h"
 
-/* The largest metadata document sluice reads. */
-#define SL_META_MAX_BYTES ((size_t)16 << 20)
-
 sl_status
 sl__json_parse(const char *text, size_t n, const char *source, json_t **out, struct sl_error *err)
 {

@@ -85,8 +85,19 @@ sl__shard_index_decode(const struct sl__meta *m, const uint8_t *bytes, size_t n,
     struct sl_error local = SL_ERROR_INIT;
     if (sl__chain_decode(&m->index_chain, &lay, bytes, n, entries, ctx, &local) != SL_OK)
         return sl_error_set(err, local.code, NULL, "shard index: %s", local.text);
-    for (uint64_t k = 0; k < m->n_per_shard; k++)
-        SL_TRY(sl__shard_entry_check(k, entries[2 * k], entries[2 * k + 1], shard_bytes, err));
+    uint64_t max = sl__meta_chunk_max_bytes(m);
+    for (uint64_t k = 0; k < m->n_per_shard; k++) {
+        uint64_t nbytes = entries[2 * k + 1];
+        SL_TRY(sl__shard_entry_check(k, entries[2 * k], nbytes, shard_bytes, err));
+        /* Reading an inner chunk allocates its nbytes: only what an
+         * encoding of the chunk can take. */
+        if (nbytes != SL__SHARD_EMPTY && max > 0 && nbytes > max)
+            return sl_error_set(err, SL_ECORRUPT, NULL,
+                                "shard index entry %" PRIu64 " of %" PRIu64
+                                " bytes is larger than any encoding of an inner chunk (at most "
+                                "%" PRIu64 " bytes)",
+                                k, nbytes, (uint64_t)max);
+    }
     return SL_OK;
 }
 
@@ -277,7 +288,12 @@ sl__shard_read_old(const sl_array *a, const char *key, sl_codec_ctx *ctx, struct
     if (st == SL_ENOTFOUND)
         return SL_OK;
     struct sl_buf *raw, *idx;
-    uint64_t off = 0;
+    uint64_t off = 0, max = sl__meta_object_max_bytes(&a->meta);
+    if (st == SL_OK && max > 0 && rd.size > max)
+        st = sl_error_set(&local, SL_ECORRUPT, NULL,
+                          "shard of %" PRIu64 " bytes is larger than its index and every inner "
+                          "chunk at their largest (%" PRIu64 " bytes)",
+                          rd.size, max);
     if (st == SL_OK)
         st = sl__ctx_scratch(ctx, SL__SCR_OLD, 0, &raw, &local);
     if (st == SL_OK)

@@ -105,7 +105,9 @@ fs_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_er
     if (status == SL_ENOTFOUND)
         return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);
     SL_TRY(status);
-    int fd = st->io->open(st->io->ctx, resolved, O_RDONLY | O_CLOEXEC, 0);
+    /* O_NONBLOCK: opening a FIFO planted at a key must not wait for a
+     * writer (fstat below refuses it); reads of regular files ignore it. */
+    int fd = st->io->open(st->io->ctx, resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) {
         if (fd == -ENOENT || fd == -EISDIR)
             return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);

@@ -8,7 +8,8 @@
 SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
   libjansson-dev zlib1g-dev libblosc-dev"
 SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy
-  python3-zarr python3-numcodecs strace util-linux libopenmpi-dev openmpi-bin"
+  python3-zarr python3-numcodecs strace util-linux libopenmpi-dev openmpi-bin clang
+  libclang-rt-14-dev"
 SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
   python3-dask libtbb-dev libomp-dev clang time zstd"
 

@@ -6,7 +6,8 @@
 #
 #   tests/run.sh            everything (what .ci/run calls)
 #   SL_NO_INSTALL=1 tests/run.sh   never call apt-get
-#   SL_TEST_STAGES="plain"  only some stages (plain asan tsan format)
+#   SL_TEST_STAGES="plain"  only some stages (plain asan tsan format fuzz)
+#   SL_FUZZ_SECONDS=600     fuzz stage: seconds per libFuzzer target (default 60)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,7 +15,7 @@ cd "$root"
 # shellcheck disable=SC2086
 sl_need_packages $SL_TEST_PACKAGES
 
-stages=${SL_TEST_STAGES:-"format plain asan tsan"}
+stages=${SL_TEST_STAGES:-"format plain asan tsan fuzz"}
 jobs=$(nproc 2>/dev/null || echo 2)
 start=$(date +%s)
 
@@ -66,6 +67,10 @@ for s in $stages; do
         export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
         build_and_test build-tsan stress -- -Dwerror=true -Dbuildtype=debugoptimized \
             -Db_sanitize=thread -Db_lundef=false -Dbench=false
+        ;;
+    fuzz)
+        stage "libFuzzer targets, ${SL_FUZZ_SECONDS:-60}s each (tests/fuzz/run.sh)"
+        tests/fuzz/run.sh
         ;;
     *)
         echo "unknown stage $s" >&2

@@ -6,6 +6,8 @@
 
 #include <sluice.h>
 
+#include "testutil.h"
+
 TestSuite(core_grid, .timeout = 10.0);
 
 Test(core_grid, regular_grid_clips_edge_chunks)
@@ -225,6 +227,23 @@ Test(core_grid, linear_index_round_trips)
         sl_grid_coords_of(&g, i, c);
         cr_assert_eq(sl_grid_linear_index(&g, c), i);
     }
+}
+
+Test(core_grid, copying_a_huge_regular_grid_allocates_nothing)
+{
+    /* Found by the array fuzz target: copies expanded regular dimensions
+     * into one boundary per chunk, 4 TB for this (valid) array's grid. */
+    struct sl_test_alloc counts = {0};
+    struct sl_allocator alloc = sl_test_alloc_make(&counts);
+    const uint64_t shape[] = {19, (uint64_t)1 << 50}, chunk[] = {32, 26};
+    struct sl_grid g, copy;
+    cr_assert_eq(sl_grid_init_regular(&g, 2, shape, chunk, NULL), SL_OK);
+    cr_assert_eq(sl_grid_copy(&copy, &g, &alloc, NULL), SL_OK);
+    cr_assert_eq(counts.n_calls, 0);
+    cr_assert(sl_grid_equal(&g, &copy));
+    cr_assert(sl_grid_is_regular(&copy));
+    sl_grid_fini(&copy);
+    sl_grid_fini(&g);
 }
 
 Test(core_grid, copy_and_equal)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sluice.h>
@@ -276,6 +277,83 @@ Test(io_corrupt, a_shard_index_with_a_bad_crc_is_corrupt)
     sl_store_unref(s);
 }
 
+Test(io_corrupt, a_shard_entry_larger_than_any_encoding_is_corrupt)
+{
+    /* Inner chunks of 64 raw bytes: an entry of 100 bytes inside the shard
+     * is still corrupt, refused before its bytes are read. */
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    sl_array *a = make_array(s, "none", false, true);
+    patch_index(s, "arr/c/0", a, 0, 0, 100);
+    expect_chunk_error(a, 0, SL_ECORRUPT, "arr/c/0",
+                       "entry 0 of 100 bytes is larger than any encoding of an inner chunk "
+                       "(at most 64 bytes)");
+    sl_array_unref(a);
+    sl_store_unref(s);
+}
+
+/* Make `key` of the filesystem store at `root` a sparse file of `bytes`. */
+static void
+make_sparse(const char *root, const char *key, uint64_t bytes)
+{
+    char path[8300];
+    snprintf(path, sizeof(path), "%s/%s", root, key);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    fclose(f);
+    cr_assert_eq(truncate(path, (off_t)bytes), 0, "%s", path);
+}
+
+static uint64_t
+bytes_read(sl_store *s)
+{
+    struct sl_store_stats st;
+    sl_store_get_stats(s, &st);
+    return st.bytes_read;
+}
+
+Test(io_corrupt, huge_stored_objects_are_refused_before_they_are_read)
+{
+    /* A sparse file costs nothing on disk but, read whole, as much memory
+     * as it claims: metadata, chunks and shards larger than they can be are
+     * refused from their size alone. */
+    char root[4096];
+    snprintf(root, sizeof(root), "%s", sl_test_tmpdir("corrupt-huge"));
+    sl_store *s = sl_store_open_fs(root, NULL, NULL);
+    sl_array *a = make_array(s, "zstd:1", false, false);
+    cr_assert_eq(sl_store_set(s, "huge/x", "", 0, NULL), SL_OK);
+    make_sparse(root, "huge/zarr.json", (uint64_t)1 << 30);
+    make_sparse(root, "arr/c/1", (uint64_t)1 << 30);
+    uint64_t before = bytes_read(s);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_null(sl_array_open(s, "huge", NULL, &err));
+    cr_assert_eq(err.code, SL_EPARSE, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "metadata of 1073741824 bytes exceeds the 16777216-byte"),
+                       "%s", err.text);
+    cr_assert_str_eq(err.source, "huge/zarr.json");
+    expect_chunk_error(a, 1, SL_ECORRUPT, "arr/c/1",
+                       "stored chunk of 1073741824 bytes is larger than any encoding");
+    cr_assert_eq(bytes_read(s), before, "nothing of the huge objects was read");
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
+
+    /* A shard rewritten in part is read whole first. */
+    s = sl_store_open_fs(root, NULL, NULL);
+    a = make_array(s, "none", false, true);
+    make_sparse(root, "arr/c/1", (uint64_t)1 << 30);
+    before = bytes_read(s);
+    uint32_t buf[16] = {7};
+    uint64_t c = 2;
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_write_chunk(a, &c, buf, sizeof(buf), NULL, &err), SL_ECORRUPT);
+    cr_assert_not_null(strstr(err.text, "shard of 1073741824 bytes is larger than"), "%s",
+                       err.text);
+    cr_assert_eq(bytes_read(s), before, "nothing of the huge shard was read");
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
+}
+
 Test(io_corrupt, random_damage_to_shards_never_crashes)
 {
     sl_store *s = sl_store_create_memory(NULL, NULL);
@@ -348,6 +426,40 @@ Test(io_corrupt, overflowing_shapes_are_refused)
                                 "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"),
                       SL_EUNSUPPORTED, "17 dimensions");
     expect_open_error(s, "{\"zarr_format\": 3, ", SL_EPARSE, "");
+    sl_store_unref(s);
+}
+
+Test(io_corrupt, deeply_nested_metadata_is_refused)
+{
+    /* jansson bounds nesting (2048), so no parser or writer of sluice
+     * recurses as deep as a hostile document asks. */
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    size_t depth = 100000, n = 0;
+    char *doc = malloc(depth + 64);
+    n += (size_t)sprintf(doc, "{\"attributes\": ");
+    for (size_t i = 0; i < depth; i++)
+        doc[n++] = '[';
+    doc[n] = '\0';
+    expect_open_error(s, doc, SL_EPARSE, "maximum parsing depth");
+    /* Deep but allowed attributes open and keep their nesting. */
+    char ok[8192], *p = ok;
+    p += sprintf(p, "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [2], "
+                    "\"data_type\": \"uint8\", \"chunk_grid\": {\"name\": \"regular\", "
+                    "\"configuration\": {\"chunk_shape\": [2]}}, \"chunk_key_encoding\": "
+                    "{\"name\": \"default\"}, \"fill_value\": 0, \"codecs\": [{\"name\": "
+                    "\"bytes\"}], \"attributes\": {\"a\": ");
+    for (int i = 0; i < 1000; i++)
+        *p++ = '[';
+    for (int i = 0; i < 1000; i++)
+        *p++ = ']';
+    strcpy(p, "}}");
+    cr_assert_eq(sl_store_set(s, "deep/zarr.json", ok, strlen(ok), NULL), SL_OK);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_open(s, "deep", NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    cr_assert_eq(strlen(sl_array_attributes(a)), 2006); /* {"a":[[...]]} */
+    sl_array_unref(a);
+    free(doc);
     sl_store_unref(s);
 }
 
@@ -424,4 +536,33 @@ Test(io_corrupt, a_chunk_symlinked_outside_the_store_is_refused)
     sl_store_unref(s);
     sl_test_rmtree(root);
     sl_test_rmtree(outside);
+}
+
+Test(io_corrupt, a_fifo_at_a_key_is_not_an_object_and_does_not_block)
+{
+    /* Opening a FIFO for reading waits for a writer: a FIFO named zarr.json
+     * hung `sluice info` forever. */
+    char root[4096], path[8300];
+    snprintf(root, sizeof(root), "%s", sl_test_tmpdir("corrupt-fifo"));
+    sl_store *s = sl_store_open_fs(root, NULL, NULL);
+    sl_array *a = make_array(s, "none", false, false);
+    snprintf(path, sizeof(path), "%s/arr/c/2", root);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    uint32_t buf[16];
+    uint64_t c = 2;
+    bool missing = false;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_read_chunk(a, &c, buf, sizeof(buf), NULL, &missing, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert(missing, "a FIFO is no chunk, as a directory is none");
+    sl_array_unref(a);
+    snprintf(path, sizeof(path), "%s/fifo/zarr.json", root);
+    cr_assert_eq(sl_store_set(s, "fifo/x", "", 0, NULL), SL_OK);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    err = SL_ERROR_INIT;
+    cr_assert_null(sl_array_open(s, "fifo", NULL, &err));
+    cr_assert_eq(err.code, SL_ENOTFOUND, "%s", err.text);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
 }

@@ -402,6 +402,41 @@ Test(io_meta, chunk_keys_in_every_encoding)
     sl__meta_fini(&m);
 }
 
+Test(io_meta, only_canonical_chunk_keys_parse)
+{
+    /* "c/01" is not chunk 1: were it parsed as one, listings would count
+     * chunk 1 twice. */
+    struct sl__meta m;
+    sl__meta_init(&m, NULL);
+    m.rank = 2;
+    m.keys = SL__KEYS_DEFAULT;
+    m.sep = '/';
+    uint64_t back[2];
+    cr_assert(sl__meta_parse_chunk_key(&m, "c/0/10", back) && back[0] == 0 && back[1] == 10);
+    cr_assert_not(sl__meta_parse_chunk_key(&m, "c/01/2", back));
+    cr_assert_not(sl__meta_parse_chunk_key(&m, "c/1/00", back));
+    m.keys = SL__KEYS_V2;
+    m.sep = '.';
+    cr_assert(sl__meta_parse_chunk_key(&m, "0.0", back));
+    cr_assert_not(sl__meta_parse_chunk_key(&m, "0.007", back));
+    sl__meta_fini(&m);
+
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 1;
+    sp.shape[0] = 8;
+    sp.chunk_shape[0] = 4;
+    sl_array *a = sl_array_create(s, "arr", &sp, NULL, NULL);
+    cr_assert_not_null(a);
+    cr_assert_eq(sl_store_set(s, "arr/c/1", "abcd", 4, NULL), SL_OK);
+    cr_assert_eq(sl_store_set(s, "arr/c/01", "abcd", 4, NULL), SL_OK);
+    struct sl_array_stored st;
+    cr_assert_eq(sl_array_stored(a, &st, NULL), SL_OK);
+    cr_assert_eq(st.n_objects, 1);
+    sl_array_unref(a);
+    sl_store_unref(s);
+}
+
 /* ---- v2 ----------------------------------------------------------------------- */
 
 static sl_status

@@ -309,6 +309,39 @@ Test(io_shard, nearby_byte_ranges_are_read_together)
     sl_store_unref(s);
 }
 
+static sl_status
+note_empty_chunk(void *arg, uint64_t k, const uint8_t *bytes, size_t n, struct sl_error *err)
+{
+    (void)err;
+    int *calls = arg;
+    cr_assert_not_null(bytes, "chunk %llu: an empty chunk still gets an address",
+                       (unsigned long long)k);
+    cr_assert_eq(n, 0);
+    ++*calls;
+    return SL_OK;
+}
+
+Test(io_shard, zero_length_inner_chunks_read_without_a_null_buffer)
+{
+    /* Found by the shard_index fuzz target: entries of length 0 made a read
+     * of 0 bytes, whose scratch buffer was still NULL, and NULL + 0 is
+     * undefined behaviour that UBSan reports. */
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    cr_assert_eq(sl_store_set(s, "shard", "0123456789", 10, NULL), SL_OK);
+    const uint64_t entries[4] = {3, 0, 7, 0};
+    const uint64_t which[2] = {0, 1};
+    struct sl__reader rd;
+    cr_assert_eq(sl__reader_open(s, "shard", &rd, NULL), SL_OK);
+    sl_codec_ctx *ctx = sl_codec_ctx_create(NULL, NULL);
+    int calls = 0;
+    cr_assert_eq(
+        sl__shard_read_entries(&rd, entries, which, 2, ctx, note_empty_chunk, &calls, NULL), SL_OK);
+    cr_assert_eq(calls, 2);
+    sl__reader_close(&rd);
+    sl_codec_ctx_destroy(ctx);
+    sl_store_unref(s);
+}
+
 Test(io_shard, region_reads_coalesce_a_shards_chunks_into_one_read)
 {
     sl_store *s = sl_store_create_memory(NULL, NULL);
