@@ -16,13 +16,15 @@
 
 /* ---- the error list -------------------------------------------------------- */
 
-/* Claim the next record of the list, or NULL when there is none to fill. */
+/* Count an error and claim the next record of the list, or NULL when there
+ * is none to fill.  The count goes on once the list is full: parsers compare
+ * it before and after a field to know whether its values can be trusted. */
 static struct sl_error *
 jdiag_claim(struct sl__jdiag *d)
 {
+    d->count++;
     if (d->full)
         return NULL;
-    d->count++;
     struct sl_graph_json_errors *out = d->out;
     if (out == NULL || out->errors == NULL || out->capacity == 0) {
         d->full = true; /* nobody reads the list: the first error decides */

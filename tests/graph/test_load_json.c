@@ -159,6 +159,22 @@ Test(graph_load_json, the_error_list_stops_at_its_capacity)
                    "a NULL list still fails the load");
 }
 
+/* Found by fuzz_graph_json: once the list was full, errors stopped being
+ * counted, so a zero chunk extent looked valid and shards were divided by it. */
+Test(graph_load_json, a_full_error_list_still_stops_bad_values_being_used)
+{
+    const char *text = "{\"sluice\": 1, \"a\": 1, \"arrays\": {\"out\": {\"path\": \"o.zarr\", "
+                       "\"create\": {\"dtype\": \"uint8\", \"shape\": [8], \"chunks\": [0], "
+                       "\"shards\": [4]}}}, \"nodes\": {}}";
+    struct errs e;
+    struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
+    cr_assert_null(sl_graph_json_load_string(text, strlen(text), NULL, &o, errs_init(&e, 1)));
+    cr_assert_eq(e.list.count, 1);
+    cr_assert(e.list.truncated);
+    cr_assert_str_eq(e.rec[0].path, "/a");
+    cr_assert_null(sl_graph_json_load_string(text, strlen(text), NULL, &o, NULL));
+}
+
 Test(graph_load_json, syntax_errors_keep_line_column_and_position)
 {
     const char *text = "{\n  \"sluice\": 1,\n  \"arrays\": {\"a\" 1}\n}";
