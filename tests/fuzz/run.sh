@@ -46,6 +46,8 @@ else
     for d in "$corpus"/*/; do targets+=("$(basename "$d")"); done
 fi
 mkdir -p "$build/fuzz-corpus" "$build/fuzz-artifacts" "$build/fuzz-logs"
+# fuzz_graph_json looks up the arrays its inputs name under the source tree.
+export SL_SOURCE_ROOT=$root
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # Fuzz target $1; its log and exit status land in build-fuzz/fuzz-logs.
