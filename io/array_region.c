@@ -61,6 +61,16 @@ part_of(const struct region_job *job, const struct sl_region *obj, struct part *
     return true;
 }
 
+/* Object `i` of the job: its coordinates, and its part (false when none). */
+static bool
+job_part(const struct region_job *job, size_t i, uint64_t *coords, struct part *p)
+{
+    struct sl_region obj;
+    job_coords(job, i, coords);
+    sl_grid_chunk_region(job->grid, coords, &obj);
+    return part_of(job, &obj, p);
+}
+
 /* True when the in-array part `obj` of a chunk is smaller than the chunk. */
 static bool
 is_edge(const sl_array *a, const struct sl_region *obj)
@@ -114,11 +124,8 @@ read_chunk_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     const struct region_job *job = arg;
     const sl_array *a = job->a;
     uint64_t coords[SL_MAX_RANK];
-    struct sl_region obj;
     struct part p;
-    job_coords(job, i, coords);
-    sl_grid_chunk_region(job->grid, coords, &obj);
-    if (!part_of(job, &obj, &p))
+    if (!job_part(job, i, coords, &p))
         return SL_OK;
     struct sl_buf *chunk;
     bool missing;
@@ -139,11 +146,8 @@ write_chunk_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     const struct region_job *job = arg;
     const sl_array *a = job->a;
     uint64_t coords[SL_MAX_RANK];
-    struct sl_region obj;
     struct part p;
-    job_coords(job, i, coords);
-    sl_grid_chunk_region(job->grid, coords, &obj);
-    if (!part_of(job, &obj, &p))
+    if (!job_part(job, i, coords, &p))
         return SL_OK;
     struct sl_buf *chunk;
     SL_TRY(sl__ctx_scratch(ctx, SL__SCR_CHUNK, a->layout.n_bytes, &chunk, err));
@@ -156,8 +160,9 @@ write_chunk_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
         st = sl__chunk_fetch(a, coords, chunk->data, ctx, &missing, err);
         if (st == SL_OK && missing)
             sl__fill_elements(chunk->data, n_elems, a->meta.fill, a->elem_bytes);
-    } else if (is_edge(a, &obj)) {
-        /* Whole: only the padding beyond the array needs the fill value. */
+    } else if (is_edge(a, &p.box)) {
+        /* Whole (so the box is the chunk's in-array part): only the padding
+         * beyond the array needs the fill value. */
         sl__fill_elements(chunk->data, n_elems, a->meta.fill, a->elem_bytes);
     }
     if (st == SL_OK) {
@@ -314,11 +319,8 @@ write_shard_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     const struct region_job *job = arg;
     const sl_array *a = job->a;
     uint64_t shard[SL_MAX_RANK];
-    struct sl_region obj;
     struct part p;
-    job_coords(job, i, shard);
-    sl_grid_chunk_region(job->grid, shard, &obj);
-    if (!part_of(job, &obj, &p))
+    if (!job_part(job, i, shard, &p))
         return SL_OK;
     pthread_mutex_t *lock = sl__array_stripe(a, shard);
     pthread_mutex_lock(lock);
