@@ -45,11 +45,8 @@ run_copy(int argc, char **argv)
             return 2;
         if (r == 1)
             continue;
-        if (argv[i][0] == '-' && argv[i][1] != '\0')
-            return cmd_usage_error(&cmd_copy, "unknown option %s", argv[i]);
-        if (n_paths == 2)
-            return cmd_usage_error(&cmd_copy, "too many paths (\"%s\")", argv[i]);
-        paths[n_paths++] = argv[i];
+        if (cmd_take_path(&cmd_copy, argv[i], paths, &n_paths, 2) != 0)
+            return 2;
     }
     if (n_paths != 2)
         return cmd_usage_error(&cmd_copy, "need SRC and DST");

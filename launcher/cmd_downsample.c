@@ -66,11 +66,8 @@ ds_parse_all(const char **paths, struct downsample_opts *o, struct array_opts *a
             return 2;
         if (r == 1)
             continue;
-        if (argv[i][0] == '-' && argv[i][1] != '\0')
-            return cmd_usage_error(&cmd_downsample, "unknown option %s", argv[i]);
-        if (n_paths == 2)
-            return cmd_usage_error(&cmd_downsample, "too many paths (\"%s\")", argv[i]);
-        paths[n_paths++] = argv[i];
+        if (cmd_take_path(&cmd_downsample, argv[i], paths, &n_paths, 2) != 0)
+            return 2;
     }
     if (n_paths != 2)
         return cmd_usage_error(&cmd_downsample, "need SRC and DST");

@@ -184,11 +184,8 @@ pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct ar
             return 2;
         if (r == 1)
             continue;
-        if (argv[i][0] == '-' && argv[i][1] != '\0')
-            return cmd_usage_error(&cmd_pyramid, "unknown option %s", argv[i]);
-        if (n_paths == 2)
-            return cmd_usage_error(&cmd_pyramid, "too many paths (\"%s\")", argv[i]);
-        a->paths[n_paths++] = argv[i];
+        if (cmd_take_path(&cmd_pyramid, argv[i], a->paths, &n_paths, 2) != 0)
+            return 2;
     }
     if (n_paths != 2)
         return cmd_usage_error(&cmd_pyramid, "need SRC and DSTGROUP");

@@ -36,4 +36,9 @@ int cmd_fail(const char *name, const char *path, const struct sl_error *err);
 int cmd_usage_error(const struct cmd *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Take `arg`, which no option parser claimed, as the next of at most `max`
+ * paths of command `c`: 0, or 2 after a usage error (an unknown option, or
+ * one path too many).  "-" is a path. */
+int cmd_take_path(const struct cmd *c, const char *arg, const char **paths, int *n_paths, int max);
+
 #endif /* SL_LAUNCHER_COMMANDS_H */

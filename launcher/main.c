@@ -76,6 +76,17 @@ cmd_usage_error(const struct cmd *c, const char *fmt, ...)
     return 2;
 }
 
+int
+cmd_take_path(const struct cmd *c, const char *arg, const char **paths, int *n_paths, int max)
+{
+    if (arg[0] == '-' && arg[1] != '\0')
+        return cmd_usage_error(c, "unknown option %s", arg);
+    if (*n_paths == max)
+        return cmd_usage_error(c, "too many paths (\"%s\")", arg);
+    paths[(*n_paths)++] = arg;
+    return 0;
+}
+
 static const struct cmd *
 find_command(const char *name)
 {

@@ -109,7 +109,8 @@ def check_usage(tmp):
                       (["copy", src, "x", "--format", "v9"], "neither v2 nor v3"),
                       (["copy", src, "x", "--codec", "lzma:3"], "lzma"),
                       (["copy", src, "x", "--threads", "0"], "--threads"),
-                      (["copy", src, "x", "--bogus"], "unknown option")):
+                      (["copy", src, "x", "--bogus"], "unknown option"),
+                      (["copy", src, "x", "y"], "too many paths (\"y\")")):
         rc, _, err = run(*args)
         expect(rc == 2 and msg in err, f"{' '.join(args[2:])} exits 2 with '{msg}': {rc} {err}")
     dst = os.path.join(tmp, "exists.zarr")
