@@ -237,6 +237,25 @@ write_report(const sl_plan *plan, const char *path)
     return 0;
 }
 
+/*
+ * Keep the pool's free-buffer caches inside a quarter of the memory budget
+ * (workers' caches, and as much again in the node depots), so that the
+ * process's chunk memory stays near --memory rather than the budget plus
+ * 64 MiB per worker.  SLUICE_BUF_CACHE_BYTES, when set, wins.
+ */
+static void
+fit_buffer_caches(struct sl_pool_opts *po, size_t memory)
+{
+    const char *env = getenv("SLUICE_BUF_CACHE_BYTES");
+    if (memory == 0 || (env != NULL && env[0] != '\0'))
+        return;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t workers = po->n_workers != 0 ? po->n_workers : (cores > 0 ? (size_t)cores : 1);
+    size_t share = memory / 8 / workers;
+    if (share < po->buf_cache_bytes)
+        po->buf_cache_bytes = share;
+}
+
 int
 run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what)
 {
@@ -246,6 +265,7 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
         return cmd_fail(c->name, "environment", &err);
     if (o->threads > 0)
         po.n_workers = o->threads;
+    fit_buffer_caches(&po, o->memory);
     struct progress_view view = {.what = what, .tty = isatty(STDERR_FILENO) == 1};
     struct sl_plan_opts opts = SL_PLAN_OPTS_DEFAULT;
     opts.memory_budget = o->memory;

@@ -29,14 +29,15 @@ struct run_opts {
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
 
 /* Help lines for the options above, for commands' usage texts. */
-#define RUN_OPTS_HELP                                                                          \
-    "  --threads N          worker threads (default: one per core)\n"                          \
-    "  --memory SIZE        budget for chunk buffers alive at once, e.g. 2G (default: none)\n" \
-    "  --fail-fast          stop at the first failed chunk (default: go on, report all)\n"     \
-    "  --missing-is-error   absent input chunks fail instead of reading as fill\n"             \
-    "  --progress           draw progress even when stderr is not a terminal\n"                \
-    "  --no-progress        draw no progress\n"                                                \
-    "  --trace FILE         write a Chrome trace (Perfetto) of every task\n"                   \
+#define RUN_OPTS_HELP                                                                           \
+    "  --threads N          worker threads (default: one per core)\n"                           \
+    "  --memory SIZE        budget for chunk buffers alive at once, e.g. 2G (default: none);\n" \
+    "                       free-buffer caches are kept to a quarter of it on top\n"            \
+    "  --fail-fast          stop at the first failed chunk (default: go on, report all)\n"      \
+    "  --missing-is-error   absent input chunks fail instead of reading as fill\n"              \
+    "  --progress           draw progress even when stderr is not a terminal\n"                 \
+    "  --no-progress        draw no progress\n"                                                 \
+    "  --trace FILE         write a Chrome trace (Perfetto) of every task\n"                    \
     "  --report FILE        write the JSON report of failed chunks\n"
 
 /*
