@@ -974,7 +974,9 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
                 plan->puts[i].codes[k] = SL_ECANCELED;
     sl__plan_count(plan);
     struct sl_run_summary *s = &plan->summary;
-    s->n_tasks = sl__exec_sum(ex, offsetof(struct sl__exec_worker, n_tasks));
+    /* A run whose setup failed (out of memory) may have no worker state. */
+    s->n_tasks =
+        ex->workers != NULL ? sl__exec_sum(ex, offsetof(struct sl__exec_worker, n_tasks)) : 0;
     s->peak_bytes = atomic_load(&ex->peak);
     s->budget_bytes = plan->opts.memory_budget;
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
