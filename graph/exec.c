@@ -474,8 +474,14 @@ emit_task(struct sl__exec *ex, struct exec_drive *dr, uint32_t stage, uint64_t b
 {
     const struct sl__stage *s = &ex->fusion->stages[stage];
     struct sl__exec_task *t = exec_task_alloc(ex);
-    if (t == NULL)
+    if (t == NULL) {
+        /* The chunk this task was to make will never be made: fail it, or
+         * the tasks waiting for it would wait forever. */
+        atomic_store(&ex->cancel, true);
+        if (output != NULL)
+            sl__exec_entry_abandon(ex, output, SL_ENOMEM, "no memory for the task of this chunk");
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a task");
+    }
     t->ex = ex;
     t->stage = stage;
     t->box = box;

@@ -195,6 +195,11 @@ uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
 /* Compute every chunk of task `t` (exec_eval.c); runs on a worker. */
 void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
 
+/* Fail intermediate chunk `e`, whose task could not be made (out of
+ * memory), and release the tasks waiting for it (exec_eval.c; the driver). */
+void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
+                            const char *text);
+
 /* Nanoseconds on the monotonic clock. */
 uint64_t sl__exec_now_ns(void);
 

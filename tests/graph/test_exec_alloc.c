@@ -253,3 +253,8 @@ Test(graph_exec_alloc, every_allocation_failure_of_a_downsample_run_is_enomem_wi
 {
     sweep(false);
 }
+
+Test(graph_exec_alloc, every_allocation_failure_with_an_intermediate_stage_is_enomem_without_leaks)
+{
+    sweep(true);
+}
