@@ -73,7 +73,11 @@ struct sl_power_io {
     struct pw_op *ops;
     size_t n_ops, cap_ops;
     struct pw_fd fds[PW_MAX_FD];
-    uint64_t cut_at; /* mutating call that cuts; 0: none */
+    uint64_t cut_at;                        /* mutating call that cuts; 0: none */
+    uint64_t n_dir_fsync_calls;             /* fsyncs of directories attempted */
+    uint64_t dir_fsync_fail_at;             /* the one that fails; 0: none */
+    void (*on_mkdir)(void *, const char *); /* see sl_power_io_on_mkdir */
+    void *on_mkdir_arg;
     bool cut;
     struct sl_power_stats stats;
 };
@@ -362,6 +366,10 @@ pw_fsync(void *ctx, int fd)
         return -EIO;
     }
     if (fd >= 0 && fd < PW_MAX_FD && p->fds[fd].used) {
+        if (p->fds[fd].ino == PW_DIR && ++p->n_dir_fsync_calls == p->dir_fsync_fail_at) {
+            pthread_mutex_unlock(&p->lock);
+            return -EIO;
+        }
         if (p->fds[fd].ino == PW_DIR) {
             p->stats.n_dir_fsyncs++;
             pw_sync_dir(p, p->fds[fd].dir);
@@ -456,7 +464,11 @@ pw_mkdir(void *ctx, const char *path, unsigned mode)
         map_set(&p->live, rel, PW_DIR);
         pw_log(p, PW_LINK, rel, NULL, PW_DIR);
     }
+    void (*fn)(void *, const char *) = p->on_mkdir;
+    void *arg = p->on_mkdir_arg;
     pthread_mutex_unlock(&p->lock);
+    if (rc == 0 && fn != NULL)
+        fn(arg, path);
     return rc;
 }
 
@@ -587,6 +599,23 @@ sl_power_io_is_cut(struct sl_power_io *p)
     bool cut = p->cut;
     pthread_mutex_unlock(&p->lock);
     return cut;
+}
+
+void
+sl_power_io_fail_dir_fsync(struct sl_power_io *p, uint64_t at)
+{
+    pthread_mutex_lock(&p->lock);
+    p->dir_fsync_fail_at = p->n_dir_fsync_calls + at;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void
+sl_power_io_on_mkdir(struct sl_power_io *p, void (*fn)(void *arg, const char *path), void *arg)
+{
+    pthread_mutex_lock(&p->lock);
+    p->on_mkdir = fn;
+    p->on_mkdir_arg = arg;
+    pthread_mutex_unlock(&p->lock);
 }
 
 void

@@ -65,6 +65,16 @@ void sl_power_io_cut_at(struct sl_power_io *p, uint64_t at);
 /* Whether the power is off. */
 bool sl_power_io_is_cut(struct sl_power_io *p);
 
+/* Fail the `at`-th fsync of a directory from now with EIO (it makes
+ * nothing durable): a failing disk, for the stores' error paths. */
+void sl_power_io_fail_dir_fsync(struct sl_power_io *p, uint64_t at);
+
+/* Call `fn(arg, path)` after each mkdir that succeeds, outside the model's
+ * lock, before the caller sees mkdir return: a test can act in the window
+ * between a directory's creation and its parent's fsync.  NULL: none. */
+void sl_power_io_on_mkdir(struct sl_power_io *p, void (*fn)(void *arg, const char *path),
+                          void *arg);
+
 /* Copy the counters. */
 void sl_power_io_stats(struct sl_power_io *p, struct sl_power_stats *out);
 

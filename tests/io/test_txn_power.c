@@ -405,3 +405,116 @@ Test(io_txn_power, durable_commits_survive_power_cuts_and_shards_are_never_torn)
     }
     sl_test_rmtree(base);
 }
+
+/* ---- directories made durable --------------------------------------------------------- */
+
+/* What survives a cut right now (no pending change kept), in `dst`. */
+static void
+cut_and_materialize(struct sl_power_io *p, const char *dst)
+{
+    sl_power_io_cut_at(p, 1);
+    cr_assert_eq(mkdir(dst, 0777), 0);
+    uint64_t rng = 1;
+    cr_assert_eq(sl_power_io_materialize(p, dst, SL_POWER_KEEP_NONE, &rng, DEAD_PID), 0);
+}
+
+static void
+assert_file_holds(const char *dst, const char *rel, const char *want)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dst, rel);
+    size_t len = 0;
+    char *got = sl_test_read_file(path, &len);
+    cr_assert_not_null(got,
+                       "%s, written by a set that returned SL_OK on a durable store, is "
+                       "lost in the power cut",
+                       rel);
+    cr_assert(len == strlen(want) && memcmp(got, want, len) == 0, "%s holds %zu other bytes", rel,
+              len);
+    free(got);
+}
+
+static struct sl_store *
+durable_store(const char *root, struct sl_power_io *p)
+{
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.durable = true;
+    so.io = sl_power_io_table(p);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(root, &so, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    return s;
+}
+
+/* A set made a directory, and fsyncing its parent failed: the set failed,
+ * the directory stays, not durable.  A later set into it must make it
+ * durable before reporting SL_OK. */
+Test(io_txn_power, a_directory_whose_parent_fsync_failed_is_made_durable_by_the_next_set)
+{
+    char base[512], root[600], dst[600];
+    snprintf(base, sizeof(base), "%s", sl_test_tmpdir_ram("txn-power-dir"));
+    snprintf(root, sizeof(root), "%s/store", base);
+    snprintf(dst, sizeof(dst), "%s/after", base);
+    cr_assert_eq(mkdir(root, 0777), 0);
+    struct sl_power_io *p = sl_power_io_create(root);
+    cr_assert_not_null(p);
+    sl_store *s = durable_store(root, p);
+    sl_power_io_fail_dir_fsync(p, 1); /* the root's, after mkdir x */
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(s, "x/a", "first", 5, &err), SL_EIO, "%s", err.text);
+    cr_assert_eq(sl_store_set(s, "x/b", "second", 6, &err), SL_OK, "%s", err.text);
+    sl_store_unref(s);
+    cut_and_materialize(p, dst);
+    sl_power_io_destroy(p);
+    assert_file_holds(dst, "x/b", "second");
+    sl_test_rmtree(base);
+}
+
+/* Another writer's set lands between a mkdir and the fsync of its parent. */
+struct racer {
+    sl_store *s;
+    struct sl_power_io *p;
+    bool done;
+    sl_status st;
+};
+
+static void
+race_into_new_dir(void *arg, const char *path)
+{
+    struct racer *r = arg;
+    if (r->done || strstr(path, "/y") == NULL)
+        return;
+    r->done = true;
+    struct sl_error err = SL_ERROR_INIT;
+    r->st = sl_store_set(r->s, "y/c", "racer", 5, &err);
+    /* The racer was told its object is durable: the power may go now,
+     * before the maker of "y" fsyncs its parent. */
+    sl_power_io_cut_at(r->p, 1);
+}
+
+Test(io_txn_power, a_set_into_a_directory_another_writer_just_made_is_durable)
+{
+    char base[512], root[600], dst[600];
+    snprintf(base, sizeof(base), "%s", sl_test_tmpdir_ram("txn-power-race"));
+    snprintf(root, sizeof(root), "%s/store", base);
+    snprintf(dst, sizeof(dst), "%s/after", base);
+    cr_assert_eq(mkdir(root, 0777), 0);
+    struct sl_power_io *p = sl_power_io_create(root);
+    cr_assert_not_null(p);
+    struct racer r = {.s = durable_store(root, p), .p = p};
+    sl_power_io_on_mkdir(p, race_into_new_dir, &r);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = sl_store_set(r.s, "y/maker", "maker", 5, &err);
+    cr_assert(r.done);
+    cr_assert_eq(r.st, SL_OK, "the racing set failed: %s", sl_status_name(r.st));
+    cr_assert_eq(st, SL_EIO, "the maker's set ran into the cut: %s", err.text);
+    sl_power_io_on_mkdir(p, NULL, NULL);
+    sl_store_unref(r.s);
+    /* The power is already off: what survives is fixed. */
+    cr_assert_eq(mkdir(dst, 0777), 0);
+    uint64_t rng = 1;
+    cr_assert_eq(sl_power_io_materialize(p, dst, SL_POWER_KEEP_NONE, &rng, DEAD_PID), 0);
+    sl_power_io_destroy(p);
+    assert_file_holds(dst, "y/c", "racer");
+    sl_test_rmtree(base);
+}
