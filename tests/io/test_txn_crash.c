@@ -133,6 +133,7 @@ child_start(const char *exe, const char *root, uint64_t first, bool durable)
         close(p[0]);
         close(p[1]);
         execl(exe, exe, root, first_s, durable ? "1" : "0", (char *)NULL);
+        fprintf(stderr, "io_txn_crash: cannot run %s: %s\n", exe, strerror(errno));
         _exit(127);
     }
     close(p[1]);
