@@ -175,8 +175,14 @@ exec_task_fn(void *arg, sl_status status)
     int w = sl_pool_worker_index(ex->pool);
     sl__exec_task_run(ex, t, w >= 0 ? (unsigned)w : ex->n_workers);
     exec_task_free(ex, t);
+    /* Once in_flight reaches 0 the driver may end the run, whose state
+     * lives on its stack, while this worker still wakes it: announce the
+     * epilogue first (seq-cst, so a driver that sees in_flight at 0 sees
+     * it), and let exec_fini wait until it is over. */
+    atomic_fetch_add(&ex->n_exiting, 1);
     bool last = atomic_fetch_sub(&ex->in_flight, 1) == 1;
     exec_wake_driver(ex, last ? SL__WAIT_IDLE : SL__WAIT_ROOM);
+    atomic_fetch_sub(&ex->n_exiting, 1); /* the last touch of the run */
 }
 
 /* Submit `t` (the driver only). */
@@ -888,6 +894,9 @@ exec_workers(struct sl__exec *ex, struct sl_error *err)
 static void
 exec_fini(struct sl__exec *ex)
 {
+    /* Workers past their last task may still be waking the driver. */
+    while (atomic_load(&ex->n_exiting) != 0)
+        sched_yield();
     const struct sl_allocator *a = &ex->plan->alloc;
     if (ex->workers != NULL) {
         for (unsigned w = 0; w <= ex->n_workers; w++) {

@@ -167,6 +167,8 @@ struct sl__exec {
     _Atomic size_t peak;                             /* highest `accounted` */
     _Atomic uint64_t in_flight;                      /* tasks submitted and not finished */
     _Atomic uint64_t n_started;                      /* submitted tasks whose callback has begun */
+    _Atomic uint64_t n_exiting; /* workers past their in_flight decrement that may still
+                                   touch the run (waking the driver); exec_fini waits */
     uint64_t n_submitted;       /* tasks the driver submitted (only it writes) */
     _Atomic uint64_t n_inline;  /* tasks the driver ran itself */
     _Atomic bool cancel;        /* fail_fast tripped: skip what has not started */

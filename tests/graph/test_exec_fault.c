@@ -18,6 +18,9 @@
  * - no temporary file is left on disk (so none can be listed or read);
  * - a run without faults then writes every unit (nothing left blocks it);
  * - nothing leaks (the suite runs under LeakSanitizer in CI).
+ *
+ * Under ThreadSanitizer it runs on io_test.h's stand-in for criterion,
+ * which drops assertion messages: hence the (void) of message arguments.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -28,8 +31,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <sluice.h>
+
 #include "fault_io.h"
-#include "graph_test_util.h"
+#include "io_test.h"
 #include "testutil.h"
 
 TestSuite(graph_exec_fault, .timeout = 120.0);
@@ -311,6 +316,7 @@ static sl_status
 unit_code(const struct output *o, const struct sl_put_status *ps, const uint64_t *u,
           const char *what)
 {
+    (void)what;
     const struct sl_grid *g = ps->grid; /* the array's chunk grid */
     uint64_t per[2] = {o->unit[0] / g->chunk[0], o->unit[1] / g->chunk[1]};
     sl_status code = SL_OK;
@@ -371,6 +377,7 @@ check_output(struct sweep *sw, struct output *o, const char *what, sl_status inj
 static void
 check_errors(struct sweep *sw, const char *what)
 {
+    (void)what;
     size_t n = 0;
     const struct sl_chunk_error *errs = sl_plan_errors(sw->plan, &n);
     size_t n_failed = 0;
@@ -402,6 +409,7 @@ check_errors(struct sweep *sw, const char *what)
 static void
 check_report(struct sweep *sw, sl_status st, const char *what)
 {
+    (void)what;
     struct sl_run_summary sum;
     sl_plan_summary(sw->plan, &sum);
     uint64_t ok = 0, failed = 0;
@@ -441,6 +449,7 @@ static void
 check_run(struct sweep *sw, sl_status st, const struct sl_error *err, sl_status injected,
           bool fails, const char *what)
 {
+    (void)err, (void)what;
     n_temps = 0;
     nftw(sw->root, count_temp, 16, FTW_PHYS);
     cr_assert_eq(n_temps, 0, "%s: %d temporary files left", what, n_temps);
@@ -468,6 +477,7 @@ check_run(struct sweep *sw, sl_status st, const struct sl_error *err, sl_status 
 static void
 rerun_clean(struct sweep *sw, const char *what)
 {
+    (void)what;
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(sw->plan, sw->pool, &err), SL_OK, "%s: the clean rerun: %s", what,
                  err.text);
