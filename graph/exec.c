@@ -175,8 +175,14 @@ exec_task_fn(void *arg, sl_status status)
     int w = sl_pool_worker_index(ex->pool);
     sl__exec_task_run(ex, t, w >= 0 ? (unsigned)w : ex->n_workers);
     exec_task_free(ex, t);
+    /* Once in_flight reaches 0 the driver may end the run, whose state
+     * lives on its stack, while this worker still wakes it: announce the
+     * epilogue first (seq-cst, so a driver that sees in_flight at 0 sees
+     * it), and let exec_fini wait until it is over. */
+    atomic_fetch_add(&ex->n_exiting, 1);
     bool last = atomic_fetch_sub(&ex->in_flight, 1) == 1;
     exec_wake_driver(ex, last ? SL__WAIT_IDLE : SL__WAIT_ROOM);
+    atomic_fetch_sub(&ex->n_exiting, 1); /* the last touch of the run */
 }
 
 /* Submit `t` (the driver only). */
@@ -474,8 +480,14 @@ emit_task(struct sl__exec *ex, struct exec_drive *dr, uint32_t stage, uint64_t b
 {
     const struct sl__stage *s = &ex->fusion->stages[stage];
     struct sl__exec_task *t = exec_task_alloc(ex);
-    if (t == NULL)
+    if (t == NULL) {
+        /* The chunk this task was to make will never be made: fail it, or
+         * the tasks waiting for it would wait forever. */
+        atomic_store(&ex->cancel, true);
+        if (output != NULL)
+            sl__exec_entry_abandon(ex, output, SL_ENOMEM, "no memory for the task of this chunk");
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a task");
+    }
     t->ex = ex;
     t->stage = stage;
     t->box = box;
@@ -882,6 +894,9 @@ exec_workers(struct sl__exec *ex, struct sl_error *err)
 static void
 exec_fini(struct sl__exec *ex)
 {
+    /* Workers past their last task may still be waking the driver. */
+    while (atomic_load(&ex->n_exiting) != 0)
+        sched_yield();
     const struct sl_allocator *a = &ex->plan->alloc;
     if (ex->workers != NULL) {
         for (unsigned w = 0; w <= ex->n_workers; w++) {
@@ -974,7 +989,9 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
                 plan->puts[i].codes[k] = SL_ECANCELED;
     sl__plan_count(plan);
     struct sl_run_summary *s = &plan->summary;
-    s->n_tasks = sl__exec_sum(ex, offsetof(struct sl__exec_worker, n_tasks));
+    /* A run whose setup failed (out of memory) may have no worker state. */
+    s->n_tasks =
+        ex->workers != NULL ? sl__exec_sum(ex, offsetof(struct sl__exec_worker, n_tasks)) : 0;
     s->peak_bytes = atomic_load(&ex->peak);
     s->budget_bytes = plan->opts.memory_budget;
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;

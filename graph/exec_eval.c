@@ -669,6 +669,16 @@ finish_entry(struct sl__exec *ex, struct sl__entry *e, struct eval *ev, struct e
 }
 
 void
+sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code, const char *text)
+{
+    struct eval ev = {
+        .ex = ex, .w = &ex->workers[ex->n_workers], .code = SL_OK, .err = SL_ERROR_INIT};
+    struct eval_out out = {.buf = NULL, .entry = NULL};
+    eval_fail(&ev, code, "%s", text);
+    (void)finish_entry(ex, e, &ev, &out);
+}
+
+void
 sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker)
 {
     const struct sl__stage *s = &ex->fusion->stages[t->stage];

@@ -167,6 +167,8 @@ struct sl__exec {
     _Atomic size_t peak;                             /* highest `accounted` */
     _Atomic uint64_t in_flight;                      /* tasks submitted and not finished */
     _Atomic uint64_t n_started;                      /* submitted tasks whose callback has begun */
+    _Atomic uint64_t n_exiting; /* workers past their in_flight decrement that may still
+                                   touch the run (waking the driver); exec_fini waits */
     uint64_t n_submitted;       /* tasks the driver submitted (only it writes) */
     _Atomic uint64_t n_inline;  /* tasks the driver ran itself */
     _Atomic bool cancel;        /* fail_fast tripped: skip what has not started */
@@ -194,6 +196,11 @@ uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
 
 /* Compute every chunk of task `t` (exec_eval.c); runs on a worker. */
 void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
+
+/* Fail intermediate chunk `e`, whose task could not be made (out of
+ * memory), and release the tasks waiting for it (exec_eval.c; the driver). */
+void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
+                            const char *text);
 
 /* Nanoseconds on the monotonic clock. */
 uint64_t sl__exec_now_ns(void);

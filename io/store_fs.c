@@ -14,6 +14,14 @@
  * component at a time, each existing component checked first, so mkdir never
  * runs through a link that leads outside.  Temporary files are named
  * ".sluice-tmp.<pid>.<n>"; listings skip them and keys may not use them.
+ *
+ * Durable stores: a directory this store makes is durable only once its
+ * parent is fsynced.  Until then (and for good if that fsync failed) it is
+ * listed in `unsynced`, entered before the mkdir; a set that returns
+ * SL_OK first fsyncs the parent of every listed directory on its path, so
+ * a writer that finds a directory another thread has just made, or one
+ * whose parent's fsync failed, cannot report an object durable that a
+ * power cut would take with the directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,14 +39,24 @@
 #define PATH_MAX 4096
 #endif
 
+/* A directory made by a durable store whose parent is not known fsynced. */
+struct fs_unsynced {
+    struct fs_unsynced *next; /* next in the store's list */
+    uint64_t id;              /* names it while no lock is held (never reused) */
+    char path[];              /* resolved path of the directory */
+};
+
 struct fs_store {
-    struct sl_store base;         /* must come first */
-    const struct sl_io_table *io; /* borrowed; every system call goes here */
-    char *root;                   /* resolved root without trailing '/'; "" for "/" */
-    size_t root_len;              /* strlen(root) */
-    bool durable;                 /* fsync directories after changing them */
-    bool read_only;               /* refuse set and delete */
-    _Atomic uint64_t tmp_seq;     /* numbers temporary files */
+    struct sl_store base;          /* must come first */
+    const struct sl_io_table *io;  /* borrowed; every system call goes here */
+    char *root;                    /* resolved root without trailing '/'; "" for "/" */
+    size_t root_len;               /* strlen(root) */
+    bool durable;                  /* fsync directories after changing them */
+    bool read_only;                /* refuse set and delete */
+    _Atomic uint64_t tmp_seq;      /* numbers temporary files */
+    pthread_mutex_t unsynced_lock; /* guards the two fields below */
+    struct fs_unsynced *unsynced;  /* durable stores: see DESIGN above */
+    uint64_t unsynced_seq;         /* the last id given */
 };
 
 static struct fs_store *
@@ -172,9 +190,117 @@ fs_fsync_dir(const struct fs_store *st, const char *dir, struct sl_error *err)
     return SL_OK;
 }
 
+/* Note directory `path` (made next) as not durable yet; its id, or 0 when
+ * out of memory. */
+static uint64_t
+fs_unsynced_add(struct fs_store *st, const char *path)
+{
+    size_t n = strlen(path) + 1;
+    struct fs_unsynced *u = sl_alloc(&st->base.alloc, sizeof(*u) + n, 0);
+    if (u == NULL)
+        return 0;
+    memcpy(u->path, path, n);
+    pthread_mutex_lock(&st->unsynced_lock);
+    u->id = ++st->unsynced_seq;
+    u->next = st->unsynced;
+    st->unsynced = u;
+    pthread_mutex_unlock(&st->unsynced_lock);
+    return u->id;
+}
+
+/* Drop entry `id` if it is still listed (its parent was fsynced, or the
+ * directory was never made). */
+static void
+fs_unsynced_remove(struct fs_store *st, uint64_t id)
+{
+    pthread_mutex_lock(&st->unsynced_lock);
+    struct fs_unsynced **at = &st->unsynced;
+    while (*at != NULL && (*at)->id != id)
+        at = &(*at)->next;
+    struct fs_unsynced *u = *at;
+    if (u != NULL)
+        *at = u->next;
+    pthread_mutex_unlock(&st->unsynced_lock);
+    if (u != NULL)
+        sl_free(&st->base.alloc, u, sizeof(*u) + strlen(u->path) + 1);
+}
+
+/* True when directory `a` is `dir` or one of its ancestors. */
+static bool
+fs_is_on_path(const char *a, const char *dir)
+{
+    size_t n = strlen(a);
+    return strncmp(a, dir, n) == 0 && (dir[n] == '\0' || dir[n] == '/');
+}
+
+/*
+ * Make durable every listed directory on the path to `dir` (resolved) by
+ * fsyncing its parent, so an object just made durable in `dir` is
+ * reachable after a power cut.  Entries leave the list once synced.
+ */
+static sl_status
+fs_sync_unsynced(struct fs_store *st, const char *dir, struct sl_error *err)
+{
+    for (;;) {
+        char parent[PATH_MAX];
+        uint64_t id = 0;
+        pthread_mutex_lock(&st->unsynced_lock);
+        for (const struct fs_unsynced *u = st->unsynced; u != NULL && id == 0; u = u->next)
+            if (fs_is_on_path(u->path, dir)) {
+                id = u->id;
+                snprintf(parent, sizeof(parent), "%s", u->path);
+            }
+        pthread_mutex_unlock(&st->unsynced_lock);
+        if (id == 0)
+            return SL_OK;
+        char *slash = strrchr(parent, '/');
+        *slash = '\0';
+        SL_TRY(fs_fsync_dir(st, parent[0] != '\0' ? parent : "/", err));
+        fs_unsynced_remove(st, id);
+    }
+}
+
+/*
+ * Make directory `path` (whose parent exists) in a durable store: listed
+ * as unsynced before the mkdir, so that writers finding it meanwhile sync
+ * its parent themselves, and unlisted once its parent is fsynced.  A
+ * directory another writer made meanwhile is theirs to list.
+ */
+static sl_status
+fs_make_durable_dir(struct fs_store *st, char *path, bool *raced, struct sl_error *err)
+{
+    *raced = false;
+    /* The parent resolved, so the entry matches the resolved paths sets use. */
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    char resolved[PATH_MAX], entry[PATH_MAX];
+    int rc = st->io->realpath(st->io->ctx, path[0] != '\0' ? path : "/", resolved, PATH_MAX);
+    *slash = '/';
+    if (rc < 0)
+        return fs_errno(err, rc, "cannot resolve the parent of", path);
+    if (snprintf(entry, sizeof(entry), "%s/%s", strcmp(resolved, "/") == 0 ? "" : resolved,
+                 slash + 1) >= (int)sizeof(entry))
+        return sl_error_set(err, SL_EINVAL, NULL, "path %.100s is too long", path);
+    uint64_t id = fs_unsynced_add(st, entry);
+    if (id == 0)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory making %.100s", path);
+    rc = st->io->mkdir(st->io->ctx, path, 0777);
+    if (rc < 0) {
+        fs_unsynced_remove(st, id);
+        *raced = rc == -EEXIST;
+        return *raced ? SL_OK : fs_errno(err, rc, "cannot make directory", path);
+    }
+    *slash = '\0';
+    sl_status status = fs_fsync_dir(st, path[0] != '\0' ? path : "/", err);
+    *slash = '/';
+    if (status == SL_OK)
+        fs_unsynced_remove(st, id);
+    return status; /* on failure the entry stays: the next set into it syncs it */
+}
+
 /* Make sure directory component `rel` (a key prefix) exists inside the root. */
 static sl_status
-fs_make_component(const struct fs_store *st, const char *rel, struct sl_error *err)
+fs_make_component(struct fs_store *st, const char *rel, struct sl_error *err)
 {
     char path[PATH_MAX], resolved[PATH_MAX];
     SL_TRY(fs_path(st, rel, path, err));
@@ -182,16 +308,17 @@ fs_make_component(const struct fs_store *st, const char *rel, struct sl_error *e
         struct sl_io_stat info;
         int rc = st->io->lstat(st->io->ctx, path, &info);
         if (rc == -ENOENT) {
-            rc = st->io->mkdir(st->io->ctx, path, 0777);
-            if (rc == -EEXIST)
+            if (!st->durable) {
+                rc = st->io->mkdir(st->io->ctx, path, 0777);
+                if (rc == -EEXIST)
+                    continue; /* another writer made it: look again */
+                return rc < 0 ? fs_errno(err, rc, "cannot make directory", path) : SL_OK;
+            }
+            bool raced;
+            sl_status status = fs_make_durable_dir(st, path, &raced, err);
+            if (raced)
                 continue; /* another writer made it: look again */
-            if (rc < 0)
-                return fs_errno(err, rc, "cannot make directory", path);
-            if (!st->durable)
-                return SL_OK;
-            char *slash = strrchr(path, '/');
-            *slash = '\0';
-            return fs_fsync_dir(st, path[0] != '\0' ? path : "/", err);
+            return status;
         }
         if (rc < 0)
             return fs_errno(err, rc, "cannot stat", path);
@@ -218,7 +345,7 @@ fs_make_component(const struct fs_store *st, const char *rel, struct sl_error *e
  * directories.  Sets `*base` to the key's last component.
  */
 static sl_status
-fs_parent_dir(const struct fs_store *st, const char *key, bool make, char *dir, const char **base,
+fs_parent_dir(struct fs_store *st, const char *key, bool make, char *dir, const char **base,
               struct sl_error *err)
 {
     const char *slash = strrchr(key, '/');
@@ -321,7 +448,10 @@ fs_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error
         st->io->unlink(st->io->ctx, tmp);
         return status;
     }
-    return st->durable ? fs_fsync_dir(st, dir, err) : SL_OK;
+    if (!st->durable)
+        return SL_OK;
+    SL_TRY(fs_fsync_dir(st, dir, err));
+    return fs_sync_unsynced(st, dir, err);
 }
 
 static sl_status
@@ -526,6 +656,9 @@ fs_destroy(sl_store *s)
 {
     struct fs_store *st = fs_of(s);
     struct sl_allocator alloc = s->alloc;
+    while (st->unsynced != NULL)
+        fs_unsynced_remove(st, st->unsynced->id);
+    pthread_mutex_destroy(&st->unsynced_lock);
     sl_free(&alloc, st->root, st->root_len + 1);
     sl_free(&alloc, st, sizeof(*st));
 }
@@ -606,6 +739,8 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
     st->durable = o.durable;
     st->read_only = o.read_only;
     atomic_init(&st->tmp_seq, 0);
+    st->unsynced = NULL;
+    pthread_mutex_init(&st->unsynced_lock, NULL);
     return &st->base;
 }
 

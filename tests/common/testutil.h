@@ -12,7 +12,9 @@
 #include <sluice.h>
 
 /* An allocator that fails its `fail_at`-th allocation (1-based; 0 never)
- * and counts live blocks and bytes, so fault tests can check for leaks. */
+ * and counts live blocks and bytes, so fault tests can check for leaks.
+ * Safe to use from several threads at once (one process-wide lock guards
+ * the counters); read the fields when no other thread allocates. */
 struct sl_test_alloc {
     size_t fail_at;    /* allocation number that fails; 0 = none */
     size_t n_calls;    /* allocations attempted */
@@ -28,6 +30,11 @@ struct sl_allocator sl_test_alloc_make(struct sl_test_alloc *state);
 /* Make a fresh empty directory under $TMPDIR (or /tmp) named for `tag`;
  * returns a static path valid until the next call. Aborts the test on failure. */
 const char *sl_test_tmpdir(const char *tag);
+
+/* As sl_test_tmpdir, but on a RAM file system (/dev/shm) when there is a
+ * writable one: for tests whose fsyncs only cost time (a SIGKILL or a
+ * simulated power cut does not depend on the disk).  Else as sl_test_tmpdir. */
+const char *sl_test_tmpdir_ram(const char *tag);
 
 /* Remove a directory tree (best effort). */
 void sl_test_rmtree(const char *path);

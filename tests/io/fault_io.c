@@ -3,6 +3,7 @@
 #include "fault_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,32 @@ fault_tick(struct sl_fault_io *f, sl_fault_op op)
     return 0;
 }
 
+/* What the planned mutating-call fault does to this call. */
+enum mut_action { MUT_NONE, MUT_FAIL, MUT_SHORT };
+
+/* Count a mutating call of `op`; decide whether the planned fault hits it. */
+static enum mut_action
+fault_mutating(struct sl_fault_io *f, sl_fault_op op)
+{
+    uint64_t n = atomic_fetch_add(&f->n_mutating, 1) + 1;
+    if (op == SL_FAULT_WRITE && atomic_exchange(&f->mut_next_write_fails, false)) {
+        atomic_store(&f->mut_fired_op, (int)op);
+        return MUT_FAIL;
+    }
+    if (f->mut_fail_at == 0 || n != f->mut_fail_at)
+        return MUT_NONE;
+    if (f->mut_kind == SL_FAULT_ERRNO) {
+        atomic_store(&f->mut_fired_op, (int)op);
+        return MUT_FAIL;
+    }
+    if (op != SL_FAULT_WRITE)
+        return MUT_NONE;
+    atomic_store(&f->mut_fired_op, (int)op);
+    if (f->mut_kind == SL_FAULT_SHORT_ERRNO)
+        atomic_store(&f->mut_next_write_fails, true);
+    return MUT_SHORT;
+}
+
 static int
 fault_open(void *ctx, const char *path, int flags, unsigned mode)
 {
@@ -29,6 +56,9 @@ fault_open(void *ctx, const char *path, int flags, unsigned mode)
     int rc = fault_tick(f, SL_FAULT_OPEN);
     if (rc != 0)
         return rc;
+    bool writes = (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0;
+    if (writes && fault_mutating(f, SL_FAULT_OPEN) == MUT_FAIL)
+        return -f->mut_errno;
     return f->inner->open(f->inner->ctx, path, flags, mode);
 }
 
@@ -58,6 +88,11 @@ fault_write(void *ctx, int fd, const void *buf, size_t n)
     int rc = fault_tick(f, SL_FAULT_WRITE);
     if (rc != 0)
         return rc;
+    enum mut_action act = fault_mutating(f, SL_FAULT_WRITE);
+    if (act == MUT_FAIL)
+        return -f->mut_errno;
+    if (act == MUT_SHORT && n > 1)
+        n /= 2;
     if (f->write_max > 0 && n > f->write_max)
         n = f->write_max;
     return f->inner->write(f->inner->ctx, fd, buf, n);
@@ -70,6 +105,8 @@ fault_fsync(void *ctx, int fd)
     int rc = fault_tick(f, SL_FAULT_FSYNC);
     if (rc != 0)
         return rc;
+    if (fault_mutating(f, SL_FAULT_FSYNC) == MUT_FAIL)
+        return -f->mut_errno;
     return f->inner->fsync(f->inner->ctx, fd);
 }
 
@@ -117,6 +154,8 @@ fault_rename(void *ctx, const char *from, const char *to)
     int rc = fault_tick(f, SL_FAULT_RENAME);
     if (rc != 0)
         return rc;
+    if (fault_mutating(f, SL_FAULT_RENAME) == MUT_FAIL)
+        return -f->mut_errno;
     rc = f->inner->rename(f->inner->ctx, from, to);
     if (rc == 0)
         fault_note_target(f, to);
@@ -130,6 +169,8 @@ fault_unlink(void *ctx, const char *path)
     int rc = fault_tick(f, SL_FAULT_UNLINK);
     if (rc != 0)
         return rc;
+    if (fault_mutating(f, SL_FAULT_UNLINK) == MUT_FAIL)
+        return -f->mut_errno;
     return f->inner->unlink(f->inner->ctx, path);
 }
 
@@ -140,6 +181,8 @@ fault_mkdir(void *ctx, const char *path, unsigned mode)
     int rc = fault_tick(f, SL_FAULT_MKDIR);
     if (rc != 0)
         return rc;
+    if (fault_mutating(f, SL_FAULT_MKDIR) == MUT_FAIL)
+        return -f->mut_errno;
     return f->inner->mkdir(f->inner->ctx, path, mode);
 }
 
@@ -169,6 +212,7 @@ sl_fault_io_init(struct sl_fault_io *f)
     memset(f, 0, sizeof(*f));
     f->inner = sl_io_table_default();
     f->fail_op = -1;
+    atomic_init(&f->mut_fired_op, -1);
     pthread_mutex_init(&f->lock, NULL);
     f->table = (struct sl_io_table){
         .ctx = f,
@@ -205,6 +249,10 @@ sl_fault_io_reset(struct sl_fault_io *f)
     f->fail_at = 0;
     f->fail_sticky = false;
     f->write_max = 0;
+    atomic_store(&f->n_mutating, 0);
+    f->mut_fail_at = 0;
+    atomic_store(&f->mut_fired_op, -1);
+    atomic_store(&f->mut_next_write_fails, false);
     pthread_mutex_lock(&f->lock);
     for (unsigned i = 0; i < f->n_targets; i++)
         free(f->targets[i]);
@@ -218,6 +266,28 @@ sl_fault_io_fail(struct sl_fault_io *f, sl_fault_op op, uint64_t at, int errno_v
     f->fail_op = (int)op;
     f->fail_at = atomic_load(&f->calls[op]) + at;
     f->fail_errno = errno_value;
+}
+
+void
+sl_fault_io_fail_mutating(struct sl_fault_io *f, uint64_t at, sl_fault_kind kind, int errno_value)
+{
+    f->mut_kind = kind;
+    f->mut_errno = errno_value;
+    atomic_store(&f->mut_fired_op, -1);
+    atomic_store(&f->mut_next_write_fails, false);
+    f->mut_fail_at = atomic_load(&f->n_mutating) + at;
+}
+
+uint64_t
+sl_fault_io_mutating_calls(struct sl_fault_io *f)
+{
+    return atomic_load(&f->n_mutating);
+}
+
+int
+sl_fault_io_fired(struct sl_fault_io *f)
+{
+    return atomic_load(&f->mut_fired_op);
 }
 
 uint64_t

@@ -8,7 +8,7 @@
  * get a small stand-in instead: Test() registers a function, a failed
  * assertion prints its expression and location and exits 1, and
  * io_plain_main.c runs the tests one after another under an alarm.  Only
- * what the stress suites use is provided.
+ * what the stress suites use is provided (graph's fault sweeps use it too).
  */
 #ifndef SL_IO_TEST_H
 #define SL_IO_TEST_H
@@ -16,6 +16,7 @@
 #ifndef SL_PLAIN_TEST
 #include <criterion/criterion.h>
 #else
+#include <string.h>
 
 void sl_io_plain_add(const char *suite, const char *name, void (*fn)(void));
 _Noreturn void sl_io_plain_failed(const char *file, int line, const char *expr);
@@ -43,7 +44,15 @@ _Noreturn void sl_io_plain_failed(const char *file, int line, const char *expr);
 #define cr_assert_not(...) SL_IO_PLAIN_ASSERT_(!(SL_IO_PLAIN_HEAD_(__VA_ARGS__, 0)), #__VA_ARGS__)
 #define cr_assert_eq(...) SL_IO_PLAIN_CMP_(==, __VA_ARGS__, 0)
 #define cr_assert_not_null(...) SL_IO_PLAIN_CMP_(!=, SL_IO_PLAIN_HEAD_(__VA_ARGS__, 0), NULL, 0)
+#define cr_assert_null(...) SL_IO_PLAIN_CMP_(==, SL_IO_PLAIN_HEAD_(__VA_ARGS__, 0), NULL, 0)
+#define cr_assert_lt(...) SL_IO_PLAIN_CMP_(<, __VA_ARGS__, 0)
+#define cr_assert_leq(...) SL_IO_PLAIN_CMP_(<=, __VA_ARGS__, 0)
+#define cr_assert_gt(...) SL_IO_PLAIN_CMP_(>, __VA_ARGS__, 0)
+#define cr_assert_geq(...) SL_IO_PLAIN_CMP_(>=, __VA_ARGS__, 0)
+#define cr_assert_arr_eq(...) SL_IO_PLAIN_ARR_(__VA_ARGS__, 0)
 #define SL_IO_PLAIN_CMP_(op, a, b, ...) SL_IO_PLAIN_ASSERT_((a)op(b), #a " " #op " " #b)
+#define SL_IO_PLAIN_ARR_(a, b, n, ...) \
+    SL_IO_PLAIN_ASSERT_(memcmp((a), (b), (n)) == 0, #a " and " #b " differ")
 
 #endif /* SL_PLAIN_TEST */
 #endif /* SL_IO_TEST_H */
