@@ -271,7 +271,13 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     opts.memory_budget = o->memory;
     opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
     opts.missing_is_error = o->missing_is_error;
+    /* Across processes each rank traces its own tasks: FILE.rank<N>. */
+    char trace[4096];
     opts.trace_path = o->trace;
+    if (o->trace != NULL && dist_size() > 1) {
+        snprintf(trace, sizeof(trace), "%s.rank%d", o->trace, dist_rank());
+        opts.trace_path = trace;
+    }
     bool show = o->progress == 1 || (o->progress == -1 && view.tty);
     opts.progress_interval_s = view.tty ? 0.2 : 1.0;
     /* Across processes every rank reports to rank 0, which alone draws. */

@@ -37,7 +37,8 @@ struct run_opts {
     "  --missing-is-error   absent input chunks fail instead of reading as fill\n"              \
     "  --progress           draw progress even when stderr is not a terminal\n"                 \
     "  --no-progress        draw no progress\n"                                                 \
-    "  --trace FILE         write a Chrome trace (Perfetto) of every task\n"                    \
+    "  --trace FILE         write a Chrome trace (Perfetto) of every task (under mpirun:\n"     \
+    "                       FILE.rank<N> for each rank)\n"                                      \
     "  --report FILE        write the JSON report of failed chunks\n"
 
 /*

@@ -71,6 +71,27 @@ topo_set_source(sl_topo *t, const char *desc, struct sl_error *err)
     return SL_OK;
 }
 
+/*
+ * On this machine, keep only the processing units the process may run on
+ * (taskset, a cgroup, mpirun's binding of each rank), so that workers are
+ * placed and counted there; without this, every rank of an MPI job bound to
+ * its own core would pin its workers to the machine's first cores.  hwloc
+ * already hides what a cgroup forbids; the process's own binding it does
+ * not.  A binding hwloc cannot read, or one covering every PU, is left be.
+ */
+static void
+topo_restrict_to_binding(sl_topo *t)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set == NULL)
+        return;
+    hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(t->hw);
+    if (hwloc_get_cpubind(t->hw, set, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(set) &&
+        hwloc_bitmap_intersects(set, all) && !hwloc_bitmap_isincluded(all, set))
+        (void)hwloc_topology_restrict(t->hw, set, 0);
+    hwloc_bitmap_free(set);
+}
+
 /* Nearest cache above `core` that more than one core shares, or NULL. */
 static hwloc_obj_t
 shared_cache_of(hwloc_topology_t hw, hwloc_obj_t core, hwloc_obj_type_t core_type)
@@ -194,6 +215,8 @@ sl_topo_create(const char *desc, struct sl_error *err)
         goto out_destroy;
     }
     t->this_system = t->source == TOPO_HOST && hwloc_topology_is_thissystem(t->hw);
+    if (t->this_system)
+        topo_restrict_to_binding(t);
     if (topo_read(t, err) != SL_OK)
         goto out_destroy;
     return t;

@@ -6,6 +6,7 @@
  * victim order (own cache, then own node, then the rest of the package,
  * then the other package), and what a pool built on a model reports.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,4 +274,44 @@ Test(runtime_topo, pool_on_this_machine_pins_its_workers)
     cr_assert_eq(sl_pool_worker_info(pool, 0, &info), SL_OK);
     cr_assert_not(info.pinned, "SL_PIN_NONE binds nothing");
     sl_pool_destroy(pool);
+}
+
+/* A process bound to one CPU (taskset, a rank of mpirun) sees one core, and
+ * its pool puts its workers there rather than on the machine's first core. */
+Test(runtime_topo, a_process_bound_to_one_cpu_sees_and_uses_only_that_cpu)
+{
+    cpu_set_t all;
+    cr_assert_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+    if (CPU_COUNT(&all) < 2)
+        cr_skip_test("needs two CPUs to bind to the second");
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all))
+            last = c;
+    /* Every thread of this test's own process, as taskset and mpirun bind. */
+    hwloc_topology_t hw;
+    cr_assert_eq(hwloc_topology_init(&hw), 0);
+    cr_assert_eq(hwloc_topology_load(hw), 0);
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(set, (unsigned)last);
+    if (hwloc_set_cpubind(hw, set, HWLOC_CPUBIND_PROCESS) != 0)
+        cr_skip_test("cannot bind this process to CPU %d", last);
+    sl_topo *t = topo_make(NULL);
+    struct sl_topo_counts c = sl_topo_counts(t);
+    cr_assert_eq(c.n_pus, 1, "bound to CPU %d, the topology has %u PUs", last, c.n_pus);
+    struct sl_topo_place place;
+    cr_assert_eq(sl_topo_core_place(t, 0, &place, NULL), SL_OK);
+    cr_assert_eq(place.pu_os_index, (unsigned)last);
+    sl_topo_destroy(t);
+
+    struct sl_pool_opts o = SL_POOL_OPTS_DEFAULT; /* one worker per core: one */
+    sl_pool *pool = sl_pool_create(&o, NULL);
+    cr_assert_not_null(pool);
+    cr_assert_eq(sl_pool_worker_count(pool), 1);
+    struct sl_pool_worker_info info;
+    cr_assert_eq(sl_pool_worker_info(pool, 0, &info), SL_OK);
+    cr_assert_eq(info.place.pu_os_index, (unsigned)last);
+    sl_pool_destroy(pool);
+    hwloc_bitmap_free(set);
+    hwloc_topology_destroy(hw);
 }
