@@ -449,11 +449,12 @@ Test(graph_random_dag, random_graphs_match_serial_reference)
     /* A soak raises the trials: SL_TEST_TRIALS=100000 SL_TEST_SEED=$RANDOM. */
     const char *trials_env = getenv("SL_TEST_TRIALS");
     unsigned trials = trials_env != NULL ? (unsigned)strtoul(trials_env, NULL, 10) : 150u;
+    cr_log_info("seed %u (SL_TEST_SEED), %u trials (SL_TEST_TRIALS)", seed, trials);
     srand(seed);
     unsigned n_budget_stops = 0;
     for (unsigned trial = 0; trial < trials; trial++)
         random_trial(pool, trial, &n_budget_stops);
     sl_pool_destroy(pool);
-    cr_log_info("seed %u: %u of %u runs stopped at a tight budget and reran without one", seed,
-                n_budget_stops, trials);
+    cr_log_info("%u of %u runs stopped at a tight budget and reran without one", n_budget_stops,
+                trials);
 }
