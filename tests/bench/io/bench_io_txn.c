@@ -19,7 +19,10 @@
  * naive / txn, and the transaction's throughput against zstd's own
  * ZSTD_compressCCtx speed on the same chunks (one thread) times the
  * workers.  Memory store, then the filesystem under $SL_BENCH_DATA (every
- * shard fsynced).  Best of REPS.
+ * shard fsynced).  Beside them, the store alone: the time the same store
+ * takes to set as many objects of the same total size, with no encoding,
+ * so that the transaction's time can be read against zstd's time plus the
+ * store's (above 1: the two overlap).  Best of REPS.
  *
  *   bench_io_txn [REPS] [NAIVE_SHARDS]     (default 3 and 1)
  */
@@ -312,6 +315,40 @@ report(const char *store, const char *what, const struct result *r, double decod
     sl_bench_report(name, (double)r->n_sets, "writes");
 }
 
+/* The store alone: `r->n_sets` objects of `r->bytes_written` bytes in
+ * all set into a fresh store; best seconds of `reps`. */
+static double
+store_alone_s(const char *dir, const struct result *r, int reps)
+{
+    size_t n = (size_t)r->n_sets, size = (size_t)(r->bytes_written / r->n_sets);
+    uint8_t *bytes = malloc(size);
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < size; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* incompressible, like zstd's output */
+        bytes[i] = (uint8_t)x;
+    }
+    char root[4096];
+    double best = 1e9;
+    for (int rep = 0; rep < reps; rep++) {
+        sl_store *s = store_fresh(dir, root, sizeof(root));
+        struct sl_error err = SL_ERROR_INIT;
+        double t0 = sl_bench_now();
+        for (size_t i = 0; i < n; i++) {
+            char key[32];
+            snprintf(key, sizeof(key), "alone/%zu", i);
+            if (sl_store_set(s, key, bytes, size, &err) != SL_OK)
+                die("store alone", &err);
+        }
+        double dt = sl_bench_now() - t0;
+        best = dt < best ? dt : best;
+        sl_store_unref(s);
+    }
+    if (dir != NULL)
+        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(bytes);
+    return best;
+}
+
 /* Every way on one store (dir NULL: memory). */
 static void
 bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
@@ -333,6 +370,11 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     sl_bench_report(name, z->pool_s / loop.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_on_pool", store);
     sl_bench_report(name, z->pool_s / pool.seconds, "x");
+    double alone = store_alone_s(dir, &pool, reps);
+    snprintf(name, sizeof(name), "io_txn_%s_store_alone_time", store);
+    sl_bench_report(name, alone, "s");
+    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_on_pool_plus_store_alone", store);
+    sl_bench_report(name, (z->pool_s + alone) / pool.seconds, "x");
 
     double sub = (double)naive_shards * SHARD * SHARD * SHARD * 2;
     struct result naive = run(dir, chunks, naive_shards, WAY_NAIVE, 1, par, ctx);
