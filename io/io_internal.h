@@ -713,15 +713,16 @@ typedef enum sl__txn_unit_state {
 
 /* One unit of writing: a shard, or a chunk of an unsharded array. */
 struct sl__txn_unit {
-    uint64_t index;               /* C-order index in the object grid */
-    uint64_t coords[SL_MAX_RANK]; /* object grid coordinates */
-    sl__txn_unit_state state;     /* guarded by its stripe's lock */
-    uint64_t n_inside;            /* its chunks inside the array */
-    uint64_t n_complete;          /* of those, staged complete */
-    struct sl__txn_chunk **slots; /* n_per_unit entries; NULL where nothing is staged */
-    bool written;                 /* flush: its write was attempted */
-    sl_status status;             /* flush: the outcome */
-    struct sl_error err;          /* flush: what failed */
+    uint64_t index;                   /* C-order index in the object grid */
+    uint64_t coords[SL_MAX_RANK];     /* object grid coordinates */
+    sl__txn_unit_state state;         /* guarded by its stripe's lock */
+    uint64_t n_inside;                /* its chunks inside the array */
+    uint64_t n_complete;              /* of those, staged complete */
+    struct sl__txn_chunk **slots;     /* n_per_unit entries; NULL where nothing is staged */
+    bool written;                     /* flush: its write was attempted */
+    struct sl__txn_unit *behind_next; /* the writer thread's queue */
+    sl_status status;                 /* flush: the outcome */
+    struct sl_error err;              /* flush: what failed */
 };
 
 /* A lock, its wait queue and the units hashing to it. */
@@ -761,6 +762,16 @@ struct sl_txn {
     pthread_mutex_t err_mu;                         /* guards `first_err` */
     struct sl_error first_err;                      /* the first unit that failed */
     struct sl__txn_stripe stripes[SL__TXN_STRIPES]; /* the staging table */
+    /* The writer thread of opts.write_behind (txn_behind.c). */
+    pthread_mutex_t behind_mu;        /* guards the fields below */
+    pthread_cond_t behind_cv;         /* broadcast when any of them changes */
+    struct sl__txn_unit *behind_head; /* units to write, oldest first */
+    struct sl__txn_unit *behind_tail;
+    unsigned behind_n;   /* units queued or being written */
+    bool behind_running; /* the thread was started */
+    bool behind_failed;  /* it could not be: write in place */
+    bool behind_stop;    /* close: exit once the queue is empty */
+    pthread_t behind_thread;
 };
 
 /* The stripe of unit `index`. */
@@ -809,6 +820,25 @@ void sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
  * context (NULL: a temporary one).  `early`: a flush before commit.
  */
 void sl__txn_flush(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx, bool early);
+
+/* The first half of sl__txn_flush: encode the complete chunks of
+ * units[0..n) not yet encoded, on opts.par (nothing without a pool). */
+void sl__txn_encode_units(sl_txn *t, struct sl__txn_unit **units, size_t n);
+
+/* The second half: write units[0..n), then report and free them. */
+void sl__txn_write_units(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx,
+                         bool early);
+
+/* Hand flushing unit `u` (encoded) to the writer thread, starting it if
+ * needed and waiting while it holds opts.write_behind units.  false: it is
+ * not taken (the option is off, or the thread cannot start); write it. */
+bool sl__txn_behind_take(sl_txn *t, struct sl__txn_unit *u);
+
+/* Wait until the writer thread holds no unit; true if it held any. */
+bool sl__txn_behind_drain(sl_txn *t);
+
+/* Drain, then stop and join the writer thread (close). */
+void sl__txn_behind_stop(sl_txn *t);
 
 /* Record a unit's outcome, report it to opts.on_unit, release its chunks
  * and free it. */

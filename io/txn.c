@@ -9,8 +9,10 @@
  * them; commit and abort leave the open phase first and then require that
  * count to be zero, so they never run beside a write (both sides use
  * sequentially consistent operations: one of the two sees the other).  An
- * early flush happens inside the write that completed its unit, so once no
- * write runs, no flush runs either, and commit owns every staged unit.
+ * early flush happens inside the write that completed its unit, or, with
+ * write_behind, in the writer thread (txn_behind.c), which commit and
+ * abort drain first; so once no write runs and the writer thread is idle,
+ * no flush runs either, and commit owns every staged unit.
  * Commit writes units in batches of at most SL__TXN_BATCH_BYTES staged, in
  * order of their index, so encoding runs on many units at once without
  * doubling the memory staged.  Every unit staged is finished exactly once:
@@ -84,6 +86,8 @@ sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
         pthread_mutex_init(&t->stripes[i].mu, NULL);
         pthread_cond_init(&t->stripes[i].done, NULL);
     }
+    pthread_mutex_init(&t->behind_mu, NULL);
+    pthread_cond_init(&t->behind_cv, NULL);
     return t;
 }
 
@@ -103,6 +107,7 @@ sl_txn_close(sl_txn *t)
         return;
     if (atomic_load(&t->phase) == SL__TXN_OPEN && sl_txn_abort(t) != SL_OK)
         assert(!"writes still run while the transaction closes");
+    sl__txn_behind_stop(t);
     while (t->pool != NULL) {
         struct sl__txn_chunk *c = t->pool;
         t->pool = c->next;
@@ -116,6 +121,8 @@ sl_txn_close(sl_txn *t)
     }
     pthread_mutex_destroy(&t->pool_mu);
     pthread_mutex_destroy(&t->err_mu);
+    pthread_mutex_destroy(&t->behind_mu);
+    pthread_cond_destroy(&t->behind_cv);
     sl_array *a = t->a;
     struct sl_allocator alloc = t->alloc;
     sl_free(&alloc, t, sizeof(*t));
@@ -189,10 +196,16 @@ sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early)
 
 /* ---- writes ------------------------------------------------------------------------ */
 
-/* Write unit `u`, which a write just completed, before returning. */
+/* Write unit `u`, which a write just completed, before returning; or
+ * encode it and hand it to the writer thread. */
 static void
 flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
 {
+    if (t->opts.write_behind > 0) {
+        sl__txn_encode_units(t, &u, 1);
+        if (sl__txn_behind_take(t, u))
+            return;
+    }
     sl__txn_flush(t, &u, 1, ctx, true);
 }
 
@@ -334,6 +347,7 @@ sl_status
 sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err)
 {
     SL_TRY(phase_leave_open(t, SL__TXN_COMMITTING, err));
+    sl__txn_behind_drain(t);
     size_t n;
     struct sl__txn_unit **units = units_collect(t, &n, err);
     if (units == NULL) {
@@ -361,6 +375,7 @@ sl_status
 sl_txn_abort(sl_txn *t)
 {
     SL_TRY(phase_leave_open(t, SL__TXN_ABORTED, NULL));
+    sl__txn_behind_drain(t); /* early writes are final: let them end */
     for (int i = 0; i < SL__TXN_STRIPES; i++) {
         struct sl__txn_stripe *s = &t->stripes[i];
         /* No write runs: take the stripe's table and drop its units

@@ -93,16 +93,24 @@ encode_one(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     return SL_OK;
 }
 
-/* Encode the complete chunks of units[0..n) on opts.par.  Without a pool,
- * or with one chunk, the second pass encodes them where it writes. */
-static void
-units_encode(sl_txn *t, struct sl__txn_unit **units, size_t n)
+/* Whether the first pass has chunk `c` to encode. */
+static bool
+to_encode(const struct sl__txn_chunk *c)
+{
+    return c != NULL && !c->partial && !c->encoded;
+}
+
+/* Without a pool, or with one chunk to encode, the second pass encodes
+ * where it writes.  A chunk encoded already (a unit the writer thread
+ * could not take) is not encoded again. */
+void
+sl__txn_encode_units(sl_txn *t, struct sl__txn_unit **units, size_t n)
 {
     const struct sl_parallel *par = t->opts.par;
     size_t count = 0;
     for (size_t i = 0; i < n; i++)
         for (uint64_t k = 0; k < t->n_per_unit; k++)
-            count += units[i]->slots[k] != NULL && !units[i]->slots[k]->partial;
+            count += to_encode(units[i]->slots[k]);
     if (par == NULL || sl_parallel_workers(par) < 2 || count < 2)
         return;
     struct sl__txn_chunk **chunks = sl_alloc(&t->alloc, count * sizeof(*chunks), 0);
@@ -111,7 +119,7 @@ units_encode(sl_txn *t, struct sl__txn_unit **units, size_t n)
     size_t j = 0;
     for (size_t i = 0; i < n; i++)
         for (uint64_t k = 0; k < t->n_per_unit; k++)
-            if (units[i]->slots[k] != NULL && !units[i]->slots[k]->partial)
+            if (to_encode(units[i]->slots[k]))
                 chunks[j++] = units[i]->slots[k];
     struct encode_job job = {t, chunks};
     struct sl_error ignored = SL_ERROR_INIT;
@@ -295,14 +303,20 @@ units_fail(sl_txn *t, struct sl__txn_unit **units, size_t n, const struct sl_err
 }
 
 void
-sl__txn_flush(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *given, bool early)
+sl__txn_flush(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx, bool early)
+{
+    sl__txn_encode_units(t, units, n);
+    sl__txn_write_units(t, units, n, ctx, early);
+}
+
+void
+sl__txn_write_units(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *given,
+                    bool early)
 {
     struct sl_error why = SL_ERROR_INIT;
     sl_codec_ctx *ctx = given != NULL ? given : sl_codec_ctx_create(&t->alloc, &why);
     if (ctx == NULL)
         units_fail(t, units, n, &why); /* and nothing is left to write */
-    else
-        units_encode(t, units, n);
     const struct sl_parallel *par = t->opts.par;
     if (ctx != NULL && n > 1 && par != NULL && sl_parallel_workers(par) > 1) {
         struct write_job job = {t, units};

@@ -35,6 +35,14 @@
  * - Writers of one unit (threads of this transaction, other transactions
  *   and array writes of this process) are serialized and lose nothing.
  *   Processes writing one unit at once are not serialized.
+ * - With `write_behind`, a unit completed early is encoded by the write
+ *   that completed it and written by the transaction's writer thread
+ *   while writes go on, so the store's writes and fsyncs overlap the
+ *   encoding of the next units; at most `write_behind` units wait for or
+ *   are in that thread's hands (they stay staged, and count in
+ *   sl_txn_staged_bytes, until written).  Commit and abort first wait for
+ *   them.  Nothing else changes: each unit is still written once,
+ *   atomically, and reported to `on_unit`.
  */
 #ifndef SL_TXN_H
 #define SL_TXN_H
@@ -64,9 +72,10 @@ typedef struct sl_txn sl_txn;
  * unsharded): SL_OK once it is written (or deleted, being all fill), the
  * failure that left it unchanged (`err` says why), or SL_ECANCELED when an
  * abort dropped it.  `err` is NULL on SL_OK.  Runs on the thread that
- * wrote the unit (a writer whose write completed it, or a worker of
- * `par` during commit), outside the transaction's locks, possibly on
- * several threads at once; it may not call the transaction back.  A
+ * wrote the unit (a writer whose write completed it, the writer thread of
+ * `write_behind`, or a worker of `par` during commit), outside the
+ * transaction's locks, possibly on several threads at once; it may not
+ * call the transaction back.  A
  * put stage marks every chunk of a failed unit failed
  * (sl_array_iter_shard_chunks lists them).
  */
@@ -83,13 +92,18 @@ struct sl_txn_opts {
                                       the units of commit; NULL: the calling thread */
     sl_txn_unit_fn *on_unit;       /* NULL: no reports */
     void *on_unit_arg;             /* passed to `on_unit` */
+    unsigned write_behind;         /* units completed early that a writer thread
+                                      may hold at once (0, the default: each is
+                                      written before the write that completed it
+                                      returns); see the guarantees above */
 };
 #define SL_TXN_OPTS_DEFAULT                        \
     ((struct sl_txn_opts){.flush_full = true,      \
                           .clean_leftovers = true, \
                           .par = NULL,             \
                           .on_unit = NULL,         \
-                          .on_unit_arg = NULL})
+                          .on_unit_arg = NULL,     \
+                          .write_behind = 0})
 
 /* What a transaction did so far. */
 struct sl_txn_stats {
@@ -117,9 +131,10 @@ SL_API sl_txn *sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct s
  * a whole chunk as sl_array_write_chunk takes it (padding beyond the array
  * is stored as the fill value).  A later write of the same chunk replaces
  * it.  When this completes a unit and `flush_full` is set, the unit is
- * written before this returns; its outcome goes to `on_unit` and to
- * commit, not to this call's status.  A write to a unit being written by
- * another thread waits for that write.
+ * written before this returns (with `write_behind`: encoded, then handed
+ * to the writer thread once it has room); its outcome goes to `on_unit`
+ * and to commit, not to this call's status.  A write to a unit being
+ * written by another thread waits for that write.
  * @param ctx  this thread's codec context (used by a flush); NULL: temporary.
  * @return SL_OK; SL_EBOUNDS; SL_EINVAL (NULL or short buffer); SL_ESTATE
  * (the transaction is committing, committed or aborted); SL_ENOMEM.
@@ -185,6 +200,15 @@ SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t);
 
 /** Abort when still open, release the array and free.  NULL is a no-op. */
 SL_API void sl_txn_close(sl_txn *t);
+
+/**
+ * Wait until the writer thread of `write_behind` holds no unit: every unit
+ * handed to it is written (or failed), reported to `on_unit` and no longer
+ * staged.  Writes may go on meanwhile and hand it more.
+ * @return whether there was anything to wait for.  Thread-safety: any
+ * thread but the writer thread (that is, not from `on_unit`).
+ */
+SL_API bool sl_txn_wait_behind(sl_txn *t);
 
 /** Bytes of chunk data staged now.  Thread-safety: any thread. */
 SL_API uint64_t sl_txn_staged_bytes(const sl_txn *t);

@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,45 @@ struct counter {
     int n_sets;      /* sets of shard keys */
     int fail_set[2]; /* shard whose sets fail with ENOSPC; {-1, -1}: none */
     bool counting;   /* ignore operations while false */
+    /* A gate: while closed, a set of a shard waits (the writer thread's). */
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
+    bool gate_closed;  /* sets wait */
+    bool gate_waiting; /* a set is waiting */
 };
+
+/* Hold sets of shards at the gate while it is closed. */
+static void
+gate_pass(struct counter *c)
+{
+    pthread_mutex_lock(&c->gate_mu);
+    while (c->gate_closed) {
+        c->gate_waiting = true;
+        pthread_cond_broadcast(&c->gate_cv);
+        pthread_cond_wait(&c->gate_cv, &c->gate_mu);
+    }
+    pthread_mutex_unlock(&c->gate_mu);
+}
+
+static void
+gate_set(struct counter *c, bool closed)
+{
+    pthread_mutex_lock(&c->gate_mu);
+    c->gate_closed = closed;
+    c->gate_waiting = false;
+    pthread_cond_broadcast(&c->gate_cv);
+    pthread_mutex_unlock(&c->gate_mu);
+}
+
+/* Wait until a set waits at the closed gate. */
+static void
+gate_wait_for_set(struct counter *c)
+{
+    pthread_mutex_lock(&c->gate_mu);
+    while (!c->gate_waiting)
+        pthread_cond_wait(&c->gate_cv, &c->gate_mu);
+    pthread_mutex_unlock(&c->gate_mu);
+}
 
 static int
 count_ops(void *ctx, sl_store_op op, const char *key, size_t bytes)
@@ -48,6 +87,8 @@ count_ops(void *ctx, sl_store_op op, const char *key, size_t bytes)
     unsigned y, x;
     if (!c->counting || sscanf(key, "a/c/%u/%u", &y, &x) != 2 || y >= SHARDS || x >= SHARDS)
         return 0;
+    if (op == SL_STORE_OP_SET)
+        gate_pass(c);
     if (op == SL_STORE_OP_SET && c->fail_set[0] == (int)y && c->fail_set[1] == (int)x)
         return -ENOSPC;
     if (op == SL_STORE_OP_SET)
@@ -71,6 +112,8 @@ fixture_open(struct fixture *f, bool sharded, int zarr_format)
 {
     memset(f, 0, sizeof(*f));
     f->c.fail_set[0] = f->c.fail_set[1] = -1;
+    pthread_mutex_init(&f->c.gate_mu, NULL);
+    pthread_cond_init(&f->c.gate_cv, NULL);
     struct sl_mem_store_opts o = SL_MEM_STORE_OPTS_DEFAULT;
     o.hook = count_ops;
     o.hook_ctx = &f->c;
@@ -95,6 +138,8 @@ fixture_close(struct fixture *f)
 {
     sl_array_unref(f->a);
     sl_store_unref(f->s);
+    pthread_mutex_destroy(&f->c.gate_mu);
+    pthread_cond_destroy(&f->c.gate_cv);
 }
 
 static void
@@ -308,7 +353,9 @@ Test(io_txn, abort_leaves_storage_untouched)
     fixture_close(&f);
 }
 
-Test(io_txn, abort_after_an_early_flush_keeps_only_that_shard)
+/* With `behind`, the early flushes are the writer thread's. */
+static void
+check_abort_after_early_flush(unsigned behind)
 {
     struct fixture f;
     fixture_open(&f, true, 3);
@@ -317,6 +364,7 @@ Test(io_txn, abort_after_an_early_flush_keeps_only_that_shard)
     values_make(v, 7);
     struct reports rep = {0};
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.write_behind = behind;
     o.on_unit = record_unit;
     o.on_unit_arg = &rep;
     sl_txn *t = sl_txn_open(f.a, &o, NULL);
@@ -339,6 +387,14 @@ Test(io_txn, abort_after_an_early_flush_keeps_only_that_shard)
     memcpy(f.model, kept, sizeof(kept));
     check_stored(&f);
     fixture_close(&f);
+}
+
+Test(io_txn, abort_after_an_early_flush_keeps_only_that_shard) { check_abort_after_early_flush(0); }
+
+Test(io_txn, abort_waits_for_the_writer_thread_and_keeps_what_it_wrote)
+{
+    check_abort_after_early_flush(1);
+    check_abort_after_early_flush(3);
 }
 
 Test(io_txn, a_partly_covered_shard_is_read_once_merged_and_written_once)
@@ -475,7 +531,8 @@ lcg(uint32_t *s)
 
 /* Random chunks and regions, some repeated, through one transaction. */
 static void
-check_random_writes(bool sharded, int zarr_format, bool flush_full, unsigned n_threads)
+check_random_writes(bool sharded, int zarr_format, bool flush_full, unsigned n_threads,
+                    unsigned behind)
 {
     struct fixture f;
     fixture_open(&f, sharded, zarr_format);
@@ -485,6 +542,7 @@ check_random_writes(bool sharded, int zarr_format, bool flush_full, unsigned n_t
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
     o.flush_full = flush_full;
     o.par = n_threads > 0 ? &pool.par : NULL;
+    o.write_behind = behind;
     uint32_t seed = 99 + n_threads + (flush_full ? 7 : 0);
     for (int round = 0; round < 4; round++) {
         sl_txn *t = sl_txn_open(f.a, &o, NULL);
@@ -511,18 +569,26 @@ check_random_writes(bool sharded, int zarr_format, bool flush_full, unsigned n_t
 
 Test(io_txn, random_writes_match_a_dense_model_sharded)
 {
-    check_random_writes(true, 3, true, 0);
-    check_random_writes(true, 3, false, 0);
-    check_random_writes(true, 3, true, 3);
-    check_random_writes(true, 3, false, 3);
+    check_random_writes(true, 3, true, 0, 0);
+    check_random_writes(true, 3, false, 0, 0);
+    check_random_writes(true, 3, true, 3, 0);
+    check_random_writes(true, 3, false, 3, 0);
+}
+
+Test(io_txn, random_writes_match_a_dense_model_writing_behind)
+{
+    check_random_writes(true, 3, true, 0, 1);
+    check_random_writes(true, 3, true, 3, 2);
+    check_random_writes(false, 3, true, 2, 1);
+    check_random_writes(false, 2, true, 0, 4);
 }
 
 Test(io_txn, random_writes_match_a_dense_model_unsharded)
 {
-    check_random_writes(false, 3, true, 0);
-    check_random_writes(false, 3, false, 3);
-    check_random_writes(false, 2, true, 2);
-    check_random_writes(false, 2, false, 0);
+    check_random_writes(false, 3, true, 0, 0);
+    check_random_writes(false, 3, false, 3, 0);
+    check_random_writes(false, 2, true, 2, 0);
+    check_random_writes(false, 2, false, 0, 0);
 }
 
 Test(io_txn, unsharded_chunks_are_their_own_units)
@@ -622,6 +688,102 @@ Test(io_txn, staging_shard_by_shard_keeps_at_most_one_shard_in_memory)
     fixture_close(&f);
 }
 
+/* ---- writing behind ---------------------------------------------------------------- */
+
+Test(io_txn, the_writer_thread_writes_each_complete_shard_once_in_bounded_memory)
+{
+    struct fixture f;
+    fixture_open(&f, true, 3);
+    fixture_fill(&f, 40);
+    uint16_t v[N * N];
+    values_make(v, 41);
+    struct reports rep = {0};
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.write_behind = 1;
+    o.on_unit = record_unit;
+    o.on_unit_arg = &rep;
+    sl_txn *t = sl_txn_open(f.a, &o, NULL);
+    struct sl_array_iter shards, chunks;
+    cr_assert_eq(sl_array_iter_shards(f.a, NULL, &shards, NULL), SL_OK);
+    while (sl_array_iter_next(&shards)) {
+        cr_assert_eq(sl_array_iter_shard_chunks(f.a, shards.iter.coords, &chunks, NULL), SL_OK);
+        while (sl_array_iter_next(&chunks))
+            txn_put_chunk(&f, t, chunks.iter.coords[0], chunks.iter.coords[1], v);
+    }
+    (void)sl_txn_wait_behind(t);
+    struct sl_txn_stats st;
+    sl_txn_get_stats(t, &st);
+    cr_assert_eq(st.n_units_early, 9, "every shard was complete, so written early");
+    cr_assert_eq(st.staged_bytes, 0);
+    cr_assert_geq(st.peak_staged_bytes, 4 * 32);
+    cr_assert_leq(st.peak_staged_bytes, 2 * 4 * 32,
+                  "one shard in the writer's hands and one waiting for room: %llu bytes",
+                  (unsigned long long)st.peak_staged_bytes);
+    cr_assert_eq(f.c.n_sets, 9, "before commit: %d sets", f.c.n_sets);
+    for (int y = 0; y < SHARDS; y++)
+        for (int x = 0; x < SHARDS; x++) {
+            cr_assert_eq(f.c.sets[y][x], 1, "shard (%d, %d)", y, x);
+            cr_assert_eq(f.c.gets[y][x], 0, "a complete shard is not read");
+            cr_assert_eq(rep.calls[y][x], 1);
+            cr_assert_eq(rep.status[y][x], SL_OK);
+        }
+    cr_assert_eq(sl_txn_wait_behind(t), false, "nothing is left to wait for");
+    cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
+    cr_assert_eq(f.c.n_sets, 9, "commit had nothing left to write");
+    sl_txn_close(t);
+    check_stored(&f);
+    fixture_close(&f);
+}
+
+struct commit_call {
+    sl_txn *t;
+    sl_status st;
+    _Atomic bool returned;
+};
+
+static void *
+commit_thread(void *arg)
+{
+    struct commit_call *cc = arg;
+    cc->st = sl_txn_commit(cc->t, NULL, NULL);
+    atomic_store(&cc->returned, true);
+    return NULL;
+}
+
+Test(io_txn, commit_waits_for_the_shard_in_the_writer_threads_hands)
+{
+    struct fixture f;
+    fixture_open(&f, true, 3);
+    fixture_fill(&f, 42);
+    uint16_t v[N * N];
+    values_make(v, 43);
+    sl_txn *t =
+        sl_txn_open(f.a, &(struct sl_txn_opts){.flush_full = true, .write_behind = 1}, NULL);
+    gate_set(&f.c, true);
+    for (uint64_t cy = 0; cy < 2; cy++)
+        for (uint64_t cx = 0; cx < 2; cx++)
+            txn_put_chunk(&f, t, cy, cx, v);
+    /* The write that completed shard (0, 0) returned; the writer thread's
+     * set of it is held at the gate. */
+    gate_wait_for_set(&f.c);
+    struct sl_txn_stats st;
+    sl_txn_get_stats(t, &st);
+    cr_assert_eq(st.staged_bytes, 4 * 32, "the shard stays staged until written");
+    struct commit_call cc = {.t = t};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, commit_thread, &cc), 0);
+    usleep(20000);
+    cr_assert_eq(atomic_load(&cc.returned), false, "commit returned before the shard was written");
+    gate_set(&f.c, false);
+    pthread_join(th, NULL);
+    cr_assert_eq(cc.st, SL_OK);
+    cr_assert_eq(f.c.sets[0][0], 1);
+    cr_assert_eq(f.c.n_sets, 1);
+    sl_txn_close(t);
+    check_stored(&f);
+    fixture_close(&f);
+}
+
 Test(io_txn, parallel_commit_writes_the_same_bytes)
 {
     struct fixture f[2];
@@ -659,7 +821,8 @@ Test(io_txn, parallel_commit_writes_the_same_bytes)
 
 /* ---- failures ------------------------------------------------------------------------ */
 
-Test(io_txn, a_failed_shard_write_is_reported_and_leaves_the_shard_unchanged)
+static void
+check_failed_shard_write(unsigned behind)
 {
     struct fixture f;
     fixture_open(&f, true, 3);
@@ -671,6 +834,7 @@ Test(io_txn, a_failed_shard_write_is_reported_and_leaves_the_shard_unchanged)
     f.c.fail_set[1] = 1;
     struct reports rep = {0};
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.write_behind = behind;
     o.on_unit = record_unit;
     o.on_unit_arg = &rep;
     sl_txn *t = sl_txn_open(f.a, &o, NULL);
@@ -701,6 +865,16 @@ Test(io_txn, a_failed_shard_write_is_reported_and_leaves_the_shard_unchanged)
         }
     cr_assert_not_null(strstr(rep.text[1][1], "No space left"), "%s", rep.text[1][1]);
     fixture_close(&f);
+}
+
+Test(io_txn, a_failed_shard_write_is_reported_and_leaves_the_shard_unchanged)
+{
+    check_failed_shard_write(0);
+}
+
+Test(io_txn, a_shard_the_writer_thread_fails_is_reported_and_left_unchanged)
+{
+    check_failed_shard_write(1);
 }
 
 Test(io_txn, bad_arguments_and_states_are_refused)

@@ -5,7 +5,8 @@
  * memory and the filesystem store); writers and readers sharing one
  * transaction; pool threads staging chunks of many shards with each shard
  * renamed into place exactly once (counted through the I/O table); readers
- * racing early flushes never missing a chunk written before they began.
+ * racing early flushes never missing a chunk written before they began;
+ * the same with the writer thread of write_behind.
  * Runs under ThreadSanitizer in CI (io_test.h).
  */
 #include <ftw.h>
@@ -298,7 +299,7 @@ put_one(void *arg, size_t i, unsigned worker)
 }
 
 static void
-check_put_stage(bool flush_full)
+check_put_stage(bool flush_full, unsigned behind)
 {
     char dir[256];
     tmpdir_make(dir, sizeof(dir), "txn-put");
@@ -315,6 +316,7 @@ check_put_stage(bool flush_full)
     struct unit_reports rep = {0};
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
     o.flush_full = flush_full;
+    o.write_behind = behind;
     o.par = &encoders.par;
     o.on_unit = count_unit;
     o.on_unit_arg = &rep;
@@ -353,8 +355,14 @@ check_put_stage(bool flush_full)
 
 Test(io_txn_stress, a_put_stage_on_pool_threads_renames_each_shard_once)
 {
-    check_put_stage(true);
-    check_put_stage(false);
+    check_put_stage(true, 0);
+    check_put_stage(false, 0);
+}
+
+Test(io_txn_stress, a_put_stage_writing_behind_renames_each_shard_once)
+{
+    check_put_stage(true, 1);
+    check_put_stage(true, 3);
 }
 
 /* ---- readers racing flushes ----------------------------------------------------------- */
@@ -412,7 +420,10 @@ Test(io_txn_stress, readers_never_miss_a_chunk_written_before_they_began)
     int reads = 0;
     for (int round = 0; round < 20; round++) {
         struct race *r = calloc(1, sizeof(*r));
-        r->t = sl_txn_open(a, NULL, NULL);
+        /* Odd rounds: early flushes by the writer thread. */
+        struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+        o.write_behind = (unsigned)round % 2;
+        r->t = sl_txn_open(a, &o, NULL);
         pthread_t th[2];
         for (int i = 0; i < 2; i++)
             pthread_create(&th[i], NULL, race_read, r);

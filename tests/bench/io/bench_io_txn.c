@@ -8,6 +8,8 @@
  *   txn_loop   one thread writes the chunks through a transaction (the loop
  *              of zarr-python issue #3604); each shard is written when its
  *              last chunk is staged, its chunks encoded on the pool
+ *   txn_loop_behind  the same with write_behind 2: complete shards are
+ *              written by the transaction's writer thread
  *   txn_pool   the pool's workers write the chunks (a graph's put stage),
  *              each with its codec context
  *   naive      sl_array_write_chunk per chunk: read, merge and rewrite the
@@ -189,7 +191,7 @@ array_create(sl_store *s)
     return a;
 }
 
-typedef enum way { WAY_TXN_LOOP, WAY_TXN_POOL, WAY_NAIVE } way;
+typedef enum way { WAY_TXN_LOOP, WAY_TXN_LOOP_BEHIND, WAY_TXN_POOL, WAY_NAIVE } way;
 
 /* A put stage: pool workers each write chunks with their own context. */
 struct put_stage {
@@ -224,10 +226,11 @@ write_once(sl_array *a, const struct plan *p, way w, const struct sl_parallel *p
     }
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
     o.par = par;
+    o.write_behind = w == WAY_TXN_LOOP_BEHIND ? 2 : 0;
     sl_txn *t = sl_txn_open(a, &o, &err);
     if (t == NULL)
         die("begin", &err);
-    if (w == WAY_TXN_LOOP) {
+    if (w == WAY_TXN_LOOP || w == WAY_TXN_LOOP_BEHIND) {
         for (size_t i = 0; i < p->n; i++)
             if (sl_txn_write_chunk(t, p->coords[i], plan_chunk(p, i), CHUNK_BYTES, ctx[0], &err) !=
                 SL_OK)
@@ -358,12 +361,16 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     size_t n_shards = (N / SHARD) * (N / SHARD) * (N / SHARD);
     struct result loop = run(dir, chunks, n_shards, WAY_TXN_LOOP, reps, par, ctx);
     report(store, "txn_loop", &loop, BYTES);
+    struct result behind = run(dir, chunks, n_shards, WAY_TXN_LOOP_BEHIND, reps, par, ctx);
+    report(store, "txn_loop_behind", &behind, BYTES);
     struct result pool = run(dir, chunks, n_shards, WAY_TXN_POOL, reps, par, ctx);
     report(store, "txn_pool", &pool, BYTES);
     double workers = sl_parallel_workers(par);
     char name[96];
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_x_workers", store);
     sl_bench_report(name, z->one_s / workers / loop.seconds, "x");
+    snprintf(name, sizeof(name), "io_txn_%s_txn_loop_behind_vs_txn_loop", store);
+    sl_bench_report(name, loop.seconds / behind.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_x_workers", store);
     sl_bench_report(name, z->one_s / workers / pool.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_on_pool", store);
