@@ -1078,9 +1078,10 @@ count_temporaries(const char *dir)
 
 /* One commit of two complete shards and two partial ones on a store
  * whose `at`-th call of `op` fails; false once the commit makes fewer
- * calls than that. */
+ * calls than that.  With `behind`, the complete shards are written early
+ * by the writer thread (the fault is armed before staging). */
 static bool
-commit_with_fault(const char *root, sl_fault_op op, uint64_t at)
+commit_with_fault(const char *root, sl_fault_op op, uint64_t at, unsigned behind)
 {
     struct sl_fault_io fio;
     sl_fault_io_init(&fio);
@@ -1096,17 +1097,24 @@ commit_with_fault(const char *root, sl_fault_op op, uint64_t at)
     values_make(v, (unsigned)(op * 1000 + at));
     struct reports rep = {0};
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
-    o.flush_full = false;
+    o.flush_full = behind > 0;
+    o.write_behind = behind;
     o.on_unit = record_unit;
     o.on_unit_arg = &rep;
     sl_txn *t = sl_txn_open(a, &o, NULL);
     cr_assert_not_null(t);
     struct fixture f; /* only its model is used */
     memcpy(f.model, old, sizeof(old));
+    if (behind > 0) {
+        sl_fault_io_reset(&fio);
+        sl_fault_io_fail(&fio, op, at, op == SL_FAULT_WRITE ? ENOSPC : EIO);
+    }
     txn_put_region(&f, t, 0, 8, 0, 16, v);  /* shards (0, 0) and (0, 1) whole */
     txn_put_region(&f, t, 9, 10, 3, 12, v); /* parts of (1, 0) and (1, 1) */
-    sl_fault_io_reset(&fio);
-    sl_fault_io_fail(&fio, op, at, op == SL_FAULT_WRITE ? ENOSPC : EIO);
+    if (behind == 0) {
+        sl_fault_io_reset(&fio);
+        sl_fault_io_fail(&fio, op, at, op == SL_FAULT_WRITE ? ENOSPC : EIO);
+    }
     sl_status st = sl_txn_commit(t, NULL, NULL);
     bool injected = sl_fault_io_calls(&fio, op) >= at;
     sl_txn_close(t);
@@ -1146,7 +1154,9 @@ commit_with_fault(const char *root, sl_fault_op op, uint64_t at)
     return injected;
 }
 
-Test(io_txn, every_failing_system_call_of_a_commit_leaves_shards_old_or_new)
+/* Every call of every kind failing in turn, on an array of 3 x 3 shards. */
+static void
+check_every_failing_call(unsigned behind)
 {
     const char *tmp = sl_test_tmpdir("txn-faults");
     char root[512];
@@ -1173,8 +1183,18 @@ Test(io_txn, every_failing_system_call_of_a_commit_leaves_shards_old_or_new)
                                SL_FAULT_LSTAT, SL_FAULT_RENAME, SL_FAULT_REALPATH};
     int n_runs = 0;
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-        for (uint64_t at = 1; commit_with_fault(root, ops[i], at); at++)
+        for (uint64_t at = 1; commit_with_fault(root, ops[i], at, behind); at++)
             n_runs++;
     cr_assert_gt(n_runs, 40, "the sweep injected %d failures", n_runs);
     sl_test_rmtree(root);
+}
+
+Test(io_txn, every_failing_system_call_of_a_commit_leaves_shards_old_or_new)
+{
+    check_every_failing_call(0);
+}
+
+Test(io_txn, every_failing_system_call_of_the_writer_thread_leaves_shards_old_or_new)
+{
+    check_every_failing_call(1);
 }
