@@ -75,9 +75,8 @@ typedef struct sl_txn sl_txn;
  * wrote the unit (a writer whose write completed it, the writer thread of
  * `write_behind`, or a worker of `par` during commit), outside the
  * transaction's locks, possibly on several threads at once; it may not
- * call the transaction back.  A
- * put stage marks every chunk of a failed unit failed
- * (sl_array_iter_shard_chunks lists them).
+ * call the transaction back.  A put stage marks every chunk of a failed
+ * unit failed (sl_array_iter_shard_chunks lists them).
  */
 typedef void sl_txn_unit_fn(void *arg, const uint64_t *unit, sl_status status,
                             const struct sl_error *err);
