@@ -5,7 +5,8 @@
  * whole open / stage / read / commit sequence succeeds.  Each run must
  * fail with SL_ENOMEM or succeed with the right data, and leave nothing
  * allocated.  A failure while a unit is written is that unit's failure,
- * reported by commit.  (zstd allocates on its own and is not covered.)
+ * reported by commit; also when the writer thread of write_behind writes
+ * it.  (zstd allocates on its own and is not covered.)
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -18,7 +19,7 @@ TestSuite(io_txn_fault, .timeout = 60.0);
 
 /* [12, 12] int16, inner chunks [3, 3], shards [6, 6] (or none). */
 static sl_status
-sequence(const struct sl_allocator *alloc, bool sharded, bool *data_ok)
+sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool *data_ok)
 {
     *data_ok = false;
     struct sl_mem_store_opts so = SL_MEM_STORE_OPTS_DEFAULT;
@@ -44,7 +45,9 @@ sequence(const struct sl_allocator *alloc, bool sharded, bool *data_ok)
         want[i] = (int16_t)(i + 1);
     sl_txn *t = NULL;
     if (st == SL_OK) {
-        t = sl_txn_open(a, NULL, &err);
+        struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+        o.write_behind = behind;
+        t = sl_txn_open(a, &o, &err);
         st = t != NULL ? SL_OK : err.code;
     }
     /* Shard (0, 0) whole, chunk by chunk: written when complete. */
@@ -85,13 +88,13 @@ sequence(const struct sl_allocator *alloc, bool sharded, bool *data_ok)
 }
 
 static void
-check_every_failure(bool sharded)
+check_every_failure(bool sharded, unsigned behind)
 {
     for (size_t fail = 1;; fail++) {
         struct sl_test_alloc ta = {.fail_at = fail};
         struct sl_allocator alloc = sl_test_alloc_make(&ta);
         bool data_ok;
-        sl_status st = sequence(&alloc, sharded, &data_ok);
+        sl_status st = sequence(&alloc, sharded, behind, &data_ok);
         cr_assert_eq(ta.n_live, 0, "allocation %zu failing leaks %zu blocks", fail, ta.n_live);
         if (ta.n_failed == 0) {
             cr_assert_eq(st, SL_OK, "no failure, yet %s", sl_status_name(st));
@@ -107,10 +110,15 @@ check_every_failure(bool sharded)
 
 Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_sharded)
 {
-    check_every_failure(true);
+    check_every_failure(true, 0);
+}
+
+Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_writing_behind)
+{
+    check_every_failure(true, 1);
 }
 
 Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_unsharded)
 {
-    check_every_failure(false);
+    check_every_failure(false, 0);
 }
