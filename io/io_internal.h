@@ -822,8 +822,9 @@ void sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
 void sl__txn_flush(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx, bool early);
 
 /* The first half of sl__txn_flush: encode the complete chunks of
- * units[0..n) not yet encoded, on opts.par (nothing without a pool). */
-void sl__txn_encode_units(sl_txn *t, struct sl__txn_unit **units, size_t n);
+ * units[0..n) not yet encoded, on opts.par; without a pool (or with one
+ * chunk) on this thread with `here`, or (`here` NULL) not at all. */
+void sl__txn_encode_units(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *here);
 
 /* The second half: write units[0..n), then report and free them. */
 void sl__txn_write_units(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx,

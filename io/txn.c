@@ -202,7 +202,7 @@ static void
 flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
 {
     if (t->opts.write_behind > 0) {
-        sl__txn_encode_units(t, &u, 1);
+        sl__txn_encode_units(t, &u, 1, ctx);
         if (sl__txn_behind_take(t, u))
             return;
     }

@@ -55,7 +55,8 @@ sl__txn_behind_take(sl_txn *t, struct sl__txn_unit *u)
         t->behind_running = pthread_create(&t->behind_thread, NULL, behind_main, t) == 0;
         t->behind_failed = !t->behind_running;
     }
-    bool taken = t->behind_running;
+    /* After close began (a caller's error), write in place. */
+    bool taken = t->behind_running && !t->behind_stop;
     if (taken) {
         while (t->behind_n >= t->opts.write_behind)
             pthread_cond_wait(&t->behind_cv, &t->behind_mu);

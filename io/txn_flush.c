@@ -100,19 +100,27 @@ to_encode(const struct sl__txn_chunk *c)
     return c != NULL && !c->partial && !c->encoded;
 }
 
-/* Without a pool, or with one chunk to encode, the second pass encodes
- * where it writes.  A chunk encoded already (a unit the writer thread
- * could not take) is not encoded again. */
+/* Without a pool, or with one chunk to encode, they are encoded here with
+ * `here` when given, else by the second pass where it writes.  A chunk
+ * encoded already (a unit the writer thread could not take) is not
+ * encoded again. */
 void
-sl__txn_encode_units(sl_txn *t, struct sl__txn_unit **units, size_t n)
+sl__txn_encode_units(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *here)
 {
     const struct sl_parallel *par = t->opts.par;
     size_t count = 0;
     for (size_t i = 0; i < n; i++)
         for (uint64_t k = 0; k < t->n_per_unit; k++)
             count += to_encode(units[i]->slots[k]);
-    if (par == NULL || sl_parallel_workers(par) < 2 || count < 2)
+    if (par == NULL || sl_parallel_workers(par) < 2 || count < 2) {
+        for (size_t i = 0; here != NULL && i < n; i++)
+            for (uint64_t k = 0; k < t->n_per_unit; k++)
+                if (to_encode(units[i]->slots[k])) {
+                    struct encode_job one = {t, &units[i]->slots[k]};
+                    (void)encode_one(&one, 0, here, NULL);
+                }
         return;
+    }
     struct sl__txn_chunk **chunks = sl_alloc(&t->alloc, count * sizeof(*chunks), 0);
     if (chunks == NULL)
         return;
@@ -305,7 +313,7 @@ units_fail(sl_txn *t, struct sl__txn_unit **units, size_t n, const struct sl_err
 void
 sl__txn_flush(sl_txn *t, struct sl__txn_unit **units, size_t n, sl_codec_ctx *ctx, bool early)
 {
-    sl__txn_encode_units(t, units, n);
+    sl__txn_encode_units(t, units, n, NULL);
     sl__txn_write_units(t, units, n, ctx, early);
 }
 

@@ -36,13 +36,19 @@
  *   and array writes of this process) are serialized and lose nothing.
  *   Processes writing one unit at once are not serialized.
  * - With `write_behind`, a unit completed early is encoded by the write
- *   that completed it and written by the transaction's writer thread
- *   while writes go on, so the store's writes and fsyncs overlap the
- *   encoding of the next units; at most `write_behind` units wait for or
- *   are in that thread's hands (they stay staged, and count in
- *   sl_txn_staged_bytes, until written).  Commit and abort first wait for
- *   them.  Nothing else changes: each unit is still written once,
- *   atomically, and reported to `on_unit`.
+ *   that completed it (on `par`, else with the writer's codec context)
+ *   and written by the transaction's writer thread while writes go on,
+ *   so the store's writes and fsyncs overlap the encoding of the next
+ *   units; at most `write_behind` units wait for or are in that thread's
+ *   hands (they stay staged, and count in sl_txn_staged_bytes, until
+ *   written; their encodings are not counted).  Commit and abort first
+ *   wait for them.  Each unit is still written once, atomically, and
+ *   reported to `on_unit`.  But such a unit is not yet stored when the
+ *   write that completed it returns: a write of the same unit from
+ *   outside this transaction (an array write, another transaction) must
+ *   come after sl_txn_wait_behind or commit, or the writer thread may
+ *   store the older image over it.  Writes and reads through this
+ *   transaction need no such care.
  */
 #ifndef SL_TXN_H
 #define SL_TXN_H
@@ -191,7 +197,8 @@ SL_API SL_NODISCARD sl_status sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct
 /**
  * Drop everything staged, reporting each dropped unit to `on_unit` with
  * SL_ECANCELED.  Storage is left untouched (units already flushed early
- * stay written).
+ * stay written; with `write_behind`, units in the writer thread's hands
+ * are written, and reported, before this returns).
  * @return SL_OK, or SL_ESTATE when writes are still running or the
  * transaction is not open.
  */
