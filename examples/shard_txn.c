@@ -5,7 +5,9 @@
  * ("iterative shard writing"), with a sluice transaction.  Each chunk is
  * computed from its region; a shard is written as soon as its last chunk
  * is staged, so memory holds one shard at a time; commit writes what is
- * left.  Prints what was written and checks one chunk back.
+ * left.  Prints what was written and checks one chunk back.  (To store
+ * each shard while the next is computed, open the transaction with
+ * `write_behind` set: see include/sluice/txn.h.)
  *
  *   shard_txn [PATH]      (default ./shard_txn.zarr)
  */
