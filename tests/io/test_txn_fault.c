@@ -13,6 +13,7 @@
 
 #include <sluice.h>
 
+#include "alloc_sweep.h"
 #include "testutil.h"
 
 TestSuite(io_txn_fault, .timeout = 60.0);
@@ -87,25 +88,23 @@ sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool *
     return st;
 }
 
+struct variant {
+    bool sharded;
+    unsigned behind;
+};
+
+static sl_status
+sweep_one(const struct sl_allocator *alloc, void *arg, bool *data_ok)
+{
+    const struct variant *v = arg;
+    return sequence(alloc, v->sharded, v->behind, data_ok);
+}
+
 static void
 check_every_failure(bool sharded, unsigned behind)
 {
-    for (size_t fail = 1;; fail++) {
-        struct sl_test_alloc ta = {.fail_at = fail};
-        struct sl_allocator alloc = sl_test_alloc_make(&ta);
-        bool data_ok;
-        sl_status st = sequence(&alloc, sharded, behind, &data_ok);
-        cr_assert_eq(ta.n_live, 0, "allocation %zu failing leaks %zu blocks", fail, ta.n_live);
-        if (ta.n_failed == 0) {
-            cr_assert_eq(st, SL_OK, "no failure, yet %s", sl_status_name(st));
-            cr_assert(data_ok);
-            cr_assert_gt(fail, 20, "the sequence allocates through the allocators");
-            return;
-        }
-        cr_assert(st == SL_ENOMEM || (st == SL_OK && data_ok), "allocation %zu failing gave %s%s",
-                  fail, sl_status_name(st), st == SL_OK ? " and wrong data" : "");
-        cr_assert_lt(fail, 100000);
-    }
+    struct variant v = {sharded, behind};
+    (void)sl_test_alloc_sweep(sweep_one, &v, true, 20);
 }
 
 Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_sharded)
