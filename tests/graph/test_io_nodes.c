@@ -218,25 +218,24 @@ Test(graph_io_nodes, put_checks_dtype_and_shape)
     sl_store_unref(s);
 }
 
-/* A put and a later get of the same array run in two phases; a cycle is refused. */
-Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
+/*
+ * The sealed graph: copy [32, 32] float32 `src` into `mid`, then read
+ * `mid` back, downsample it 2x2 by mean and put it into a new [16, 16]
+ * array "low" of 8x8 chunks (`*low`); `*low_put` (may be NULL) is that
+ * put's node.  Two phases: the get of `mid` waits for its put.
+ */
+static sl_graph *
+copy_then_downsample(sl_store *s, sl_array *src, sl_array *mid, sl_array **low, uint32_t *low_put)
 {
-    sl_pool *pool = sl_test_pool(2);
-    sl_store *s = mem_store();
-    const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
-    sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
-    fill_source(src);
-    sl_array *mid = make_source(s, "mid", 3, shape, chunk, NULL);
     struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
     spec.rank = 2;
     spec.dtype = SL_DTYPE_F32;
-    memcpy(spec.shape, half, sizeof(half));
-    memcpy(spec.chunk_shape, chunk, sizeof(chunk));
-    sl_array *low = sl_array_create(s, "low", &spec, NULL, NULL);
-    cr_assert_not_null(low);
-
+    spec.shape[0] = spec.shape[1] = 16;
+    spec.chunk_shape[0] = spec.chunk_shape[1] = 8;
+    *low = sl_array_create(s, "low", &spec, NULL, NULL);
+    cr_assert_not_null(*low);
     sl_graph *g = sl_graph_create(NULL, NULL);
-    uint32_t a, b, c, ds;
+    uint32_t a, b, ds, put;
     cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
@@ -248,8 +247,24 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
     struct sl_op op;
     cr_assert_eq(sl_op_bind(&op, d, &args, SL_DTYPE_F32, 2, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_op(g, "ds", b, &op, NULL, &ds, NULL), SL_OK);
-    cr_assert_eq(sl_graph_add_put(g, "write_low", ds, low, &c, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_low", ds, *low, &put, NULL), SL_OK);
     cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    if (low_put != NULL)
+        *low_put = put;
+    return g;
+}
+
+/* A put and a later get of the same array run in two phases; a cycle is refused. */
+Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
+{
+    sl_pool *pool = sl_test_pool(2);
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
+    sl_array *src = make_source(s, "src", 3, shape, chunk, NULL);
+    fill_source(src);
+    sl_array *mid = make_source(s, "mid", 3, shape, chunk, NULL);
+    sl_array *low;
+    sl_graph *g = copy_then_downsample(s, src, mid, &low, NULL);
     struct sl_error err = SL_ERROR_INIT;
     sl_plan *plan = sl_graph_prepare(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
@@ -292,7 +307,7 @@ Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
 {
     sl_pool *pool = sl_test_pool(2);
     sl_store *s = mem_store();
-    const uint64_t shape[] = {32, 32}, chunk[] = {8, 8}, half[] = {16, 16};
+    const uint64_t shape[] = {32, 32}, chunk[] = {8, 8};
     /* src's fill value is -1, so its chunk (0, 0) of zeros is stored, while
      * mid (fill value 0) elides it; src's chunk (1, 2) is corrupt. */
     struct sl_array_spec src_spec = SL_ARRAY_SPEC_DEFAULT;
@@ -312,29 +327,9 @@ Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
         SL_OK, "%s", err.text);
     cr_assert_eq(sl_store_set(s, "src/c/1/2", "garbage", 7, &err), SL_OK, "%s", err.text);
     sl_array *mid = make_source(s, "mid", 3, shape, chunk, NULL);
-    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
-    spec.rank = 2;
-    spec.dtype = SL_DTYPE_F32;
-    memcpy(spec.shape, half, sizeof(half));
-    memcpy(spec.chunk_shape, chunk, sizeof(chunk));
-    sl_array *low = sl_array_create(s, "low", &spec, NULL, NULL);
-    cr_assert_not_null(low);
-
-    sl_graph *g = sl_graph_create(NULL, NULL);
-    uint32_t a, b, ds, low_put;
-    cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
-    cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
-    cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
-    const struct sl_op_desc *d = sl_op_find("downsample");
-    struct sl_op_args args;
-    memset(&args, 0, sizeof(args));
-    cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),
-                 SL_OK);
-    struct sl_op op;
-    cr_assert_eq(sl_op_bind(&op, d, &args, SL_DTYPE_F32, 2, NULL), SL_OK);
-    cr_assert_eq(sl_graph_add_op(g, "ds", b, &op, NULL, &ds, NULL), SL_OK);
-    cr_assert_eq(sl_graph_add_put(g, "write_low", ds, low, &low_put, NULL), SL_OK);
-    cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    sl_array *low;
+    uint32_t low_put;
+    sl_graph *g = copy_then_downsample(s, src, mid, &low, &low_put);
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.missing_is_error = true;
     sl_plan *plan = sl_graph_prepare(g, &o, &err);
