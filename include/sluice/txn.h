@@ -204,7 +204,11 @@ SL_API SL_NODISCARD sl_status sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct
  */
 SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t);
 
-/** Abort when still open, release the array and free.  NULL is a no-op. */
+/**
+ * Abort when still open, release the array and free.  NULL is a no-op.
+ * Call it after every write returned; a write still running (a caller's
+ * error) is waited for first.
+ */
 SL_API void sl_txn_close(sl_txn *t);
 
 /**
