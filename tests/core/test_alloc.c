@@ -26,6 +26,28 @@ Test(core_alloc, default_allocator_honours_alignment)
     sl_free(NULL, NULL, 0);
 }
 
+/* Large blocks start on a huge-page boundary (so the kernel can back them
+ * with 2 MiB pages) whatever alignment was asked, and are whole. */
+Test(core_alloc, large_blocks_are_huge_page_aligned)
+{
+    size_t sizes[] = {(size_t)4 << 20, ((size_t)26 << 20) + 123, ((size_t)8 << 20) - 1};
+    size_t aligns[] = {0, 64, 4096, (size_t)2 << 20, (size_t)8 << 20};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        for (size_t j = 0; j < sizeof(aligns) / sizeof(aligns[0]); j++) {
+            uint8_t *p = sl_alloc(NULL, sizes[i], aligns[j]);
+            cr_assert_not_null(p, "size %zu align %zu", sizes[i], aligns[j]);
+            size_t want = aligns[j] > ((size_t)2 << 20) ? aligns[j] : (size_t)2 << 20;
+            cr_assert_eq((uintptr_t)p % want, 0, "size %zu align %zu", sizes[i], aligns[j]);
+            p[0] = 1;
+            p[sizes[i] - 1] = 2; /* the last byte is ours */
+            sl_free(NULL, p, sizes[i]);
+        }
+    /* Just below the threshold: the C library's own alignment. */
+    void *small = sl_alloc(NULL, ((size_t)4 << 20) - 1, 0);
+    cr_assert_not_null(small);
+    sl_free(NULL, small, ((size_t)4 << 20) - 1);
+}
+
 Test(core_alloc, zeroed_checks_overflow)
 {
     cr_assert_null(sl_alloc_zeroed(NULL, SIZE_MAX / 2, 4, 0));
