@@ -30,7 +30,7 @@ Test(core_alloc, default_allocator_honours_alignment)
  * with 2 MiB pages) whatever alignment was asked, and are whole. */
 Test(core_alloc, large_blocks_are_huge_page_aligned)
 {
-    size_t sizes[] = {(size_t)4 << 20, ((size_t)26 << 20) + 123, ((size_t)8 << 20) - 1};
+    size_t sizes[] = {(size_t)16 << 20, ((size_t)26 << 20) + 123, ((size_t)32 << 20) - 1};
     size_t aligns[] = {0, 64, 4096, (size_t)2 << 20, (size_t)8 << 20};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         for (size_t j = 0; j < sizeof(aligns) / sizeof(aligns[0]); j++) {
@@ -43,9 +43,9 @@ Test(core_alloc, large_blocks_are_huge_page_aligned)
             sl_free(NULL, p, sizes[i]);
         }
     /* Just below the threshold: the C library's own alignment. */
-    void *small = sl_alloc(NULL, ((size_t)4 << 20) - 1, 0);
+    void *small = sl_alloc(NULL, ((size_t)16 << 20) - 1, 0);
     cr_assert_not_null(small);
-    sl_free(NULL, small, ((size_t)4 << 20) - 1);
+    sl_free(NULL, small, ((size_t)16 << 20) - 1);
 }
 
 Test(core_alloc, zeroed_checks_overflow)
