@@ -25,7 +25,9 @@ sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
     while (cap < n)
         cap = cap > SIZE_MAX / 2 ? n : cap * 2;
     const struct sl_allocator *a = b->alloc.alloc != NULL ? &b->alloc : NULL;
-    uint8_t *p = sl_alloc(a, cap, 64);
+    /* Large buffers start on a page, so the filesystem store can hand
+     * them to the device directly (O_DIRECT). */
+    uint8_t *p = sl_alloc(a, cap, cap >= ((size_t)64 << 10) ? 4096 : 64);
     if (p == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "cannot allocate a buffer of %zu bytes", cap);
     if (b->size > 0)

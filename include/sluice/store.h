@@ -155,18 +155,26 @@ struct sl_fs_store_opts {
                                          unlink and mkdir, so a change survives a crash */
     bool create;                      /* make the root directory when it is missing */
     bool read_only;                   /* refuse set and delete with SL_EACCES */
+    bool direct_writes;               /* objects of 1 MiB or more whose bytes start on a
+                                         4096-byte boundary bypass the page cache (O_DIRECT;
+                                         the ordinary way where the file system refuses it) */
     const struct sl_io_table *io;     /* borrowed, must outlive the store; NULL: default */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
-#define SL_FS_STORE_OPTS_DEFAULT \
-    ((struct sl_fs_store_opts){  \
-        .durable = false, .create = true, .read_only = false, .io = NULL, .alloc = NULL})
+#define SL_FS_STORE_OPTS_DEFAULT                      \
+    ((struct sl_fs_store_opts){.durable = false,      \
+                               .create = true,        \
+                               .read_only = false,    \
+                               .direct_writes = true, \
+                               .io = NULL,            \
+                               .alloc = NULL})
 
 /**
  * Open a filesystem store rooted at directory `root`.  Keys map to paths
  * under it ("a/c/0" is `root`/a/c/0).  Each set writes a temporary file in
  * the target directory, writes it fully, fsyncs it and renames it over the
- * target, so readers see the old or the new object, never a mix.  Keys that
+ * target, so readers see the old or the new object, never a mix.  Large
+ * page-aligned objects bypass the page cache (`direct_writes`).  Keys that
  * could leave the root are refused (see sl_store_set), and so are keys that
  * resolve outside it through symbolic links.
  *
