@@ -753,6 +753,19 @@ exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_
     }
 }
 
+/* Whether put `i` of `plan` is the only put writing its array. */
+static bool
+put_is_sole_writer(const sl_plan *plan, uint32_t i)
+{
+    const struct sl__node *n = sl__graph_node(plan->graph, plan->puts[i].node);
+    for (uint32_t k = 0; k < plan->n_puts; k++) {
+        const struct sl__node *w = sl__graph_node(plan->graph, plan->puts[k].node);
+        if (k != i && w->kind == SL_NODE_PUT && sl__array_same(w->u.io.array, n->u.io.array))
+            return false;
+    }
+    return true;
+}
+
 /* A transaction per put, writing each shard once (see struct sl__exec_put). */
 static sl_status
 exec_open_txns(struct sl__exec *ex, struct sl_error *err)
@@ -776,6 +789,11 @@ exec_open_txns(struct sl__exec *ex, struct sl_error *err)
         /* Another process of a split run may be writing its own shards
          * here: only a run alone removes what killed writers left. */
         to.clean_leftovers = plan->opts.n_parts == 1;
+        /* Shards completed early are written by a writer thread where the
+         * store waits for a device, so pool workers go on encoding.  Safe
+         * while this put is the only writer of its array: gets of it run
+         * in a later phase, after commit waited for that thread. */
+        to.write_behind = put_is_sole_writer(plan, i) ? SL_TXN_WRITE_BEHIND_AUTO : 0;
         xp->txn = sl_txn_open(n->u.io.array, &to, err);
         if (xp->txn == NULL)
             return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;

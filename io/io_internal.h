@@ -44,6 +44,7 @@ struct sl__reader {
  * counts operations and names keys in errors. */
 struct sl__store_vtable {
     const char *kind;
+    bool sets_wait; /* a set waits for a device (fsync): worth a writer thread */
     sl_status (*reader_open)(sl_store *s, const char *key, struct sl__reader *rd,
                              struct sl_error *err);
     sl_status (*reader_read)(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,

@@ -65,6 +65,8 @@ sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
         return NULL;
     }
     struct sl_txn_opts o = opts != NULL ? *opts : SL_TXN_OPTS_DEFAULT;
+    if (o.write_behind == SL_TXN_WRITE_BEHIND_AUTO)
+        o.write_behind = a->store->vt->sets_wait ? 2 : 0;
     if (o.clean_leftovers && sl_txn_clean_leftovers(a, NULL, err) != SL_OK)
         return NULL;
     sl_txn *t = sl_alloc_zeroed(&a->alloc, 1, sizeof(*t), SL_CACHELINE);

@@ -53,6 +53,7 @@
 #ifndef SL_TXN_H
 #define SL_TXN_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,8 +101,16 @@ struct sl_txn_opts {
     unsigned write_behind;         /* units completed early that a writer thread
                                       may hold at once (0, the default: each is
                                       written before the write that completed it
-                                      returns); see the guarantees above */
+                                      returns); see the guarantees above;
+                                      SL_TXN_WRITE_BEHIND_AUTO: decided by the
+                                      store */
 };
+
+/* write_behind of 2 where the array's store waits for a device on every
+ * set (the filesystem store: its fsync), so that the wait overlaps
+ * encoding; 0 where it does not (the memory store), where a thread more
+ * would only compete for the cores. */
+#define SL_TXN_WRITE_BEHIND_AUTO UINT_MAX
 #define SL_TXN_OPTS_DEFAULT                        \
     ((struct sl_txn_opts){.flush_full = true,      \
                           .clean_leftovers = true, \

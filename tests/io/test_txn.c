@@ -44,6 +44,7 @@ struct counter {
     pthread_cond_t gate_cv;
     bool gate_closed;  /* sets wait */
     bool gate_waiting; /* a set is waiting */
+    pthread_t setter;  /* the thread of the last set of a shard */
 };
 
 /* Hold sets of shards at the gate while it is closed. */
@@ -92,7 +93,7 @@ count_ops(void *ctx, sl_store_op op, const char *key, size_t bytes)
     if (op == SL_STORE_OP_SET && c->fail_set[0] == (int)y && c->fail_set[1] == (int)x)
         return -ENOSPC;
     if (op == SL_STORE_OP_SET)
-        c->sets[y][x]++, c->n_sets++;
+        c->sets[y][x]++, c->n_sets++, c->setter = pthread_self();
     else if (op == SL_STORE_OP_GET)
         c->gets[y][x]++;
     else
@@ -733,6 +734,120 @@ Test(io_txn, the_writer_thread_writes_each_complete_shard_once_in_bounded_memory
     sl_txn_close(t);
     check_stored(&f);
     fixture_close(&f);
+}
+
+/* AUTO on a memory store: its sets do not wait for a device, so no writer
+ * thread; the write completing a shard stores it before returning. */
+Test(io_txn, write_behind_auto_writes_in_place_on_a_memory_store)
+{
+    struct fixture f;
+    fixture_open(&f, true, 3);
+    fixture_fill(&f, 44);
+    uint16_t v[N * N];
+    values_make(v, 45);
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.write_behind = SL_TXN_WRITE_BEHIND_AUTO;
+    sl_txn *t = sl_txn_open(f.a, &o, NULL);
+    for (uint64_t cy = 0; cy < 2; cy++)
+        for (uint64_t cx = 0; cx < 2; cx++)
+            txn_put_chunk(&f, t, cy, cx, v);
+    cr_assert_eq(f.c.n_sets, 1, "the complete shard is stored when its last write returns");
+    cr_assert(pthread_equal(f.c.setter, pthread_self()), "by the writing thread");
+    cr_assert_eq(sl_txn_wait_behind(t), false, "no writer thread");
+    cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
+    sl_txn_close(t);
+    check_stored(&f);
+    fixture_close(&f);
+}
+
+/* Renames of shard objects into place by the test's thread and by others
+ * (through an I/O table that is the default one but for rename). */
+static struct rename_threads {
+    const struct sl_io_table *inner;
+    pthread_mutex_t mu;
+    int n_self, n_other;
+    pthread_t self;
+} renames;
+
+static int
+rename_recorded(void *ctx, const char *from, const char *to)
+{
+    struct rename_threads *r = &renames;
+    const char *key = strstr(to, "/a/c/");
+    if (key != NULL) {
+        pthread_mutex_lock(&r->mu);
+        if (pthread_equal(pthread_self(), r->self))
+            r->n_self++;
+        else
+            r->n_other++;
+        pthread_mutex_unlock(&r->mu);
+    }
+    return r->inner->rename(ctx, from, to);
+}
+
+/* AUTO on a filesystem store: complete shards are renamed into place by
+ * the writer thread, the rest by commit on the calling thread; the array
+ * reads back whole. */
+Test(io_txn, write_behind_auto_uses_a_writer_thread_on_a_filesystem_store)
+{
+    renames = (struct rename_threads){.inner = sl_io_table_default(), .self = pthread_self()};
+    pthread_mutex_init(&renames.mu, NULL);
+    struct sl_io_table table = *renames.inner;
+    table.rename = rename_recorded;
+    const char *root = sl_test_tmpdir("txn-auto");
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.io = &table;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(root, &so, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_U16;
+    for (int d = 0; d < 2; d++) {
+        sp.shape[d] = N;
+        sp.chunk_shape[d] = 4;
+        sp.shard_shape[d] = 8;
+    }
+    sl_array *a = sl_array_create(s, "a", &sp, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    uint16_t v[N * N];
+    values_make(v, 46);
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.write_behind = SL_TXN_WRITE_BEHIND_AUTO;
+    sl_txn *t = sl_txn_open(a, &o, &err);
+    cr_assert_not_null(t, "%s", err.text);
+    /* Shard (0, 0) whole; one chunk of shard (1, 1). */
+    for (uint64_t cy = 0; cy < 2; cy++)
+        for (uint64_t cx = 0; cx < 2; cx++) {
+            uint16_t chunk[16];
+            chunk_of(v, cy, cx, chunk);
+            cr_assert_eq(
+                sl_txn_write_chunk(t, (uint64_t[]){cy, cx}, chunk, sizeof(chunk), NULL, &err),
+                SL_OK, "%s", err.text);
+        }
+    uint16_t last[16];
+    chunk_of(v, 2, 2, last);
+    cr_assert_eq(sl_txn_write_chunk(t, (uint64_t[]){2, 2}, last, sizeof(last), NULL, &err), SL_OK);
+    cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_OK, "%s", err.text);
+    sl_txn_close(t);
+    cr_assert_eq(renames.n_other, 1, "the complete shard by the writer thread");
+    cr_assert_eq(renames.n_self, 1, "the partial one by commit");
+    const uint64_t written[][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 2}};
+    uint16_t back[16];
+    for (size_t i = 0; i < sizeof(written) / sizeof(written[0]); i++) {
+        uint64_t cy = written[i][0], cx = written[i][1];
+        uint16_t want[16];
+        chunk_of(v, cy, cx, want);
+        cr_assert_eq(
+            sl_array_read_chunk(a, (uint64_t[]){cy, cx}, back, sizeof(back), NULL, NULL, &err),
+            SL_OK, "%s", err.text);
+        cr_assert_arr_eq(back, want, sizeof(want), "chunk (%llu, %llu)", (unsigned long long)cy,
+                         (unsigned long long)cx);
+    }
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_test_rmtree(root);
+    pthread_mutex_destroy(&renames.mu);
 }
 
 struct commit_call {

@@ -10,8 +10,10 @@
  *              last chunk is staged, its chunks encoded on the pool
  *   txn_loop_behind  the same with write_behind 2: complete shards are
  *              written by the transaction's writer thread
- *   txn_pool   the pool's workers write the chunks (a graph's put stage),
- *              each with its codec context
+ *   txn_pool   the pool's workers write the chunks, each with its codec
+ *              context, as a graph's put stage does: write_behind AUTO
+ *              (a writer thread on the filesystem, none in memory)
+ *   txn_pool_in_place  the same with write_behind 0
  *   naive      sl_array_write_chunk per chunk: read, merge and rewrite the
  *              shard every time (on the first NAIVE_SHARDS shards, beside
  *              txn_loop on the same shards)
@@ -191,7 +193,13 @@ array_create(sl_store *s)
     return a;
 }
 
-typedef enum way { WAY_TXN_LOOP, WAY_TXN_LOOP_BEHIND, WAY_TXN_POOL, WAY_NAIVE } way;
+typedef enum way {
+    WAY_TXN_LOOP,
+    WAY_TXN_LOOP_BEHIND,
+    WAY_TXN_POOL,
+    WAY_TXN_POOL_IN_PLACE,
+    WAY_NAIVE
+} way;
 
 /* A put stage: pool workers each write chunks with their own context. */
 struct put_stage {
@@ -226,7 +234,9 @@ write_once(sl_array *a, const struct plan *p, way w, const struct sl_parallel *p
     }
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
     o.par = par;
-    o.write_behind = w == WAY_TXN_LOOP_BEHIND ? 2 : 0;
+    o.write_behind = w == WAY_TXN_LOOP_BEHIND ? 2
+                     : w == WAY_TXN_POOL      ? SL_TXN_WRITE_BEHIND_AUTO
+                                              : 0;
     sl_txn *t = sl_txn_open(a, &o, &err);
     if (t == NULL)
         die("begin", &err);
@@ -365,6 +375,8 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     report(store, "txn_loop_behind", &behind, BYTES);
     struct result pool = run(dir, chunks, n_shards, WAY_TXN_POOL, reps, par, ctx);
     report(store, "txn_pool", &pool, BYTES);
+    struct result in_place = run(dir, chunks, n_shards, WAY_TXN_POOL_IN_PLACE, reps, par, ctx);
+    report(store, "txn_pool_in_place", &in_place, BYTES);
     double workers = sl_parallel_workers(par);
     char name[96];
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_x_workers", store);
@@ -373,6 +385,8 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     sl_bench_report(name, loop.seconds / behind.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_x_workers", store);
     sl_bench_report(name, z->one_s / workers / pool.seconds, "x");
+    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_in_place_vs_zstd_x_workers", store);
+    sl_bench_report(name, z->one_s / workers / in_place.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_on_pool", store);
     sl_bench_report(name, z->pool_s / loop.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_on_pool", store);
