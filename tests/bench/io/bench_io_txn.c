@@ -28,7 +28,7 @@
  * so that the transaction's time can be read against zstd's time plus the
  * store's (above 1: the two overlap).  Best of REPS.
  *
- *   bench_io_txn [REPS] [NAIVE_SHARDS]     (default 3 and 1)
+ *   bench_io_txn [REPS] [NAIVE_SHARDS]     (default 5 and 1)
  */
 #include <ftw.h>
 #include <stdatomic.h>
@@ -416,7 +416,7 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
 int
 main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 3;
+    int reps = argc > 1 ? atoi(argv[1]) : 5;
     size_t naive_shards = argc > 2 ? (size_t)atoi(argv[2]) : 1;
     if (reps < 1)
         reps = 1;
