@@ -766,6 +766,20 @@ put_is_sole_writer(const sl_plan *plan, uint32_t i)
     return true;
 }
 
+/* Whether a get of the graph reads the array put `i` of `plan` writes
+ * (in a later phase): then its shards are worth keeping in the cache. */
+static bool
+put_is_reread(const sl_plan *plan, uint32_t i)
+{
+    const sl_graph *g = plan->graph;
+    const struct sl__node *n = sl__graph_node(g, plan->puts[i].node);
+    for (uint32_t k = 0; k < g->n_nodes; k++)
+        if (g->nodes[k].kind == SL_NODE_GET &&
+            sl__array_same(g->nodes[k].u.io.array, n->u.io.array))
+            return true;
+    return false;
+}
+
 /* A transaction per put, writing each shard once (see struct sl__exec_put). */
 static sl_status
 exec_open_txns(struct sl__exec *ex, struct sl_error *err)
@@ -794,6 +808,9 @@ exec_open_txns(struct sl__exec *ex, struct sl_error *err)
          * while this put is the only writer of its array: gets of it run
          * in a later phase, after commit waited for that thread. */
         to.write_behind = put_is_sole_writer(plan, i) ? SL_TXN_WRITE_BEHIND_AUTO : 0;
+        /* The levels of a pyramid are read back for the next: the page
+         * cache saves reading them from the device. */
+        to.reread = put_is_reread(plan, i);
         xp->txn = sl_txn_open(n->u.io.array, &to, err);
         if (xp->txn == NULL)
             return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;

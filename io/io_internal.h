@@ -50,13 +50,22 @@ struct sl__store_vtable {
     sl_status (*reader_read)(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
                              struct sl_error *err);
     void (*reader_close)(struct sl__reader *rd);
-    sl_status (*set)(sl_store *s, const char *key, const void *data, size_t n,
+    sl_status (*set)(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
                      struct sl_error *err);
     sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);
     sl_status (*list)(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
                       struct sl_error *err);
     void (*destroy)(sl_store *s);
 };
+
+/* Flags of a set (struct sl__store_vtable.set, sl__store_set). */
+enum {
+    SL__SET_REREAD = 1u, /* read again soon: keep it in the cache (no direct write) */
+};
+
+/* sl_store_set with `flags`. */
+sl_status sl__store_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+                        struct sl_error *err);
 
 /* The part every store starts with. */
 struct sl_store {

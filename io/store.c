@@ -357,10 +357,17 @@ sl_store_size(sl_store *s, const char *key, uint64_t *bytes, struct sl_error *er
 sl_status
 sl_store_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error *err)
 {
+    return sl__store_set(s, key, data, n, 0, err);
+}
+
+sl_status
+sl__store_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+              struct sl_error *err)
+{
     if (s == NULL || (data == NULL && n > 0))
         return sl_error_set(err, SL_EINVAL, NULL, "store or data is missing");
     SL_TRY(sl__key_check(key, key != NULL ? strlen(key) : 0, err));
-    sl_status st = s->vt->set(s, key, data, n, err);
+    sl_status st = s->vt->set(s, key, data, n, flags, err);
     if (st != SL_OK) {
         error_name_key(err, key);
         return st;

@@ -12,7 +12,9 @@
  * page-cache copy: a sixth of the CPU time for the same fsynced result.
  * The whole blocks go through an O_DIRECT descriptor; the last partial
  * block is appended through an ordinary one, which is also the one
- * fsynced.  A file system that refuses O_DIRECT (EINVAL on open or on a
+ * fsynced.  Not for a set flagged SL__SET_REREAD (a transaction whose
+ * units a later stage reads): the page cache then saves the device read.
+ * A file system that refuses O_DIRECT (EINVAL on open or on a
  * write) gets the object written the ordinary way instead, and, after a
  * refused open, every later one too.
  *
@@ -480,11 +482,13 @@ fs_write_direct(struct fs_store *st, const char *tmp, const uint8_t *data, size_
 
 /* Fill the temporary file `tmp`: create, write, fsync, close. */
 static sl_status
-fs_write_tmp(struct fs_store *st, const char *tmp, const void *data, size_t n, struct sl_error *err)
+fs_write_tmp(struct fs_store *st, const char *tmp, const void *data, size_t n, unsigned flags,
+             struct sl_error *err)
 {
     size_t body = 0;
     int fd;
-    if (st->direct && n >= DIRECT_FROM && (uintptr_t)data % DIRECT_ALIGN == 0 &&
+    if (st->direct && (flags & SL__SET_REREAD) == 0 && n >= DIRECT_FROM &&
+        (uintptr_t)data % DIRECT_ALIGN == 0 &&
         !atomic_load_explicit(&st->direct_refused, memory_order_relaxed)) {
         bool refused;
         SL_TRY(fs_write_direct(st, tmp, data, n, &body, &refused, err));
@@ -512,7 +516,8 @@ fs_write_tmp(struct fs_store *st, const char *tmp, const void *data, size_t n, s
 }
 
 static sl_status
-fs_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error *err)
+fs_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+       struct sl_error *err)
 {
     struct fs_store *st = fs_of(s);
     if (st->read_only)
@@ -525,7 +530,7 @@ fs_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error
     int b = snprintf(path, PATH_MAX, "%s/%s", dir, base);
     if (a < 0 || a >= PATH_MAX || b < 0 || b >= PATH_MAX)
         return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", key);
-    sl_status status = fs_write_tmp(st, tmp, data, n, err);
+    sl_status status = fs_write_tmp(st, tmp, data, n, flags, err);
     if (status == SL_OK) {
         int rc = st->io->rename(st->io->ctx, tmp, path);
         if (rc < 0)

@@ -153,8 +153,10 @@ mem_reader_close(struct sl__reader *rd)
 }
 
 static sl_status
-mem_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error *err)
+mem_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+        struct sl_error *err)
 {
+    (void)flags; /* memory is its own cache */
     struct mem_store *ms = mem_of(s);
     SL_TRY(mem_hook(ms, SL_STORE_OP_SET, key, n, err));
     size_t key_len = strlen(key);

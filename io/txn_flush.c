@@ -189,6 +189,12 @@ inner_is_outside(const sl_array *a, const uint64_t *inner)
     return false;
 }
 
+static unsigned
+set_flags(const sl_txn *t)
+{
+    return t->opts.reread ? SL__SET_REREAD : 0;
+}
+
 /* Assemble shard `u` (stripe lock held) and write it, or delete it when
  * nothing is left.  The stored shard is read only when `u` is partial. */
 static sl_status
@@ -220,7 +226,7 @@ shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
     SL_TRY(sl__shard_builder_finish(&b, ctx, &empty, err));
     if (empty)
         return sl_store_delete(a->store, key, err);
-    return sl_store_set(a->store, key, out->data, out->size, err);
+    return sl__store_set(a->store, key, out->data, out->size, set_flags(t), err);
 }
 
 /* Write chunk unit `u` of an unsharded array (stripe lock held). */
@@ -246,7 +252,7 @@ chunk_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
     SL_TRY(chunk_view(t, c, ctx, &v, &empty, err));
     if (empty)
         return sl_store_delete(a->store, key, err);
-    return sl_store_set(a->store, key, v.data, v.size, err);
+    return sl__store_set(a->store, key, v.data, v.size, set_flags(t), err);
 }
 
 /* Write unit `u` once under its stripe lock and take it out of the

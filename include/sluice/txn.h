@@ -104,6 +104,11 @@ struct sl_txn_opts {
                                       returns); see the guarantees above;
                                       SL_TXN_WRITE_BEHIND_AUTO: decided by the
                                       store */
+    bool reread;                   /* the units will be read again soon (a later
+                                      stage reads the array): the store keeps them
+                                      in its cache; the filesystem store then
+                                      writes through the page cache, not directly
+                                      (default false) */
 };
 
 /* write_behind of 2 where the array's store waits for a device on every
@@ -117,7 +122,8 @@ struct sl_txn_opts {
                           .par = NULL,             \
                           .on_unit = NULL,         \
                           .on_unit_arg = NULL,     \
-                          .write_behind = 0})
+                          .write_behind = 0,       \
+                          .reread = false})
 
 /* What a transaction did so far. */
 struct sl_txn_stats {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_io.h"
 #include "graph_test_util.h"
 #include "testutil.h"
 
@@ -252,6 +253,81 @@ copy_then_downsample(sl_store *s, sl_array *src, sl_array *mid, sl_array **low, 
     if (low_put != NULL)
         *low_put = put;
     return g;
+}
+
+/* An uncompressed float32 [512, 1024] array in shards of [512, 512]: 1 MiB
+ * objects, large enough for the filesystem store's direct writes. */
+static sl_array *
+make_big_sharded(sl_store *s, const char *path)
+{
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.rank = 2;
+    spec.dtype = SL_DTYPE_F32;
+    spec.codec.compressor = SL_COMPRESSOR_NONE;
+    spec.shape[0] = 512, spec.shape[1] = 1024;
+    spec.chunk_shape[0] = spec.chunk_shape[1] = 128;
+    spec.shard_shape[0] = spec.shard_shape[1] = 512;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_create(s, path, &spec, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    return a;
+}
+
+/* A put whose array a later get reads writes through the page cache (the
+ * get would otherwise read it back from the device); the last put writes
+ * its shards directly.  Counted through the I/O table's O_DIRECT opens. */
+Test(graph_io_nodes, arrays_read_back_later_are_written_through_the_page_cache)
+{
+    struct sl_fault_io fio;
+    sl_fault_io_init(&fio);
+    const char *root = sl_test_tmpdir("graph-reread");
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.io = &fio.table;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *fs = sl_store_open_fs(root, &so, &err);
+    cr_assert_not_null(fs, "%s", err.text);
+    sl_store *m = mem_store();
+    const uint64_t shape[] = {512, 1024}, chunk[] = {128, 128};
+    sl_array *src = make_source(m, "src", 3, shape, chunk, NULL);
+    fill_source(src);
+    sl_array *mid = make_big_sharded(fs, "mid"), *out = make_big_sharded(fs, "out");
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t a, b;
+    cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_out", b, out, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    sl_pool *pool = sl_test_pool(2);
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(
+        sl_fault_io_renames_to(&fio, "/mid/c/0/0") + sl_fault_io_renames_to(&fio, "/mid/c/0/1"), 2);
+    cr_assert_eq(
+        sl_fault_io_renames_to(&fio, "/out/c/0/0") + sl_fault_io_renames_to(&fio, "/out/c/0/1"), 2);
+    cr_assert_eq(atomic_load(&fio.n_direct_opens), 2,
+                 "out's 2 shards directly, none of mid's: %llu",
+                 (unsigned long long)atomic_load(&fio.n_direct_opens));
+    size_t n = (size_t)512 * 1024;
+    float *back = malloc(n * sizeof(float));
+    struct sl_region all = sl_region_whole(2, shape);
+    cr_assert_eq(sl_array_read_region(out, &all, back, n * sizeof(float), NULL, NULL, &err), SL_OK,
+                 "%s", err.text);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(back[i], 0.5f * (float)i, "element %zu", i);
+    free(back);
+    sl_plan_destroy(plan);
+    sl_graph_unref(g);
+    sl_pool_destroy(pool);
+    sl_array_unref(src);
+    sl_array_unref(mid);
+    sl_array_unref(out);
+    sl_store_unref(m);
+    sl_store_unref(fs);
+    sl_fault_io_fini(&fio);
+    sl_test_rmtree(root);
 }
 
 /* A put and a later get of the same array run in two phases; a cycle is refused. */

@@ -59,6 +59,8 @@ fault_open(void *ctx, const char *path, int flags, unsigned mode)
     bool writes = (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0;
     if (writes && fault_mutating(f, SL_FAULT_OPEN) == MUT_FAIL)
         return -f->mut_errno;
+    if ((flags & O_DIRECT) != 0)
+        atomic_fetch_add(&f->n_direct_opens, 1);
     return f->inner->open(f->inner->ctx, path, flags, mode);
 }
 
@@ -245,6 +247,7 @@ sl_fault_io_reset(struct sl_fault_io *f)
 {
     for (int i = 0; i < SL_FAULT_OP_COUNT_; i++)
         atomic_store(&f->calls[i], 0);
+    atomic_store(&f->n_direct_opens, 0);
     f->fail_op = -1;
     f->fail_at = 0;
     f->fail_sticky = false;

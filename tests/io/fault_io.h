@@ -51,6 +51,7 @@ struct sl_fault_io {
     struct sl_io_table table;                      /* give &table to the store */
     const struct sl_io_table *inner;               /* the table doing the real work */
     _Atomic uint64_t calls[SL_FAULT_OP_COUNT_];    /* calls made, by operation */
+    _Atomic uint64_t n_direct_opens;               /* opens asking for O_DIRECT */
     int fail_op;                                   /* operation to fail, or -1 */
     uint64_t fail_at;                              /* 1-based call number of fail_op to fail */
     int fail_errno;                                /* errno the failing call reports */

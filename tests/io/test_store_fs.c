@@ -19,6 +19,7 @@
 #include <sluice.h>
 
 #include "fault_io.h"
+#include "io_internal.h"
 #include "testutil.h"
 
 static char root[4096];
@@ -527,6 +528,26 @@ Test(io_store_fs, small_unaligned_or_opted_out_objects_are_written_the_ordinary_
     cr_assert_eq(sl_store_set(s, "c", data, big, NULL), SL_OK);
     cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_OPEN), 1, "direct_writes off");
     expect_bytes(s, "c", data, big);
+    sl_store_unref(s);
+    free(block);
+}
+
+/* A set flagged as read again soon (a transaction whose array a later
+ * stage reads) goes through the page cache even when it could go direct. */
+Test(io_store_fs, objects_to_be_reread_go_through_the_page_cache)
+{
+    size_t n = ((size_t)2 << 20) + 100;
+    uint8_t *block, *data = pattern(n, 0, &block);
+    sl_store *s = open_store(false);
+    sl_fault_io_reset(&fio);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl__store_set(s, "rr/a", data, n, SL__SET_REREAD, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_OPEN), 1, "no O_DIRECT descriptor");
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/rr/a", root);
+    size_t n_pages, in = resident_pages(path, &n_pages);
+    cr_assert_gt(in, n_pages / 2, "%zu of %zu pages cached", in, n_pages);
+    expect_bytes(s, "rr/a", data, n);
     sl_store_unref(s);
     free(block);
 }

@@ -850,6 +850,72 @@ Test(io_txn, write_behind_auto_uses_a_writer_thread_on_a_filesystem_store)
     pthread_mutex_destroy(&renames.mu);
 }
 
+/* Shards of 1 MiB and more on a filesystem store: written directly, or
+ * through the page cache with `reread`; one or two opens per shard,
+ * counted through the I/O table. */
+static void
+check_shard_opens(bool reread, uint64_t want_opens)
+{
+    struct sl_fault_io fio;
+    sl_fault_io_init(&fio);
+    const char *root = sl_test_tmpdir("txn-reread");
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.io = &fio.table;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(root, &so, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    /* Two shards of 1024 x 512 uint16 (1 MiB), no compression. */
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_U16;
+    sp.codec.compressor = SL_COMPRESSOR_NONE;
+    sp.shape[0] = 1024, sp.shape[1] = 1024;
+    sp.chunk_shape[0] = 256, sp.chunk_shape[1] = 256;
+    sp.shard_shape[0] = 1024, sp.shard_shape[1] = 512;
+    sl_array *a = sl_array_create(s, "a", &sp, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.reread = reread;
+    sl_txn *t = sl_txn_open(a, &o, &err);
+    cr_assert_not_null(t, "%s", err.text);
+    uint16_t *chunk = malloc((size_t)256 * 256 * 2);
+    sl_fault_io_reset(&fio);
+    for (uint64_t cy = 0; cy < 4; cy++)
+        for (uint64_t cx = 0; cx < 4; cx++) {
+            for (size_t i = 0; i < (size_t)256 * 256; i++)
+                chunk[i] = (uint16_t)(i * 7 + cy * 1000 + cx);
+            cr_assert_eq(sl_txn_write_chunk(t, (uint64_t[]){cy, cx}, chunk, (size_t)256 * 256 * 2,
+                                            NULL, &err),
+                         SL_OK, "%s", err.text);
+        }
+    cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_OK, "%s", err.text);
+    sl_txn_close(t);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_OPEN), want_opens, "reread %d: %llu opens",
+                 reread, (unsigned long long)sl_fault_io_calls(&fio, SL_FAULT_OPEN));
+    cr_assert_eq(atomic_load(&fio.n_direct_opens), reread ? 0 : 2);
+    cr_assert_eq(
+        sl_fault_io_renames_to(&fio, "/a/c/0/0") + sl_fault_io_renames_to(&fio, "/a/c/0/1"), 2);
+    for (uint64_t cy = 0; cy < 4; cy++)
+        for (uint64_t cx = 0; cx < 4; cx++) {
+            cr_assert_eq(sl_array_read_chunk(a, (uint64_t[]){cy, cx}, chunk, (size_t)256 * 256 * 2,
+                                             NULL, NULL, &err),
+                         SL_OK, "%s", err.text);
+            for (size_t i = 0; i < (size_t)256 * 256; i++)
+                cr_assert_eq(chunk[i], (uint16_t)(i * 7 + cy * 1000 + cx));
+        }
+    free(chunk);
+    sl_array_unref(a);
+    sl_store_unref(s);
+    sl_fault_io_fini(&fio);
+    sl_test_rmtree(root);
+}
+
+Test(io_txn, large_shards_are_written_directly_unless_reread)
+{
+    check_shard_opens(false, 4);
+    check_shard_opens(true, 2);
+}
+
 struct commit_call {
     sl_txn *t;
     sl_status st;
