@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests of allocators, the serial parallel-for and the version. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <sluice.h>
 
@@ -41,6 +43,13 @@ Test(core_alloc, large_blocks_are_huge_page_aligned)
             p[0] = 1;
             p[sizes[i] - 1] = 2; /* the last byte is ours */
             sl_free(NULL, p, sizes[i]);
+            /* A mapping of its own, given back whole: not kept in the C
+             * library's heap, where small blocks would reuse it. */
+            unsigned char vec;
+            errno = 0;
+            cr_assert_eq(mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, &vec), -1,
+                         "size %zu align %zu: still mapped after the free", sizes[i], aligns[j]);
+            cr_assert_eq(errno, ENOMEM);
         }
     /* Just below the threshold: the C library's own alignment. */
     void *small = sl_alloc(NULL, ((size_t)16 << 20) - 1, 0);
