@@ -744,8 +744,11 @@ exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_
         changed += sl__plan_fail_chunk(ex->plan, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
                                        status, text);
     while (sl_array_iter_next(&it));
+    /* Not sl__exec_count: besides workers and the driver, the writer
+     * threads of transactions (several at once) report here. */
     int w = sl_pool_worker_index(ex->pool);
-    sl__exec_count(&ex->workers[w >= 0 ? (unsigned)w : ex->n_workers].chunks_failed, changed);
+    atomic_fetch_add_explicit(&ex->workers[w >= 0 ? (unsigned)w : ex->n_workers].chunks_failed,
+                              changed, memory_order_relaxed);
     if (status != SL_ECANCELED) {
         struct sl_error e = SL_ERROR_INIT;
         sl_error_set(&e, status, NULL, "%s", text);

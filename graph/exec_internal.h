@@ -126,7 +126,7 @@ struct sl__exec_worker {
     /* Counters with one writer (this worker) that the driver sums for
      * progress: relaxed load-and-store, no locked add, no shared line. */
     _Atomic uint64_t chunks_done;   /* output chunks of puts finished */
-    _Atomic uint64_t chunks_failed; /* ... of which not ok */
+    _Atomic uint64_t chunks_failed; /* ... of which not ok (always atomic adds) */
     _Atomic uint64_t bytes_done;    /* decoded bytes of finished output chunks */
     _Atomic uint64_t n_tasks;       /* tasks run */
     char pad[SL_CACHELINE];         /* keep the next worker's fields away */
