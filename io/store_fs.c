@@ -16,7 +16,8 @@
  * units a later stage reads): the page cache then saves the device read.
  * A file system that refuses O_DIRECT (EINVAL on open or on a
  * write) gets the object written the ordinary way instead, and, after a
- * refused open, every later one too.
+ * refused open or a refused first write, every later one too (one
+ * refused after some blocks went through only rewrites that object).
  *
  * DESIGN: keys reach this file already checked lexically (store.c), so the
  * only way out of the root is a symbolic link.  Before a read, the object's
@@ -444,9 +445,11 @@ fs_write_direct(struct fs_store *st, const char *tmp, const uint8_t *data, size_
     SL_TRY(fs_create(st, tmp, O_DIRECT, &fd, err));
     if (fd == -EINVAL) {
         /* Some file systems make the file before refusing the flag. */
-        st->io->unlink(st->io->ctx, tmp);
         atomic_store_explicit(&st->direct_refused, true, memory_order_relaxed);
         *refused = true;
+        int rc = st->io->unlink(st->io->ctx, tmp);
+        if (rc < 0 && rc != -ENOENT)
+            return fs_errno(err, rc, "cannot remove, after O_DIRECT was refused,", tmp);
         return SL_OK;
     }
     sl_status status = SL_OK;
@@ -456,8 +459,11 @@ fs_write_direct(struct fs_store *st, const char *tmp, const uint8_t *data, size_
         if (r == -EINTR)
             continue;
         if (r == -EINVAL) {
-            /* Alignment this device will not take, or a short write that
-             * left the rest unaligned: start again the ordinary way. */
+            /* Alignment this device will not take (then every object
+             * would meet it: stop asking), or a short write that left the
+             * rest unaligned: start again the ordinary way. */
+            if (done == 0)
+                atomic_store_explicit(&st->direct_refused, true, memory_order_relaxed);
             *refused = true;
             break;
         }
@@ -475,8 +481,11 @@ fs_write_direct(struct fs_store *st, const char *tmp, const uint8_t *data, size_
     int rc = st->io->close(st->io->ctx, fd);
     if (rc < 0 && status == SL_OK && !*refused)
         status = fs_errno(err, rc, "cannot close", tmp);
-    if (*refused)
-        st->io->unlink(st->io->ctx, tmp);
+    if (*refused && status == SL_OK) {
+        rc = st->io->unlink(st->io->ctx, tmp);
+        if (rc < 0 && rc != -ENOENT)
+            status = fs_errno(err, rc, "cannot remove, after a direct write was refused,", tmp);
+    }
     return status;
 }
 

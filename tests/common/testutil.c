@@ -4,6 +4,7 @@
  */
 #include "testutil.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -72,6 +73,18 @@ void
 sl_test_rmtree(const char *path)
 {
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+bool
+sl_test_takes_direct(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/.sluice-direct-probe", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0600);
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    return fd >= 0;
 }
 
 const char *

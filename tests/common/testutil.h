@@ -39,6 +39,11 @@ const char *sl_test_tmpdir_ram(const char *tag);
 /* Remove a directory tree (best effort). */
 void sl_test_rmtree(const char *path);
 
+/* Whether the file system holding directory `dir` lets a file be opened
+ * with O_DIRECT (ramfs, tmpfs before Linux 6.6 and some FUSE ones do not;
+ * the filesystem store then writes the ordinary way). */
+bool sl_test_takes_direct(const char *dir);
+
 /* The shared fixtures folder ($SL_FIXTURES_DIR), or NULL when absent. */
 const char *sl_test_fixtures_dir(void);
 
