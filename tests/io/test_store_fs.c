@@ -226,12 +226,14 @@ Test(io_store_fs, every_call_goes_through_the_table)
 }
 
 /* Whether failing call `k` of `op` during a set comes after its rename
- * (the directory's open and fsync of a durable store): the object is then
- * new although the set failed.  `opens` is how many opens come before. */
+ * (the directory's open, fsync and close of a durable store): the object
+ * is then new although the set failed.  `files` is how many descriptors
+ * the set opens and closes for the file itself, all before the rename. */
 static bool
-fails_after_rename(int op, uint64_t k, uint64_t opens)
+fails_after_rename(int op, uint64_t k, uint64_t files)
 {
-    return (op == SL_FAULT_OPEN && k > opens) || (op == SL_FAULT_FSYNC && k > 1);
+    return ((op == SL_FAULT_OPEN || op == SL_FAULT_CLOSE) && k > files) ||
+           (op == SL_FAULT_FSYNC && k > 1);
 }
 
 /* Fail the k-th call of every operation in turn during a set that replaces
@@ -256,6 +258,10 @@ Test(io_store_fs, fault_sweep_leaves_old_or_new_never_a_mix)
             cr_assert(is_new || is_old, "%s #%llu: a mix", sl_fault_op_name((sl_fault_op)op),
                       (unsigned long long)k);
             bool after = fails_after_rename(op, k, 1);
+            /* Every call before the rename matters: its failure fails the set. */
+            if (hit && !after)
+                cr_assert_neq(st, SL_OK, "%s #%llu failed, yet the set reported success",
+                              sl_fault_op_name((sl_fault_op)op), (unsigned long long)k);
             if (st == SL_OK && !after)
                 cr_assert(is_new);
             if (st != SL_OK && !after)
@@ -634,6 +640,9 @@ Test(io_store_fs, direct_write_fault_sweep_leaves_old_or_new_never_a_mix)
             /* The O_DIRECT create and the reopen for the tail come
              * before the rename; the directory's open and fsync after. */
             bool after = fails_after_rename(op, k, 2);
+            if (hit && !after)
+                cr_assert_neq(st, SL_OK, "%s #%llu failed, yet the set reported success", name,
+                              (unsigned long long)k);
             if (st == SL_OK && !after)
                 cr_assert(is_new, "%s #%llu: ok but old", name, (unsigned long long)k);
             if (st != SL_OK && !after) {
