@@ -732,6 +732,7 @@ struct sl__txn_unit {
     struct sl__txn_chunk **slots;     /* n_per_unit entries; NULL where nothing is staged */
     bool written;                     /* flush: its write was attempted */
     struct sl__txn_unit *behind_next; /* the writer thread's queue */
+    uint64_t behind_bytes;            /* its encodings, counted as staged while handed over */
     sl_status status;                 /* flush: the outcome */
     struct sl_error err;              /* flush: what failed */
 };
@@ -786,6 +787,9 @@ struct sl_txn {
     cpu_set_t behind_cpus; /* where the thread may run: where the opener could */
     pthread_t behind_thread;
 };
+
+/* Count `n` bytes more staged (keeping the peak), or fewer (negated). */
+void sl__txn_staged_add(sl_txn *t, uint64_t n);
 
 /* The stripe of unit `index`. */
 struct sl__txn_stripe *sl__txn_stripe_of(sl_txn *t, uint64_t index);

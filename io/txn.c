@@ -199,6 +199,7 @@ sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early)
                         u->status == SL_OK ? NULL : &u->err);
     for (uint64_t k = 0; k < t->n_per_unit; k++)
         sl__txn_chunk_release(t, u->slots[k]);
+    atomic_fetch_sub_explicit(&t->staged_bytes, u->behind_bytes, memory_order_relaxed);
     sl_free(&t->alloc, u->slots, t->n_per_unit * sizeof(*u->slots));
     sl_free(&t->alloc, u, sizeof(*u));
 }
@@ -212,8 +213,19 @@ flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
 {
     if (t->opts.write_behind > 0) {
         sl__txn_encode_units(t, &u, 1, ctx);
+        /* The encodings wait with the unit: they count as staged, so a
+         * caller's memory budget (a graph's) sees them. */
+        uint64_t enc = 0;
+        for (uint64_t k = 0; k < t->n_per_unit; k++) {
+            const struct sl__txn_chunk *c = u->slots[k];
+            enc += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
+        }
+        u->behind_bytes = enc;
+        sl__txn_staged_add(t, enc);
         if (sl__txn_behind_take(t, u))
             return;
+        sl__txn_staged_add(t, (uint64_t)0 - enc);
+        u->behind_bytes = 0;
     }
     sl__txn_flush(t, &u, 1, ctx, true);
 }

@@ -50,9 +50,8 @@ chunk_get(sl_txn *t, struct sl_error *err)
     return c;
 }
 
-/* Count `n` bytes more (or fewer) staged, keeping the peak. */
-static void
-staged_add(sl_txn *t, uint64_t n)
+void
+sl__txn_staged_add(sl_txn *t, uint64_t n)
 {
     /* Relaxed: statistics; nothing is published through them. */
     uint64_t now = atomic_fetch_add_explicit(&t->staged_bytes, n, memory_order_relaxed) + n;
@@ -322,7 +321,7 @@ sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, struct s
     if (chunk_extent(a, coords, &r, extent))
         sl__fill_outside(c->data, a->meta.rank, a->layout.shape, extent, a->meta.fill,
                          a->elem_bytes);
-    staged_add(t, chunk_staged_bytes(t, c));
+    sl__txn_staged_add(t, chunk_staged_bytes(t, c));
     return stage_whole(t, coords, c, flush, err);
 }
 
@@ -344,7 +343,7 @@ stage_whole_box(sl_txn *t, const uint64_t *coords, const struct sl_region *r, co
         in_src[d] = r->start[d] - src_origin[d];
     sl__box_copy(c->data, a->layout.shape, zero, src, src_dims, in_src, extent, a->meta.rank,
                  a->elem_bytes);
-    staged_add(t, chunk_staged_bytes(t, c));
+    sl__txn_staged_add(t, chunk_staged_bytes(t, c));
     return stage_whole(t, coords, c, flush, err);
 }
 
@@ -496,7 +495,7 @@ sl__txn_stage_part(sl_txn *t, const uint64_t *coords, const struct sl_region *bo
     struct sl__txn_chunk *spare = chunk_get_partial(t, err);
     if (spare == NULL)
         return SL_ENOMEM;
-    staged_add(t, chunk_staged_bytes(t, spare));
+    sl__txn_staged_add(t, chunk_staged_bytes(t, spare));
     uint64_t unit[SL_MAX_RANK], index, k;
     sl__txn_unit_of(t, coords, unit, &index, &k);
     struct sl__txn_stripe *s = sl__txn_stripe_of(t, index);

@@ -40,8 +40,8 @@
  *   and written by the transaction's writer thread while writes go on,
  *   so the store's writes and fsyncs overlap the encoding of the next
  *   units; at most `write_behind` units wait for or are in that thread's
- *   hands (they stay staged, and count in sl_txn_staged_bytes, until
- *   written; their encodings are not counted).  Commit and abort first
+ *   hands (they stay staged, and count in sl_txn_staged_bytes with
+ *   their encodings, until written).  Commit and abort first
  *   wait for them.  Each unit is still written once, atomically, and
  *   reported to `on_unit`.  But such a unit is not yet stored when the
  *   write that completed it returns: a write of the same unit from
