@@ -9,7 +9,6 @@
 #define SL_IO_INTERNAL_H
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -779,12 +778,10 @@ struct sl_txn {
     pthread_cond_t behind_cv;         /* broadcast when any of them changes */
     struct sl__txn_unit *behind_head; /* units to write, oldest first */
     struct sl__txn_unit *behind_tail;
-    unsigned behind_n;     /* units queued or being written */
-    bool behind_running;   /* the thread was started */
-    bool behind_failed;    /* it could not be: write in place */
-    bool behind_stop;      /* close: exit once the queue is empty */
-    bool behind_cpus_ok;   /* behind_cpus holds the opener's CPUs */
-    cpu_set_t behind_cpus; /* where the thread may run: where the opener could */
+    unsigned behind_n;   /* units queued or being written */
+    bool behind_running; /* the thread was started */
+    bool behind_failed;  /* it could not be: write in place */
+    bool behind_stop;    /* close: exit once the queue is empty */
     pthread_t behind_thread;
 };
 

@@ -90,11 +90,6 @@ sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
     }
     pthread_mutex_init(&t->behind_mu, NULL);
     pthread_cond_init(&t->behind_cv, NULL);
-    /* The writer thread starts later, often on a pool worker pinned to
-     * one core; it is to run where the opener could instead. */
-    if (o.write_behind > 0)
-        t->behind_cpus_ok =
-            pthread_getaffinity_np(pthread_self(), sizeof(t->behind_cpus), &t->behind_cpus) == 0;
     return t;
 }
 

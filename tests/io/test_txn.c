@@ -45,7 +45,6 @@ struct counter {
     bool gate_closed;  /* sets wait */
     bool gate_waiting; /* a set is waiting */
     pthread_t setter;  /* the thread of the last set of a shard */
-    int setter_cpus;   /* how many CPUs that thread may run on */
 };
 
 /* Hold sets of shards at the gate while it is closed. */
@@ -93,13 +92,9 @@ count_ops(void *ctx, sl_store_op op, const char *key, size_t bytes)
         gate_pass(c);
     if (op == SL_STORE_OP_SET && c->fail_set[0] == (int)y && c->fail_set[1] == (int)x)
         return -ENOSPC;
-    if (op == SL_STORE_OP_SET) {
-        cpu_set_t cpus;
+    if (op == SL_STORE_OP_SET)
         c->sets[y][x]++, c->n_sets++, c->setter = pthread_self();
-        c->setter_cpus = pthread_getaffinity_np(pthread_self(), sizeof(cpus), &cpus) == 0
-                             ? CPU_COUNT(&cpus)
-                             : -1;
-    } else if (op == SL_STORE_OP_GET)
+    else if (op == SL_STORE_OP_GET)
         c->gets[y][x]++;
     else
         c->deletes[y][x]++;
@@ -760,61 +755,6 @@ Test(io_txn, write_behind_auto_writes_in_place_on_a_memory_store)
     cr_assert_eq(f.c.n_sets, 1, "the complete shard is stored when its last write returns");
     cr_assert(pthread_equal(f.c.setter, pthread_self()), "by the writing thread");
     cr_assert_eq(sl_txn_wait_behind(t), false, "no writer thread");
-    cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
-    sl_txn_close(t);
-    check_stored(&f);
-    fixture_close(&f);
-}
-
-/* A writer pinned to one CPU completes the shard: the writer thread it
- * starts may still run on every CPU the transaction's opener could. */
-struct pinned_writer {
-    struct fixture *f;
-    sl_txn *t;
-    const uint16_t *v;
-    int cpu;
-};
-
-static void *
-pinned_writer_main(void *arg)
-{
-    struct pinned_writer *pw = arg;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(pw->cpu, &one);
-    cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
-    for (uint64_t cy = 0; cy < 2; cy++)
-        for (uint64_t cx = 0; cx < 2; cx++)
-            txn_put_chunk(pw->f, pw->t, cy, cx, pw->v);
-    return NULL;
-}
-
-Test(io_txn, the_writer_thread_runs_where_the_opener_could_not_where_the_handing_worker_is_pinned)
-{
-    cpu_set_t mine;
-    cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine), 0);
-    if (CPU_COUNT(&mine) < 2)
-        cr_skip_test("one CPU available: nothing to tell apart");
-    int first = 0;
-    while (!CPU_ISSET(first, &mine))
-        first++;
-    struct fixture f;
-    fixture_open(&f, true, 3);
-    fixture_fill(&f, 47);
-    uint16_t v[N * N];
-    values_make(v, 48);
-    sl_txn *t =
-        sl_txn_open(f.a, &(struct sl_txn_opts){.flush_full = true, .write_behind = 1}, NULL);
-    struct pinned_writer pw = {&f, t, v, first};
-    pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, pinned_writer_main, &pw), 0);
-    pthread_join(th, NULL);
-    (void)sl_txn_wait_behind(t);
-    cr_assert_eq(f.c.n_sets, 1);
-    cr_assert(!pthread_equal(f.c.setter, pthread_self()) && !pthread_equal(f.c.setter, th),
-              "the shard was stored by the writer thread");
-    cr_assert_eq(f.c.setter_cpus, CPU_COUNT(&mine), "the writer thread may use %d CPUs, not %d",
-                 f.c.setter_cpus, CPU_COUNT(&mine));
     cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
     sl_txn_close(t);
     check_stored(&f);
