@@ -732,6 +732,9 @@ struct sl__txn_unit {
     bool written;                     /* flush: its write was attempted */
     struct sl__txn_unit *behind_next; /* the writer thread's queue */
     uint64_t behind_bytes;            /* its encodings, counted as staged while handed over */
+    bool assembled;                   /* `bytes` holds the shard, built before the hand-over */
+    bool assembled_empty;             /* ... which has no chunk left: delete it */
+    struct sl_buf bytes;              /* that shard (the unit's allocator) */
     sl_status status;                 /* flush: the outcome */
     struct sl_error err;              /* flush: what failed */
 };
@@ -784,6 +787,13 @@ struct sl_txn {
     bool behind_stop;    /* close: exit once the queue is empty */
     pthread_t behind_thread;
 };
+
+/* Assemble complete shard `u`, whose chunks are encoded, into u->bytes
+ * with `ctx` (no lock needed: the unit is flushing); the writer thread
+ * then only writes it.  False (nothing kept) when `u` is not a complete
+ * shard, `ctx` is NULL, or assembling failed (the writer retries and
+ * reports). */
+bool sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx);
 
 /* Count `n` bytes more staged (keeping the peak), or fewer (negated). */
 void sl__txn_staged_add(sl_txn *t, uint64_t n);

@@ -195,6 +195,7 @@ sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early)
     for (uint64_t k = 0; k < t->n_per_unit; k++)
         sl__txn_chunk_release(t, u->slots[k]);
     atomic_fetch_sub_explicit(&t->staged_bytes, u->behind_bytes, memory_order_relaxed);
+    sl_buf_fini(&u->bytes);
     sl_free(&t->alloc, u->slots, t->n_per_unit * sizeof(*u->slots));
     sl_free(&t->alloc, u, sizeof(*u));
 }
@@ -215,6 +216,10 @@ flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
             const struct sl__txn_chunk *c = u->slots[k];
             enc += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
         }
+        /* Assembled here too, on this worker's core, so that the writer
+         * thread's time goes to the device alone. */
+        if (sl__txn_assemble_early(t, u, ctx))
+            enc += u->bytes.capacity;
         u->behind_bytes = enc;
         sl__txn_staged_add(t, enc);
         if (sl__txn_behind_take(t, u))

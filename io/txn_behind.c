@@ -11,12 +11,15 @@
  * run on every CPU the opener may use was measured slower (bench io_txn,
  * pool on disk: 0.168-0.184 s against 0.158-0.161 s).  Its queue: a
  * FIFO of at most opts.write_behind units (queued or being written)
- * under one lock, with one condition variable broadcast at every change.  A handed-over unit is flushing and
- * stays in the staging table until written (txn_flush.c), so readers and
- * writers of it behave as with a write in place.  The thread never uses
- * opts.par and takes no lock that a waiting writer holds (it waits with
- * none), so a pool worker may wait for room.  Commit and abort drain the
- * queue before they touch the table; close stops and joins the thread.
+ * under one lock, with one condition variable broadcast at every change.
+ * A handed-over unit is flushing and stays in the staging table until
+ * written (txn_flush.c), so readers and writers of it behave as with a
+ * write in place; when the write handing it over had a codec context, it
+ * also assembled the shard, and this thread only stores it.  The thread
+ * never uses opts.par and takes no lock that a waiting writer holds (it
+ * waits with none), so a pool worker may wait for room.  Commit and abort
+ * drain the queue before they touch the table; close stops and joins the
+ * thread.
  */
 #include "io_internal.h"
 

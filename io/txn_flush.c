@@ -195,19 +195,16 @@ set_flags(const sl_txn *t)
     return t->opts.reread ? SL__SET_REREAD : 0;
 }
 
-/* Assemble shard `u` (stripe lock held) and write it, or delete it when
- * nothing is left.  The stored shard is read only when `u` is partial. */
+/* Assemble shard `u` into `out`: its staged chunks over `old` (the
+ * stored shard's, when `u` is partial).  `*empty`: no chunk is left. */
 static sl_status
-shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *key,
-                   sl_codec_ctx *ctx, struct sl_error *err)
+shard_assemble(const sl_txn *t, const struct sl__txn_unit *u, const char *key,
+               const struct sl__shard_old *old, struct sl_buf *out, sl_codec_ctx *ctx, bool *empty,
+               struct sl_error *err)
 {
     const sl_array *a = t->a;
     const struct sl__meta *m = &a->meta;
-    struct sl__shard_old old = {NULL, NULL};
-    if (u->n_complete < u->n_inside)
-        SL_TRY(sl__shard_read_old(a, key, ctx, &old, err));
-    struct sl_buf *out, *entries;
-    SL_TRY(sl__ctx_scratch(ctx, SL__SCR_SHARD, 0, &out, err));
+    struct sl_buf *entries;
     SL_TRY(sl__ctx_scratch(ctx, SL__SCR_INDEX_NEW, (size_t)m->n_per_shard * 16, &entries, err));
     struct sl__shard_builder b;
     SL_TRY(sl__shard_builder_init(&b, m, out, (uint64_t *)entries->data, err));
@@ -216,14 +213,60 @@ shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
         sl__shard_inner_coords(m, u->coords, k, inner);
         if (inner_is_outside(a, inner))
             continue;
-        sl_status st = shard_add_inner(t, u, k, &old, &b, ctx, err);
+        sl_status st = shard_add_inner(t, u, k, old, &b, ctx, err);
         if (st != SL_OK) {
             sl__error_locate(err, key, m->rank, inner);
             return st;
         }
     }
+    return sl__shard_builder_finish(&b, ctx, empty, err);
+}
+
+bool
+sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
+{
+    if (!t->a->meta.sharded || ctx == NULL || u->n_complete < u->n_inside)
+        return false;
+    const struct sl__shard_old none = {NULL, NULL};
+    struct sl_error ignored = SL_ERROR_INIT;
+    u->bytes = SL_BUF_INIT;
+    u->bytes.alloc = t->alloc;
+    /* One allocation of the final size, not a buffer doubling as it fills. */
+    size_t need = t->a->meta.index_bytes;
+    for (uint64_t k = 0; k < t->n_per_unit; k++) {
+        const struct sl__txn_chunk *c = u->slots[k];
+        need += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
+    }
     bool empty = false;
-    SL_TRY(sl__shard_builder_finish(&b, ctx, &empty, err));
+    if (sl_buf_reserve(&u->bytes, need, &ignored) != SL_OK ||
+        shard_assemble(t, u, "", &none, &u->bytes, ctx, &empty, &ignored) != SL_OK) {
+        sl_buf_fini(&u->bytes); /* the writer assembles it again, and reports */
+        return false;
+    }
+    u->assembled = true;
+    u->assembled_empty = empty;
+    return true;
+}
+
+/* Assemble shard `u` (stripe lock held) and write it, or delete it when
+ * nothing is left.  The stored shard is read only when `u` is partial.
+ * A unit the write handing it over assembled already is written as is. */
+static sl_status
+shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *key,
+                   sl_codec_ctx *ctx, struct sl_error *err)
+{
+    const sl_array *a = t->a;
+    if (u->assembled)
+        return u->assembled_empty
+                   ? sl_store_delete(a->store, key, err)
+                   : sl__store_set(a->store, key, u->bytes.data, u->bytes.size, set_flags(t), err);
+    struct sl__shard_old old = {NULL, NULL};
+    if (u->n_complete < u->n_inside)
+        SL_TRY(sl__shard_read_old(a, key, ctx, &old, err));
+    struct sl_buf *out;
+    SL_TRY(sl__ctx_scratch(ctx, SL__SCR_SHARD, 0, &out, err));
+    bool empty = false;
+    SL_TRY(shard_assemble(t, u, key, &old, out, ctx, &empty, err));
     if (empty)
         return sl_store_delete(a->store, key, err);
     return sl__store_set(a->store, key, out->data, out->size, set_flags(t), err);
