@@ -181,12 +181,17 @@ pyr_axes(struct sl__pyramid_layout *l, const struct sl_pyramid_opts *o, struct s
     }
     if (pyr_axis_order_ok(l->axes, l->rank))
         return SL_OK;
-    char types[160];
+    /* The types as a list, cut with "..." to leave the rest of the message
+     * room in the error's 160 bytes (a type may be of any length). */
+    char types[48];
     size_t len = 0;
     types[0] = '\0';
-    for (uint32_t d = 0; d < l->rank; d++)
-        len += (size_t)snprintf(types + len, len < sizeof(types) ? sizeof(types) - len : 0, "%s%s",
-                                d ? ", " : "", l->axes[d].type);
+    for (uint32_t d = 0; d < l->rank && len < sizeof(types); d++) {
+        int n = snprintf(types + len, sizeof(types) - len, "%s%s", d ? ", " : "", l->axes[d].type);
+        len = n < 0 ? sizeof(types) : len + (size_t)n;
+    }
+    if (len >= sizeof(types))
+        memcpy(types + sizeof(types) - 4, "...", 4);
     return sl_error_set(err, SL_EINVAL, NULL,
                         "pyramid: axis types [%s] break OME-Zarr's order: an optional \"time\" "
                         "first, an optional channel or custom axis, then 2 or 3 \"space\" axes",

@@ -484,6 +484,19 @@ Test(graph_pyramid, refusals_name_the_problem_and_leave_graph_and_store_alone)
     cr_assert_not_null(strstr(err.text, "axis types [space, time] break OME-Zarr's order"), "%s",
                        err.text);
 
+    /* Types longer than the message's list (found by fuzzing: the list
+     * was written past its buffer): cut with "...", still refused. */
+    char long_type[400];
+    memset(long_type, 'q', sizeof(long_type) - 1);
+    long_type[sizeof(long_type) - 1] = '\0';
+    o = base;
+    err = SL_ERROR_INIT;
+    o.axes[0].type = "space";
+    o.axes[1].type = long_type;
+    cr_assert_eq(sl_graph_add_pyramid(g, "p", get, s, "out", &o, NULL, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "axis types [space, qqqq"), "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "qq...] break OME-Zarr's order"), "%s", err.text);
+
     o = base;
     err = SL_ERROR_INIT;
     o.axes[0].name = "x";
