@@ -756,31 +756,14 @@ exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_
     }
 }
 
-/* Whether put `i` of `plan` is the only put writing its array. */
-static bool
-put_is_sole_writer(const sl_plan *plan, uint32_t i)
+/* Nodes of `kind` (get or put) in `g` on array `a`. */
+static uint32_t
+nodes_on_array(const sl_graph *g, sl_node_kind kind, const sl_array *a)
 {
-    const struct sl__node *n = sl__graph_node(plan->graph, plan->puts[i].node);
-    for (uint32_t k = 0; k < plan->n_puts; k++) {
-        const struct sl__node *w = sl__graph_node(plan->graph, plan->puts[k].node);
-        if (k != i && w->kind == SL_NODE_PUT && sl__array_same(w->u.io.array, n->u.io.array))
-            return false;
-    }
-    return true;
-}
-
-/* Whether a get of the graph reads the array put `i` of `plan` writes
- * (in a later phase): then its shards are worth keeping in the cache. */
-static bool
-put_is_reread(const sl_plan *plan, uint32_t i)
-{
-    const sl_graph *g = plan->graph;
-    const struct sl__node *n = sl__graph_node(g, plan->puts[i].node);
+    uint32_t n = 0;
     for (uint32_t k = 0; k < g->n_nodes; k++)
-        if (g->nodes[k].kind == SL_NODE_GET &&
-            sl__array_same(g->nodes[k].u.io.array, n->u.io.array))
-            return true;
-    return false;
+        n += g->nodes[k].kind == kind && sl__array_same(g->nodes[k].u.io.array, a);
+    return n;
 }
 
 /* A transaction per put, writing each shard once (see struct sl__exec_put). */
@@ -810,10 +793,13 @@ exec_open_txns(struct sl__exec *ex, struct sl_error *err)
          * store waits for a device, so pool workers go on encoding.  Safe
          * while this put is the only writer of its array: gets of it run
          * in a later phase, after commit waited for that thread. */
-        to.write_behind = put_is_sole_writer(plan, i) ? SL_TXN_WRITE_BEHIND_AUTO : 0;
-        /* The levels of a pyramid are read back for the next: the page
-         * cache saves reading them from the device. */
-        to.reread = put_is_reread(plan, i);
+        const sl_array *a = n->u.io.array;
+        to.write_behind =
+            nodes_on_array(ex->graph, SL_NODE_PUT, a) == 1 ? SL_TXN_WRITE_BEHIND_AUTO : 0;
+        /* A get of the array runs in a later phase (the levels of a
+         * pyramid are read back for the next): the page cache saves
+         * reading it from the device. */
+        to.reread = nodes_on_array(ex->graph, SL_NODE_GET, a) > 0;
         xp->txn = sl_txn_open(n->u.io.array, &to, err);
         if (xp->txn == NULL)
             return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;

@@ -788,6 +788,10 @@ struct sl_txn {
     pthread_t behind_thread;
 };
 
+/* Bytes of the encodings unit `u`'s chunks hold (chunks not encoded and
+ * fill chunks count 0). */
+uint64_t sl__txn_encoded_bytes(const sl_txn *t, const struct sl__txn_unit *u);
+
 /* Assemble complete shard `u`, whose chunks are encoded, into u->bytes
  * with `ctx` (no lock needed: the unit is flushing); the writer thread
  * then only writes it.  False (nothing kept) when `u` is not a complete

@@ -395,22 +395,28 @@ fs_parent_dir(struct fs_store *st, const char *key, bool make, char *dir, const 
 
 /* ---- writes ----------------------------------------------------------------- */
 
-/* Write all `n` bytes to `fd`, continuing after short writes. */
+/* Write all `n` bytes to `fd`, continuing after short writes.  With
+ * `refused` (a direct write), a write failing with EINVAL stops it with
+ * `*refused` set and no error, `*done` bytes having gone through. */
 static sl_status
 fs_write_all(const struct fs_store *st, int fd, const uint8_t *p, size_t n, const char *path,
-             struct sl_error *err)
+             size_t *done, bool *refused, struct sl_error *err)
 {
-    size_t done = 0;
-    while (done < n) {
-        int64_t r = st->io->write(st->io->ctx, fd, p + done, n - done);
+    *done = 0;
+    while (*done < n) {
+        int64_t r = st->io->write(st->io->ctx, fd, p + *done, n - *done);
         if (r == -EINTR)
             continue;
+        if (r == -EINVAL && refused != NULL) {
+            *refused = true;
+            return SL_OK;
+        }
         if (r < 0)
             return fs_errno(err, (int)r, "cannot write", path);
         if (r == 0)
             return sl_error_set(err, SL_EIO, NULL, "write to %.100s made no progress at byte %zu",
-                                path, done);
-        done += (size_t)r;
+                                path, *done);
+        *done += (size_t)r;
     }
     return SL_OK;
 }
@@ -452,32 +458,13 @@ fs_write_direct(struct fs_store *st, const char *tmp, const uint8_t *data, size_
             return fs_errno(err, rc, "cannot remove, after O_DIRECT was refused,", tmp);
         return SL_OK;
     }
-    sl_status status = SL_OK;
-    size_t done = 0;
-    while (done < *body) {
-        int64_t r = st->io->write(st->io->ctx, fd, data + done, *body - done);
-        if (r == -EINTR)
-            continue;
-        if (r == -EINVAL) {
-            /* Alignment this device will not take (then every object
-             * would meet it: stop asking), or a short write that left the
-             * rest unaligned: start again the ordinary way. */
-            if (done == 0)
-                atomic_store_explicit(&st->direct_refused, true, memory_order_relaxed);
-            *refused = true;
-            break;
-        }
-        if (r < 0) {
-            status = fs_errno(err, (int)r, "cannot write", tmp);
-            break;
-        }
-        if (r == 0) {
-            status = sl_error_set(err, SL_EIO, NULL, "write to %.100s made no progress at byte %zu",
-                                  tmp, done);
-            break;
-        }
-        done += (size_t)r;
-    }
+    size_t done;
+    sl_status status = fs_write_all(st, fd, data, *body, tmp, &done, refused, err);
+    /* Refused: alignment this device will not take (then every object
+     * would meet it: stop asking), or a short write that left the rest
+     * unaligned; either way start again the ordinary way. */
+    if (*refused && done == 0)
+        atomic_store_explicit(&st->direct_refused, true, memory_order_relaxed);
     int rc = st->io->close(st->io->ctx, fd);
     if (rc < 0 && status == SL_OK && !*refused)
         status = fs_errno(err, rc, "cannot close", tmp);
@@ -511,7 +498,9 @@ fs_write_tmp(struct fs_store *st, const char *tmp, const void *data, size_t n, u
     } else {
         SL_TRY(fs_create(st, tmp, 0, &fd, err));
     }
-    sl_status status = fs_write_all(st, fd, (const uint8_t *)data + body, n - body, tmp, err);
+    size_t done;
+    sl_status status =
+        fs_write_all(st, fd, (const uint8_t *)data + body, n - body, tmp, &done, NULL, err);
     if (status == SL_OK) {
         int rc = st->io->fsync(st->io->ctx, fd);
         if (rc < 0)

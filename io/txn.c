@@ -211,11 +211,7 @@ flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
         sl__txn_encode_units(t, &u, 1, ctx);
         /* The encodings wait with the unit: they count as staged, so a
          * caller's memory budget (a graph's) sees them. */
-        uint64_t enc = 0;
-        for (uint64_t k = 0; k < t->n_per_unit; k++) {
-            const struct sl__txn_chunk *c = u->slots[k];
-            enc += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
-        }
+        uint64_t enc = sl__txn_encoded_bytes(t, u);
         /* Assembled here too, on this worker's core, so that the writer
          * thread's time goes to the device alone. */
         if (sl__txn_assemble_early(t, u, ctx))

@@ -222,6 +222,17 @@ shard_assemble(const sl_txn *t, const struct sl__txn_unit *u, const char *key,
     return sl__shard_builder_finish(&b, ctx, empty, err);
 }
 
+uint64_t
+sl__txn_encoded_bytes(const sl_txn *t, const struct sl__txn_unit *u)
+{
+    uint64_t n = 0;
+    for (uint64_t k = 0; k < t->n_per_unit; k++) {
+        const struct sl__txn_chunk *c = u->slots[k];
+        n += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
+    }
+    return n;
+}
+
 bool
 sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
 {
@@ -232,11 +243,7 @@ sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
     u->bytes = SL_BUF_INIT;
     u->bytes.alloc = t->alloc;
     /* One allocation of the final size, not a buffer doubling as it fills. */
-    size_t need = t->a->meta.index_bytes;
-    for (uint64_t k = 0; k < t->n_per_unit; k++) {
-        const struct sl__txn_chunk *c = u->slots[k];
-        need += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
-    }
+    size_t need = t->a->meta.index_bytes + (size_t)sl__txn_encoded_bytes(t, u);
     bool empty = false;
     if (sl_buf_reserve(&u->bytes, need, &ignored) != SL_OK ||
         shard_assemble(t, u, "", &none, &u->bytes, ctx, &empty, &ignored) != SL_OK) {
