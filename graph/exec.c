@@ -800,6 +800,10 @@ exec_open_txns(struct sl__exec *ex, struct sl_error *err)
          * pyramid are read back for the next): the page cache saves
          * reading it from the device. */
         to.reread = nodes_on_array(ex->graph, SL_NODE_GET, a) > 0;
+        /* Pool workers write the chunks: each encodes its own as it stages
+         * it, so staging holds compressed bytes and a completed shard only
+         * needs assembling. */
+        to.encode_on_write = true;
         xp->txn = sl_txn_open(n->u.io.array, &to, err);
         if (xp->txn == NULL)
             return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;

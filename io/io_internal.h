@@ -702,17 +702,20 @@ sl_status sl__store_sweep(sl_store *s, const char *prefix, uint64_t *n_removed,
  * One staged chunk: a whole decoded chunk (C order, native byte order,
  * padding beyond the array filled).  Complete when every element inside
  * the array was written; partial otherwise, with a bit per element written.
- * Records are pooled by their transaction and reused with their buffers.
+ * A complete chunk staged with encode_on_write is kept as its encoding
+ * only: `data` is NULL ("bare") and `encoded` is set.  Records are pooled
+ * by their transaction and reused with their buffers, bare ones apart.
  */
 struct sl__txn_chunk {
     struct sl__txn_chunk *next; /* the pool's free list */
-    uint8_t *data;              /* layout.n_bytes, 64-byte aligned */
+    uint8_t *data;              /* layout.n_bytes, 64-byte aligned; NULL when bare */
     uint64_t *mask;             /* one bit per element; allocated on first partial use */
     bool partial;               /* `mask` says which elements were written */
     uint64_t n_written;         /* partial: elements inside the array written */
-    struct sl_buf enc;          /* flush: the encoding, when `encoded` */
-    bool encoded;               /* flush: `enc` holds it (or `empty`) */
-    bool empty;                 /* flush: all fill, not stored */
+    uint64_t counted;           /* bytes it counts in staged_bytes */
+    struct sl_buf enc;          /* the encoding, when `encoded` */
+    bool encoded;               /* `enc` holds it (or `empty`) */
+    bool empty;                 /* encoded: all fill, not stored */
 };
 
 /* How far a unit has gone. */
@@ -771,8 +774,9 @@ struct sl_txn {
     _Atomic uint64_t n_units_written;
     _Atomic uint64_t n_units_failed;
     _Atomic uint64_t n_units_early;
-    pthread_mutex_t pool_mu;                        /* guards `pool` */
-    struct sl__txn_chunk *pool;                     /* free chunk records */
+    pthread_mutex_t pool_mu;                        /* guards `pool` and `pool_bare` */
+    struct sl__txn_chunk *pool;                     /* free chunk records with a buffer */
+    struct sl__txn_chunk *pool_bare;                /* free records without */
     pthread_mutex_t err_mu;                         /* guards `first_err` */
     struct sl_error first_err;                      /* the first unit that failed */
     struct sl__txn_stripe stripes[SL__TXN_STRIPES]; /* the staging table */
@@ -815,31 +819,45 @@ void sl__txn_table_remove(struct sl__txn_stripe *s, uint64_t index);
 void sl__txn_unit_of(const sl_txn *t, const uint64_t *coords, uint64_t *unit, uint64_t *index,
                      uint64_t *k);
 
-/* Stage the whole chunk `coords` from `buf`; `*flush` receives the unit
- * when this completed it and it is to be written now (marked flushing). */
-sl_status sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf,
+/* Stage the whole chunk `coords` from `buf` (with encode_on_write and a
+ * `ctx`, as its encoding); `*flush` receives the unit when this completed
+ * it and it is to be written now (marked flushing). */
+sl_status sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, sl_codec_ctx *ctx,
                               struct sl__txn_unit **flush, struct sl_error *err);
 
 /* Stage the part `box` (array coordinates) of chunk `coords` from the
  * dense `src` of shape `src_dims` at `src_origin` in array coordinates:
- * whole when `box` is all of the chunk inside the array, else partial. */
+ * whole when `box` is all of the chunk inside the array, else partial (a
+ * bare chunk staged there is decoded first, with `ctx` or a temporary
+ * context). */
 sl_status sl__txn_stage_part(sl_txn *t, const uint64_t *coords, const struct sl_region *box,
                              const void *src, const uint64_t *src_dims, const uint64_t *src_origin,
-                             struct sl__txn_unit **flush, struct sl_error *err);
+                             sl_codec_ctx *ctx, struct sl__txn_unit **flush, struct sl_error *err);
 
 /* Return chunk records to the pool, uncounting what they staged. */
 void sl__txn_chunk_release(sl_txn *t, struct sl__txn_chunk *c);
 
 /* Copy the elements of `c` its mask marks (all when complete) into the
- * whole chunk `dst`. */
-void sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst);
+ * whole chunk `dst`; a bare chunk is decoded there with `ctx`.
+ * @return SL_OK, or the decoding's error (SL_ENOMEM, SL_ECORRUPT). */
+sl_status sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst,
+                                sl_codec_ctx *ctx, struct sl_error *err);
 
 /* Copy box `box` (array coordinates, inside chunk `chunk_region`) of
  * staged chunk `c` into the dense `dst` of `dst_dims` at `dst_origin`
- * (array coordinates), only the written elements of a partial chunk. */
-void sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
-                            const struct sl_region *chunk_region, const struct sl_region *box,
-                            void *dst, const uint64_t *dst_dims, const uint64_t *dst_origin);
+ * (array coordinates), only the written elements of a partial chunk; a
+ * bare chunk is decoded first into `ctx`'s SL__SCR_CHUNK.
+ * @return as sl__txn_chunk_overlay. */
+sl_status sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
+                                 const struct sl_region *chunk_region, const struct sl_region *box,
+                                 void *dst, const uint64_t *dst_dims, const uint64_t *dst_origin,
+                                 sl_codec_ctx *ctx, struct sl_error *err);
+
+/* Encode the whole chunk `data` into `c`'s own `enc`, sized to fit (or
+ * mark it `empty`), with `ctx`: encode_on_write's staging.
+ * @return SL_OK, or the encoding's error. */
+sl_status sl__txn_chunk_encode_keep(const sl_txn *t, struct sl__txn_chunk *c, const uint8_t *data,
+                                    sl_codec_ctx *ctx, struct sl_error *err);
 
 /*
  * Write units[0..n) (each flushing): encode their complete chunks on

@@ -112,11 +112,13 @@ sl_txn_close(sl_txn *t)
     while (atomic_load(&t->phase) == SL__TXN_OPEN && sl_txn_abort(t) != SL_OK)
         sched_yield();
     sl__txn_behind_stop(t);
-    while (t->pool != NULL) {
-        struct sl__txn_chunk *c = t->pool;
-        t->pool = c->next;
-        chunk_free(t, c);
-    }
+    struct sl__txn_chunk **pools[] = {&t->pool, &t->pool_bare};
+    for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
+        while (*pools[i] != NULL) {
+            struct sl__txn_chunk *c = *pools[i];
+            *pools[i] = c->next;
+            chunk_free(t, c);
+        }
     for (int i = 0; i < SL__TXN_STRIPES; i++) {
         struct sl__txn_stripe *s = &t->stripes[i];
         sl_free(&t->alloc, s->table, s->cap * sizeof(*s->table));
@@ -208,10 +210,12 @@ static void
 flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
 {
     if (t->opts.write_behind > 0) {
+        /* Those staged encoded (encode_on_write) count already. */
+        uint64_t before = sl__txn_encoded_bytes(t, u);
         sl__txn_encode_units(t, &u, 1, ctx);
         /* The encodings wait with the unit: they count as staged, so a
          * caller's memory budget (a graph's) sees them. */
-        uint64_t enc = sl__txn_encoded_bytes(t, u);
+        uint64_t enc = sl__txn_encoded_bytes(t, u) - before;
         /* Assembled here too, on this worker's core, so that the writer
          * thread's time goes to the device alone. */
         if (sl__txn_assemble_early(t, u, ctx))
@@ -247,7 +251,7 @@ sl_txn_write_chunk(sl_txn *t, const uint64_t *coords, const void *buf, size_t bu
     if (st == SL_OK)
         st = check_buffer(t, buf, buf_bytes, err);
     if (st == SL_OK)
-        st = sl__txn_stage_chunk(t, coords, buf, &flush, err);
+        st = sl__txn_stage_chunk(t, coords, buf, ctx, &flush, err);
     if (flush != NULL)
         flush_now(t, flush, ctx);
     writer_leave(t);
@@ -289,7 +293,7 @@ write_region_entered(sl_txn *t, const struct sl_region *region, const void *buf,
     while (sl_grid_iter_next(&it)) {
         struct sl__txn_unit *flush = NULL;
         sl_status st =
-            sl__txn_stage_part(t, it.coords, &it.part, buf, dims, region->start, &flush, err);
+            sl__txn_stage_part(t, it.coords, &it.part, buf, dims, region->start, ctx, &flush, err);
         if (flush != NULL)
             flush_now(t, flush, ctx);
         if (st != SL_OK)

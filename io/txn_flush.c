@@ -49,6 +49,34 @@ chunk_view(const sl_txn *t, const struct sl__txn_chunk *c, sl_codec_ctx *ctx, st
     return SL_OK;
 }
 
+sl_status
+sl__txn_chunk_encode_keep(const sl_txn *t, struct sl__txn_chunk *c, const uint8_t *data,
+                          sl_codec_ctx *ctx, struct sl_error *err)
+{
+    struct sl__view v;
+    SL_TRY(chunk_encode(t, data, ctx, &v, &c->empty, err));
+    c->encoded = true;
+    if (c->empty)
+        return SL_OK;
+    /* Copied into a buffer of its size, not traded for the context's
+     * scratch (sized for the worst case): staged memory is then what the
+     * chunk compressed to. */
+    if (c->enc.capacity < v.size || c->enc.capacity / 2 > v.size) {
+        sl_buf_fini(&c->enc);
+        c->enc.alloc = t->alloc; /* a trade (encode_one) may have left another */
+        c->enc.data = sl_alloc(&t->alloc, v.size, 64);
+        if (c->enc.data == NULL) {
+            c->encoded = false;
+            return sl_error_set(err, SL_ENOMEM, NULL,
+                                "out of memory keeping a chunk's encoding of %zu bytes", v.size);
+        }
+        c->enc.capacity = v.size;
+    }
+    memcpy(c->enc.data, v.data, v.size);
+    c->enc.size = v.size;
+    return SL_OK;
+}
+
 /* The first pass's work: complete chunks to encode into their records. */
 struct encode_job {
     const sl_txn *t;
@@ -153,7 +181,7 @@ chunk_merge_encode(const sl_txn *t, const struct sl__txn_chunk *c, const uint8_t
     else
         sl__fill_elements(chunk->data, a->layout.n_bytes / a->elem_bytes, a->meta.fill,
                           a->elem_bytes);
-    sl__txn_chunk_overlay(t, c, chunk->data);
+    SL_TRY(sl__txn_chunk_overlay(t, c, chunk->data, ctx, err));
     return chunk_encode(t, chunk->data, ctx, v, empty, err);
 }
 
@@ -294,7 +322,7 @@ chunk_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
         if (missing)
             sl__fill_elements(chunk->data, a->layout.n_bytes / a->elem_bytes, a->meta.fill,
                               a->elem_bytes);
-        sl__txn_chunk_overlay(t, c, chunk->data);
+        SL_TRY(sl__txn_chunk_overlay(t, c, chunk->data, ctx, err));
         return sl__chunk_store(a, u->coords, chunk->data, ctx, err);
     }
     struct sl__view v = {NULL, 0};

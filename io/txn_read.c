@@ -10,7 +10,8 @@
  * same lock, so the read sees the unit staged over the old object, or the
  * new object without it, never the old object without the staged data.
  * Lock order: array stripe, then transaction stripe.  Chunks staged whole
- * are served from memory without touching storage.
+ * are served from memory without touching storage (decoded, when staged
+ * encoded: encode_on_write).  Reads without a codec context make one.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -22,10 +23,12 @@ typedef enum staged_found {
     STAGED_NONE,    /* nothing staged */
     STAGED_PARTIAL, /* a partial chunk (laid over `buf` unless complete_only) */
     STAGED_WHOLE,   /* a complete chunk, copied into `buf` */
+    STAGED_FAILED,  /* decoding it failed: `*status` and `*err` say why */
 } staged_found;
 
 static staged_found
-staged_overlay(sl_txn *t, uint64_t index, uint64_t k, void *buf, bool complete_only)
+staged_overlay(sl_txn *t, uint64_t index, uint64_t k, void *buf, bool complete_only,
+               sl_codec_ctx *ctx, sl_status *status, struct sl_error *err)
 {
     struct sl__txn_stripe *s = sl__txn_stripe_of(t, index);
     staged_found found = STAGED_NONE;
@@ -34,11 +37,20 @@ staged_overlay(sl_txn *t, uint64_t index, uint64_t k, void *buf, bool complete_o
     const struct sl__txn_chunk *c = u != NULL ? u->slots[k] : NULL;
     if (c != NULL) {
         found = c->partial ? STAGED_PARTIAL : STAGED_WHOLE;
-        if (!c->partial || !complete_only)
-            sl__txn_chunk_overlay(t, c, buf);
+        if ((!c->partial || !complete_only) &&
+            (*status = sl__txn_chunk_overlay(t, c, buf, ctx, err)) != SL_OK)
+            found = STAGED_FAILED;
     }
     pthread_mutex_unlock(&s->mu);
     return found;
+}
+
+/* `ctx`, or a new context into `*own` (NULL with SL_ENOMEM in `err`). */
+static sl_codec_ctx *
+ctx_or_own(const sl_array *a, sl_codec_ctx *ctx, sl_codec_ctx **own, struct sl_error *err)
+{
+    *own = ctx == NULL ? sl_codec_ctx_create(&a->alloc, err) : NULL;
+    return ctx != NULL ? ctx : *own;
 }
 
 sl_status
@@ -55,39 +67,69 @@ sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf, size_t buf_bytes
                             buf != NULL ? buf_bytes : 0, a->layout.n_bytes);
     uint64_t unit[SL_MAX_RANK], index, k;
     sl__txn_unit_of(t, coords, unit, &index, &k);
+    sl_codec_ctx *own;
+    if ((ctx = ctx_or_own(a, ctx, &own, err)) == NULL)
+        return SL_ENOMEM;
     pthread_mutex_t *lock = sl__array_stripe(a, unit);
     bool absent = false;
     sl_status st = SL_OK;
     pthread_mutex_lock(lock);
-    if (staged_overlay(t, index, k, buf, true) != STAGED_WHOLE) {
+    staged_found found = staged_overlay(t, index, k, buf, true, ctx, &st, err);
+    if (found != STAGED_WHOLE && found != STAGED_FAILED) {
         st = sl_array_read_chunk(a, coords, buf, buf_bytes, ctx, &absent, err);
-        if (st == SL_OK && staged_overlay(t, index, k, buf, false) != STAGED_NONE)
+        if (st == SL_OK)
+            found = staged_overlay(t, index, k, buf, false, ctx, &st, err);
+        if (st == SL_OK && found != STAGED_NONE)
             absent = false;
     }
     pthread_mutex_unlock(lock);
+    sl_codec_ctx_destroy(own);
+    if (found == STAGED_FAILED)
+        sl__error_locate(err, NULL, a->meta.rank, coords);
     if (missing != NULL)
         *missing = absent;
     return st;
 }
 
-/* Lay the staged chunks of unit `u` meeting `part` over `dst` (dense, of
- * `dims`, at `origin`); with `dry`, only say whether they cover `part`. */
+/* Whether the staged chunks of unit `u` cover `part` whole. */
 static bool
-unit_overlay_locked(const sl_txn *t, const struct sl__txn_unit *u, const struct sl_region *part,
-                    void *dst, const uint64_t *dims, const uint64_t *origin, bool dry)
+unit_covers_locked(const sl_txn *t, const struct sl__txn_unit *u, const struct sl_region *part)
 {
     struct sl_grid_iter it;
     sl_grid_iter_init(&it, &t->a->chunk_grid, part);
-    bool covered = true;
     while (sl_grid_iter_next(&it)) {
         uint64_t unit[SL_MAX_RANK], index, k;
         sl__txn_unit_of(t, it.coords, unit, &index, &k);
         const struct sl__txn_chunk *c = u->slots[k];
-        covered = covered && c != NULL && !c->partial;
-        if (c != NULL && !dry)
-            sl__txn_chunk_copy_box(t, c, &it.chunk, &it.part, dst, dims, origin);
+        if (c == NULL || c->partial)
+            return false;
     }
-    return covered;
+    return true;
+}
+
+/* Lay the staged chunks of unit `u` meeting `part` over `dst` (dense, of
+ * `dims`, at `origin`). */
+static sl_status
+unit_overlay_locked(const sl_txn *t, const struct sl__txn_unit *u, const struct sl_region *part,
+                    void *dst, const uint64_t *dims, const uint64_t *origin, sl_codec_ctx *ctx,
+                    struct sl_error *err)
+{
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &t->a->chunk_grid, part);
+    while (sl_grid_iter_next(&it)) {
+        uint64_t unit[SL_MAX_RANK], index, k;
+        sl__txn_unit_of(t, it.coords, unit, &index, &k);
+        const struct sl__txn_chunk *c = u->slots[k];
+        if (c != NULL) {
+            sl_status st =
+                sl__txn_chunk_copy_box(t, c, &it.chunk, &it.part, dst, dims, origin, ctx, err);
+            if (st != SL_OK) {
+                sl__error_locate(err, NULL, t->a->meta.rank, it.coords);
+                return st;
+            }
+        }
+    }
+    return SL_OK;
 }
 
 /* One unit's part of a region read. */
@@ -102,21 +144,22 @@ struct read_part {
 };
 
 /* Staged data of the part over dst; with `only_if_covered`, nothing
- * unless staged whole chunks cover it.  @return whether it copied. */
-static bool
-part_overlay(const struct read_part *rp, bool only_if_covered)
+ * unless staged whole chunks cover it.  `*copied`: whether it copied. */
+static sl_status
+part_overlay(const struct read_part *rp, bool only_if_covered, bool *copied, sl_codec_ctx *ctx,
+             struct sl_error *err)
 {
     struct sl__txn_stripe *s = sl__txn_stripe_of(rp->t, rp->index);
-    bool copied = false;
+    sl_status st = SL_OK;
+    *copied = false;
     pthread_mutex_lock(&s->mu);
     const struct sl__txn_unit *u = sl__txn_table_find(s, rp->index);
-    if (u != NULL &&
-        (!only_if_covered || unit_overlay_locked(rp->t, u, &rp->part, NULL, NULL, NULL, true))) {
-        unit_overlay_locked(rp->t, u, &rp->part, rp->dst, rp->dims, rp->origin, false);
-        copied = true;
+    if (u != NULL && (!only_if_covered || unit_covers_locked(rp->t, u, &rp->part))) {
+        st = unit_overlay_locked(rp->t, u, &rp->part, rp->dst, rp->dims, rp->origin, ctx, err);
+        *copied = true;
     }
     pthread_mutex_unlock(&s->mu);
-    return copied;
+    return st;
 }
 
 /* Read the part from storage into tmp, then into the region's buffer. */
@@ -158,6 +201,9 @@ sl_txn_read_region(sl_txn *t, const struct sl_region *region, void *buf, size_t 
         return SL_OK;
     uint64_t dims[SL_MAX_RANK];
     sl_region_shape(region, dims);
+    sl_codec_ctx *own;
+    if ((ctx = ctx_or_own(a, ctx, &own, err)) == NULL)
+        return SL_ENOMEM;
     struct sl_buf tmp = {.alloc = a->alloc};
     struct read_part rp = {.t = t, .dst = buf, .dims = dims, .origin = region->start, .tmp = &tmp};
     struct sl_grid_iter it;
@@ -168,13 +214,16 @@ sl_txn_read_region(sl_txn *t, const struct sl_region *region, void *buf, size_t 
         rp.part = it.part;
         pthread_mutex_t *lock = sl__array_stripe(a, it.coords);
         pthread_mutex_lock(lock);
-        if (!part_overlay(&rp, true)) {
+        bool copied = false;
+        st = part_overlay(&rp, true, &copied, ctx, err);
+        if (st == SL_OK && !copied) {
             st = part_read_stored(&rp, ctx, err);
             if (st == SL_OK)
-                part_overlay(&rp, false);
+                st = part_overlay(&rp, false, &copied, ctx, err);
         }
         pthread_mutex_unlock(lock);
     }
     sl_buf_fini(&tmp);
+    sl_codec_ctx_destroy(own);
     return st;
 }

@@ -12,7 +12,11 @@
  * lock is taken, so writers of different chunks hold it only to install a
  * pointer.  A unit marked flushing is immutable: writers of it wait on the
  * stripe's condition variable until it has left the table, so a later
- * write of the same unit is staged anew and written after it.
+ * write of the same unit is staged anew and written after it.  With
+ * encode_on_write a whole chunk is encoded before the lock too, into a
+ * bare record (no chunk buffer); the rare paths that need its elements (a
+ * partial write over it, a read) decode it.  Each record remembers what it
+ * counts in staged_bytes, which changes as it does.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -21,30 +25,43 @@
 
 /* ---- chunk records ----------------------------------------------------------- */
 
-/* A record with a chunk buffer: from the pool, else new. */
+/* Give bare record `c` its chunk buffer.  @return SL_OK or SL_ENOMEM. */
+static sl_status
+chunk_give_data(sl_txn *t, struct sl__txn_chunk *c, struct sl_error *err)
+{
+    size_t n = t->a->layout.n_bytes;
+    c->data = sl_alloc(&t->alloc, n, 64);
+    if (c->data == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory staging a chunk of %zu bytes", n);
+    return SL_OK;
+}
+
+/* A record, with a chunk buffer unless `bare`: from the pool, else new. */
 static struct sl__txn_chunk *
-chunk_get(sl_txn *t, struct sl_error *err)
+chunk_get(sl_txn *t, bool bare, struct sl_error *err)
 {
     pthread_mutex_lock(&t->pool_mu);
-    struct sl__txn_chunk *c = t->pool;
+    struct sl__txn_chunk **from = bare ? &t->pool_bare : &t->pool;
+    struct sl__txn_chunk *c = *from;
     if (c != NULL)
-        t->pool = c->next;
+        *from = c->next;
     pthread_mutex_unlock(&t->pool_mu);
     if (c == NULL) {
-        size_t n = t->a->layout.n_bytes;
         c = sl_alloc_zeroed(&t->alloc, 1, sizeof(*c), 0);
-        uint8_t *data = c != NULL ? sl_alloc(&t->alloc, n, 64) : NULL;
-        if (data == NULL) {
-            sl_free(&t->alloc, c, sizeof(*c));
-            sl_error_set(err, SL_ENOMEM, NULL, "out of memory staging a chunk of %zu bytes", n);
+        if (c == NULL) {
+            sl_error_set(err, SL_ENOMEM, NULL, "out of memory for a staged chunk's record");
             return NULL;
         }
-        c->data = data;
         c->enc.alloc = t->alloc;
+        if (!bare && chunk_give_data(t, c, err) != SL_OK) {
+            sl_free(&t->alloc, c, sizeof(*c));
+            return NULL;
+        }
     }
     c->next = NULL;
     c->partial = false;
     c->n_written = 0;
+    c->counted = 0;
     c->encoded = false;
     c->empty = false;
     return c;
@@ -62,20 +79,34 @@ sl__txn_staged_add(sl_txn *t, uint64_t n)
         ;
 }
 
+/* What record `c` holds now, to count in staged_bytes. */
 static uint64_t
 chunk_staged_bytes(const sl_txn *t, const struct sl__txn_chunk *c)
 {
+    if (c->data == NULL)
+        return c->empty ? 0 : c->enc.capacity;
     return t->a->layout.n_bytes + (c->partial ? t->mask_bytes : 0);
 }
 
-/* Back to the pool, uncounted. */
+/* Count `c` as it is now, in place of what it counted. */
+static void
+chunk_recount(sl_txn *t, struct sl__txn_chunk *c)
+{
+    uint64_t now = chunk_staged_bytes(t, c);
+    atomic_fetch_sub_explicit(&t->staged_bytes, c->counted, memory_order_relaxed);
+    sl__txn_staged_add(t, now);
+    c->counted = now;
+}
+
+/* Back to the pool of its kind, uncounted. */
 static void
 chunk_put(sl_txn *t, struct sl__txn_chunk *c)
 {
     c->partial = false;
     pthread_mutex_lock(&t->pool_mu);
-    c->next = t->pool;
-    t->pool = c;
+    struct sl__txn_chunk **to = c->data == NULL ? &t->pool_bare : &t->pool;
+    c->next = *to;
+    *to = c;
     pthread_mutex_unlock(&t->pool_mu);
 }
 
@@ -84,7 +115,8 @@ sl__txn_chunk_release(sl_txn *t, struct sl__txn_chunk *c)
 {
     if (c == NULL)
         return;
-    atomic_fetch_sub_explicit(&t->staged_bytes, chunk_staged_bytes(t, c), memory_order_relaxed);
+    atomic_fetch_sub_explicit(&t->staged_bytes, c->counted, memory_order_relaxed);
+    c->counted = 0;
     chunk_put(t, c);
 }
 
@@ -306,22 +338,54 @@ chunk_extent(const sl_array *a, const uint64_t *coords, struct sl_region *r, uin
     return edge;
 }
 
+/* Fill bare record `c` with the encoding of whole chunk `coords` from
+ * `buf`, encoded with `ctx` (an edge chunk's padding is filled in its
+ * SL__SCR_CHUNK first). */
+static sl_status
+chunk_encode_from(sl_txn *t, struct sl__txn_chunk *c, const uint64_t *coords, const void *buf,
+                  sl_codec_ctx *ctx, struct sl_error *err)
+{
+    const sl_array *a = t->a;
+    struct sl_region r;
+    uint64_t extent[SL_MAX_RANK];
+    const uint8_t *data = buf;
+    if (chunk_extent(a, coords, &r, extent)) {
+        struct sl_buf *padded;
+        SL_TRY(sl__ctx_scratch(ctx, SL__SCR_CHUNK, a->layout.n_bytes, &padded, err));
+        memcpy(padded->data, buf, a->layout.n_bytes);
+        sl__fill_outside(padded->data, a->meta.rank, a->layout.shape, extent, a->meta.fill,
+                         a->elem_bytes);
+        data = padded->data;
+    }
+    return sl__txn_chunk_encode_keep(t, c, data, ctx, err);
+}
+
 sl_status
-sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, struct sl__txn_unit **flush,
-                    struct sl_error *err)
+sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, sl_codec_ctx *ctx,
+                    struct sl__txn_unit **flush, struct sl_error *err)
 {
     const sl_array *a = t->a;
     *flush = NULL;
-    struct sl__txn_chunk *c = chunk_get(t, err);
+    bool bare = t->opts.encode_on_write && ctx != NULL;
+    struct sl__txn_chunk *c = chunk_get(t, bare, err);
     if (c == NULL)
         return SL_ENOMEM;
-    memcpy(c->data, buf, a->layout.n_bytes);
-    struct sl_region r;
-    uint64_t extent[SL_MAX_RANK];
-    if (chunk_extent(a, coords, &r, extent))
-        sl__fill_outside(c->data, a->meta.rank, a->layout.shape, extent, a->meta.fill,
-                         a->elem_bytes);
-    sl__txn_staged_add(t, chunk_staged_bytes(t, c));
+    if (bare) {
+        sl_status st = chunk_encode_from(t, c, coords, buf, ctx, err);
+        if (st != SL_OK) {
+            sl__error_locate(err, NULL, a->meta.rank, coords);
+            chunk_put(t, c);
+            return st;
+        }
+    } else {
+        memcpy(c->data, buf, a->layout.n_bytes);
+        struct sl_region r;
+        uint64_t extent[SL_MAX_RANK];
+        if (chunk_extent(a, coords, &r, extent))
+            sl__fill_outside(c->data, a->meta.rank, a->layout.shape, extent, a->meta.fill,
+                             a->elem_bytes);
+    }
+    chunk_recount(t, c);
     return stage_whole(t, coords, c, flush, err);
 }
 
@@ -332,7 +396,7 @@ stage_whole_box(sl_txn *t, const uint64_t *coords, const struct sl_region *r, co
                 struct sl_error *err)
 {
     const sl_array *a = t->a;
-    struct sl__txn_chunk *c = chunk_get(t, err);
+    struct sl__txn_chunk *c = chunk_get(t, false, err);
     if (c == NULL)
         return SL_ENOMEM;
     uint64_t zero[SL_MAX_RANK] = {0}, in_src[SL_MAX_RANK], extent[SL_MAX_RANK];
@@ -343,7 +407,7 @@ stage_whole_box(sl_txn *t, const uint64_t *coords, const struct sl_region *r, co
         in_src[d] = r->start[d] - src_origin[d];
     sl__box_copy(c->data, a->layout.shape, zero, src, src_dims, in_src, extent, a->meta.rank,
                  a->elem_bytes);
-    sl__txn_staged_add(t, chunk_staged_bytes(t, c));
+    chunk_recount(t, c);
     return stage_whole(t, coords, c, flush, err);
 }
 
@@ -433,7 +497,7 @@ static struct sl__txn_chunk *
 chunk_get_partial(sl_txn *t, struct sl_error *err)
 {
     const sl_array *a = t->a;
-    struct sl__txn_chunk *c = chunk_get(t, err);
+    struct sl__txn_chunk *c = chunk_get(t, false, err);
     if (c == NULL)
         return NULL;
     if (c->mask == NULL)
@@ -476,14 +540,36 @@ merge_part_locked(sl_txn *t, struct sl__txn_unit *u, struct sl__txn_chunk *c,
     if (c->n_written < chunk_inside_elements(a, coords))
         return;
     /* Every element inside the array is written: complete. */
-    atomic_fetch_sub_explicit(&t->staged_bytes, t->mask_bytes, memory_order_relaxed);
     c->partial = false;
+    chunk_recount(t, c);
     u->n_complete++;
+}
+
+/* Make bare chunk `c` (stripe locked) a decoded one, ready to be written
+ * over: its encoding decoded (or fill) into a new chunk buffer. */
+static sl_status
+unbare_locked(sl_txn *t, struct sl__txn_chunk *c, sl_codec_ctx *ctx, struct sl_error *err)
+{
+    const sl_array *a = t->a;
+    size_t n = a->layout.n_bytes;
+    uint8_t *data = sl_alloc(&t->alloc, n, 64);
+    if (data == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory staging a chunk of %zu bytes", n);
+    sl_status st = sl__txn_chunk_overlay(t, c, data, ctx, err); /* decodes: c is bare */
+    if (st != SL_OK) {
+        sl_free(&t->alloc, data, n);
+        return st;
+    }
+    c->data = data;
+    c->encoded = false;
+    c->empty = false;
+    chunk_recount(t, c);
+    return SL_OK;
 }
 
 sl_status
 sl__txn_stage_part(sl_txn *t, const uint64_t *coords, const struct sl_region *box, const void *src,
-                   const uint64_t *src_dims, const uint64_t *src_origin,
+                   const uint64_t *src_dims, const uint64_t *src_origin, sl_codec_ctx *ctx,
                    struct sl__txn_unit **flush, struct sl_error *err)
 {
     *flush = NULL;
@@ -495,39 +581,58 @@ sl__txn_stage_part(sl_txn *t, const uint64_t *coords, const struct sl_region *bo
     struct sl__txn_chunk *spare = chunk_get_partial(t, err);
     if (spare == NULL)
         return SL_ENOMEM;
-    sl__txn_staged_add(t, chunk_staged_bytes(t, spare));
+    chunk_recount(t, spare);
     uint64_t unit[SL_MAX_RANK], index, k;
     sl__txn_unit_of(t, coords, unit, &index, &k);
     struct sl__txn_stripe *s = sl__txn_stripe_of(t, index);
+    sl_codec_ctx *own = NULL; /* for a bare chunk, when the caller gave none */
+    sl_status st = SL_OK;
     pthread_mutex_lock(&s->mu);
     struct sl__txn_unit *u = unit_staging_locked(t, s, unit, index, err);
-    if (u != NULL) {
-        struct sl__txn_chunk *c = u->slots[k];
-        if (c == NULL) {
-            c = u->slots[k] = spare;
-            spare = NULL;
-        }
+    if (u == NULL)
+        st = SL_ENOMEM;
+    struct sl__txn_chunk *c = u != NULL ? u->slots[k] : NULL;
+    if (u != NULL && c == NULL) {
+        c = u->slots[k] = spare;
+        spare = NULL;
+    } else if (c != NULL && c->data == NULL) {
+        if (ctx == NULL)
+            ctx = own = sl_codec_ctx_create(&t->alloc, err);
+        st = ctx != NULL ? unbare_locked(t, c, ctx, err) : SL_ENOMEM;
+    }
+    if (st == SL_OK) {
         merge_part_locked(t, u, c, coords, box, src, src_dims, src_origin);
         *flush = unit_check_full_locked(t, u);
     }
     pthread_mutex_unlock(&s->mu);
+    sl_codec_ctx_destroy(own);
     sl__txn_chunk_release(t, spare);
-    if (u == NULL)
-        return SL_ENOMEM;
+    if (st != SL_OK) {
+        sl__error_locate(err, NULL, t->a->meta.rank, coords);
+        return st;
+    }
     atomic_fetch_add_explicit(&t->n_chunks_staged, 1, memory_order_relaxed);
     return SL_OK;
 }
 
 /* ---- copying staged data out ----------------------------------------------------------- */
 
-void
-sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst)
+sl_status
+sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst, sl_codec_ctx *ctx,
+                      struct sl_error *err)
 {
     const sl_array *a = t->a;
     size_t es = a->elem_bytes, n = a->layout.n_bytes / es;
+    if (c->data == NULL) {
+        if (!c->empty)
+            return sl__chain_decode(&a->meta.chain, &a->layout, c->enc.data, c->enc.size, dst, ctx,
+                                    err);
+        sl__fill_elements(dst, n, a->meta.fill, es);
+        return SL_OK;
+    }
     if (!c->partial) {
         memcpy(dst, c->data, a->layout.n_bytes);
-        return;
+        return SL_OK;
     }
     uint8_t *out = dst;
     for (size_t w = 0; w < (n + 63) / 64; w++) {
@@ -543,11 +648,13 @@ sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst)
             if (bits >> i & 1)
                 memcpy(out + (base + i) * es, c->data + (base + i) * es, es);
     }
+    return SL_OK;
 }
 
 /* Copying one box of a staged chunk out, row by row. */
 struct box_out {
     const struct sl__txn_chunk *c;
+    const uint8_t *data; /* its elements: c->data, or a bare chunk decoded */
     size_t es;
     uint8_t *dst;
     uint64_t dst_stride[SL_MAX_RANK];
@@ -575,7 +682,7 @@ box_out_row(void *arg, uint64_t off, uint64_t len)
 {
     const struct box_out *bo = arg;
     uint8_t *dst = bo->dst + box_out_offset(bo, off) * bo->es;
-    const uint8_t *src = bo->c->data + off * bo->es;
+    const uint8_t *src = bo->data + off * bo->es;
     if (!bo->c->partial) {
         memcpy(dst, src, len * bo->es);
         return;
@@ -585,14 +692,21 @@ box_out_row(void *arg, uint64_t off, uint64_t len)
             memcpy(dst + i * bo->es, src + i * bo->es, bo->es);
 }
 
-void
+sl_status
 sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
                        const struct sl_region *chunk_region, const struct sl_region *box, void *dst,
-                       const uint64_t *dst_dims, const uint64_t *dst_origin)
+                       const uint64_t *dst_dims, const uint64_t *dst_origin, sl_codec_ctx *ctx,
+                       struct sl_error *err)
 {
     const sl_array *a = t->a;
     uint32_t rank = a->meta.rank;
-    struct box_out bo = {.c = c, .es = a->elem_bytes, .dst = dst, .rank = rank};
+    struct box_out bo = {.c = c, .data = c->data, .es = a->elem_bytes, .dst = dst, .rank = rank};
+    if (c->data == NULL) {
+        struct sl_buf *chunk;
+        SL_TRY(sl__ctx_scratch(ctx, SL__SCR_CHUNK, a->layout.n_bytes, &chunk, err));
+        SL_TRY(sl__txn_chunk_overlay(t, c, chunk->data, ctx, err));
+        bo.data = chunk->data;
+    }
     uint64_t shape[SL_MAX_RANK];
     strides_of(rank, dst_dims, bo.dst_stride);
     strides_of(rank, a->layout.shape, bo.src_stride);
@@ -602,4 +716,5 @@ sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
         shape[d] = box->stop[d] - box->start[d];
     }
     rows_walk(rank, a->layout.shape, bo.src_origin, shape, box_out_row, &bo);
+    return SL_OK;
 }

@@ -49,6 +49,16 @@
  *   come after sl_txn_wait_behind or commit, or the writer thread may
  *   store the older image over it.  Writes and reads through this
  *   transaction need no such care.
+ * - With `encode_on_write`, sl_txn_write_chunk encodes its chunk on the
+ *   calling thread and keeps only the encoding: staged memory is the
+ *   compressed size, and a unit completed early only needs assembling.
+ *   Made for many threads writing at once (a pool's put stage), whose
+ *   encoding it spreads; one thread writing in a loop is better served
+ *   without it, its flushes encoding on `par`.  Results are the same
+ *   either way: a read through the transaction decodes such a chunk, a
+ *   region write over part of it decodes it first, and a chunk written
+ *   whole twice is encoded twice.  Writes without a codec context and
+ *   region writes stage chunks decoded, as without the option.
  */
 #ifndef SL_TXN_H
 #define SL_TXN_H
@@ -109,6 +119,10 @@ struct sl_txn_opts {
                                       in its cache; the filesystem store then
                                       writes through the page cache, not directly
                                       (default false) */
+    bool encode_on_write;          /* a chunk written whole (sl_txn_write_chunk,
+                                      with a codec context) is encoded by that
+                                      write and kept only encoded; see below
+                                      (default false) */
 };
 
 /* write_behind of 2 where the array's store waits for a device on every
@@ -123,7 +137,8 @@ struct sl_txn_opts {
                           .on_unit = NULL,         \
                           .on_unit_arg = NULL,     \
                           .write_behind = 0,       \
-                          .reread = false})
+                          .reread = false,         \
+                          .encode_on_write = false})
 
 /* What a transaction did so far. */
 struct sl_txn_stats {

@@ -191,8 +191,8 @@ txn_put_chunk(struct fixture *f, sl_txn *t, uint64_t cy, uint64_t cx, const uint
     chunk_of(values, cy, cx, chunk);
     const uint64_t c[2] = {cy, cx};
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_txn_write_chunk(t, c, chunk, sizeof(chunk), put_ctx, &err), SL_OK, "%s",
-                 err.text);
+    cr_assert_eq(sl_txn_write_chunk(t, c, chunk, sizeof(chunk), sl_test_write_ctx(put_ctx), &err),
+                 SL_OK, "%s", err.text);
     for (uint64_t y = cy * 4; y < cy * 4 + 4 && y < N; y++)
         for (uint64_t x = cx * 4; x < cx * 4 + 4 && x < N; x++)
             f->model[y * N + x] = values[y * N + x];
@@ -212,7 +212,27 @@ txn_put_region(struct fixture *f, sl_txn *t, uint64_t y0, uint64_t y1, uint64_t 
         }
     struct sl_region r = {.rank = 2, .start = {y0, x0}, .stop = {y1, x1}};
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_txn_write_region(t, &r, box, n * 2, put_ctx, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_txn_write_region(t, &r, box, n * 2, sl_test_write_ctx(put_ctx), &err), SL_OK,
+                 "%s", err.text);
+}
+
+/* At most what one chunk of the fixture stages: 32 bytes decoded; staged
+ * encoded (SL_TEST_ENCODE_ON_WRITE), its encoding, which the codec sizes
+ * (above 32 for such small chunks, well under 96). */
+#define CHUNK_STAGED_MAX (SL_TEST_ENCODE_ON_WRITE_ON ? 96 : 32)
+
+/* `got` staged bytes are what `n` chunks stage: exactly 32 each decoded;
+ * encoded, something for each, at most CHUNK_STAGED_MAX. */
+static void
+assert_staged_chunks(uint64_t got, uint64_t n, const char *what)
+{
+    if (SL_TEST_ENCODE_ON_WRITE_ON)
+        cr_assert((got == 0) == (n == 0) && got <= n * CHUNK_STAGED_MAX,
+                  "%s: %llu bytes staged for %llu chunks staged encoded", what,
+                  (unsigned long long)got, (unsigned long long)n);
+    else
+        cr_assert_eq(got, n * 32, "%s: %llu bytes staged for %llu chunks", what,
+                     (unsigned long long)got, (unsigned long long)n);
 }
 
 /* The array as stored equals the model. */
@@ -280,7 +300,7 @@ Test(io_txn, a_shard_is_written_once_when_its_last_chunk_is_staged)
     sl_txn_get_stats(t, &st);
     cr_assert_eq(st.n_units_early, 1);
     cr_assert_eq(st.n_chunks_staged, 5);
-    cr_assert_eq(st.staged_bytes, 32, "one chunk of 16 uint16 staged");
+    assert_staged_chunks(st.staged_bytes, 1, "one chunk of 16 uint16 staged");
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_OK, "%s", err.text);
     cr_assert_eq(f.c.sets[1][1], 1);
@@ -308,7 +328,7 @@ Test(io_txn, without_flush_full_nothing_is_written_before_commit)
         for (uint64_t cy = 0; cy < 5; cy++)
             txn_put_chunk(&f, t, cy, cx, v);
     cr_assert_eq(f.c.n_sets, 0);
-    cr_assert_eq(sl_txn_staged_bytes(t), 25 * 32);
+    assert_staged_chunks(sl_txn_staged_bytes(t), 25, "every chunk staged");
     cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
     for (int y = 0; y < SHARDS; y++)
         for (int x = 0; x < SHARDS; x++) {
@@ -682,13 +702,13 @@ Test(io_txn, staging_shard_by_shard_keeps_at_most_one_shard_in_memory)
         cr_assert_eq(sl_array_iter_shard_chunks(f.a, shards.iter.coords, &chunks, NULL), SL_OK);
         while (sl_array_iter_next(&chunks)) {
             txn_put_chunk(&f, t, chunks.iter.coords[0], chunks.iter.coords[1], v);
-            cr_assert_lt(sl_txn_staged_bytes(t), 4 * 32);
+            cr_assert_lt(sl_txn_staged_bytes(t), 4 * CHUNK_STAGED_MAX);
         }
         cr_assert_eq(sl_txn_staged_bytes(t), 0, "the shard was written");
     }
     struct sl_txn_stats st;
     sl_txn_get_stats(t, &st);
-    cr_assert_eq(st.peak_staged_bytes, 4 * 32, "one shard of 4 chunks");
+    assert_staged_chunks(st.peak_staged_bytes, 4, "one shard of 4 chunks at most");
     cr_assert_eq(st.n_units_early, 9);
     cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
     cr_assert_eq(f.c.n_sets, 9);
@@ -724,9 +744,12 @@ Test(io_txn, the_writer_thread_writes_each_complete_shard_once_in_bounded_memory
     sl_txn_get_stats(t, &st);
     cr_assert_eq(st.n_units_early, 9, "every shard was complete, so written early");
     cr_assert_eq(st.staged_bytes, 0);
-    /* A shard handed over counts with its encodings (each under 64 bytes). */
+    /* A shard handed over counts with its encodings (each under 64 bytes)
+     * and, assembled by the write that completed it, its bytes (a buffer
+     * of 256 here); staged encoded, its chunks are those encodings. */
     cr_assert_gt(st.peak_staged_bytes, 4 * 32, "the encodings of a handed-over shard count");
-    cr_assert_leq(st.peak_staged_bytes, 2 * (4 * 32 + 4 * 64),
+    cr_assert_leq(st.peak_staged_bytes,
+                  SL_TEST_ENCODE_ON_WRITE_ON ? 2 * (4 * 96 + 256) : 2 * (4 * 32 + 4 * 64),
                   "one shard in the writer's hands and one waiting for room: %llu bytes",
                   (unsigned long long)st.peak_staged_bytes);
     cr_assert_eq(f.c.n_sets, 9, "before commit: %d sets", f.c.n_sets);
@@ -830,13 +853,15 @@ Test(io_txn, write_behind_auto_uses_a_writer_thread_on_a_filesystem_store)
         for (uint64_t cx = 0; cx < 2; cx++) {
             uint16_t chunk[16];
             chunk_of(v, cy, cx, chunk);
-            cr_assert_eq(
-                sl_txn_write_chunk(t, (uint64_t[]){cy, cx}, chunk, sizeof(chunk), NULL, &err),
-                SL_OK, "%s", err.text);
+            cr_assert_eq(sl_txn_write_chunk(t, (uint64_t[]){cy, cx}, chunk, sizeof(chunk),
+                                            sl_test_write_ctx(NULL), &err),
+                         SL_OK, "%s", err.text);
         }
     uint16_t last[16];
     chunk_of(v, 2, 2, last);
-    cr_assert_eq(sl_txn_write_chunk(t, (uint64_t[]){2, 2}, last, sizeof(last), NULL, &err), SL_OK);
+    cr_assert_eq(sl_txn_write_chunk(t, (uint64_t[]){2, 2}, last, sizeof(last),
+                                    sl_test_write_ctx(NULL), &err),
+                 SL_OK);
     cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_OK, "%s", err.text);
     sl_txn_close(t);
     cr_assert_eq(renames.n_other, 1, "the complete shard by the writer thread");
@@ -894,7 +919,7 @@ check_shard_opens(bool reread, uint64_t want_opens)
             for (size_t i = 0; i < (size_t)256 * 256; i++)
                 chunk[i] = (uint16_t)(i * 7 + cy * 1000 + cx);
             cr_assert_eq(sl_txn_write_chunk(t, (uint64_t[]){cy, cx}, chunk, (size_t)256 * 256 * 2,
-                                            NULL, &err),
+                                            sl_test_write_ctx(NULL), &err),
                          SL_OK, "%s", err.text);
         }
     cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_OK, "%s", err.text);
@@ -962,7 +987,10 @@ Test(io_txn, commit_waits_for_the_shard_in_the_writer_threads_hands)
     gate_wait_for_set(&f.c);
     struct sl_txn_stats st;
     sl_txn_get_stats(t, &st);
-    cr_assert_eq(st.staged_bytes, 4 * 32, "the shard stays staged until written");
+    if (SL_TEST_ENCODE_ON_WRITE_ON) /* its encodings, and its assembled bytes */
+        cr_assert_gt(st.staged_bytes, 4 * 32, "the shard stays staged until written");
+    else
+        cr_assert_eq(st.staged_bytes, 4 * 32, "the shard stays staged until written");
     struct commit_call cc = {.t = t};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, commit_thread, &cc), 0);
@@ -1396,4 +1424,219 @@ Test(io_txn, every_failing_system_call_of_a_commit_leaves_shards_old_or_new)
 Test(io_txn, every_failing_system_call_of_the_writer_thread_leaves_shards_old_or_new)
 {
     check_every_failing_call(1);
+}
+
+/* ---- encoding on write ------------------------------------------------------------ */
+
+/* [50, 50] uint16 (zstd), inner chunks [16, 16] (edge chunks of 2), shards
+ * [32, 32]; `model` starts as fill (0). */
+#define EW 50
+struct ew_fixture {
+    sl_store *s;
+    sl_array *a;
+    sl_codec_ctx *ctx;
+    uint16_t model[EW * EW];
+};
+
+static void
+ew_open(struct ew_fixture *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->s = sl_store_create_memory(NULL, NULL);
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_U16;
+    for (int d = 0; d < 2; d++) {
+        sp.shape[d] = EW;
+        sp.chunk_shape[d] = 16;
+        sp.shard_shape[d] = 32;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    f->a = sl_array_create(f->s, "a", &sp, NULL, &err);
+    cr_assert_not_null(f->a, "%s", err.text);
+    f->ctx = sl_codec_ctx_create(NULL, NULL);
+    cr_assert_not_null(f->ctx);
+}
+
+static void
+ew_close(struct ew_fixture *f)
+{
+    sl_codec_ctx_destroy(f->ctx);
+    sl_array_unref(f->a);
+    sl_store_unref(f->s);
+}
+
+static sl_txn *
+ew_txn(struct ew_fixture *f, bool eow)
+{
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.encode_on_write = eow;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_txn *t = sl_txn_open(f->a, &o, &err);
+    cr_assert_not_null(t, "%s", err.text);
+    return t;
+}
+
+/* Write chunk (cy, cx) through `t` with `ctx`: value(y, x) inside the
+ * array, 0xdead in the padding; into the model too. */
+static void
+ew_put(struct ew_fixture *f, sl_txn *t, uint64_t cy, uint64_t cx, sl_codec_ctx *ctx,
+       uint16_t (*value)(uint64_t, uint64_t))
+{
+    uint16_t chunk[16 * 16];
+    for (uint64_t y = 0; y < 16; y++)
+        for (uint64_t x = 0; x < 16; x++) {
+            uint64_t gy = cy * 16 + y, gx = cx * 16 + x;
+            bool in = gy < EW && gx < EW;
+            chunk[y * 16 + x] = in ? value(gy, gx) : 0xdead;
+            if (in)
+                f->model[gy * EW + gx] = chunk[y * 16 + x];
+        }
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_txn_write_chunk(t, (const uint64_t[]){cy, cx}, chunk, sizeof(chunk), ctx, &err),
+                 SL_OK, "%s", err.text);
+}
+
+static uint16_t
+ew_seven(uint64_t y, uint64_t x)
+{
+    (void)y, (void)x;
+    return 7;
+}
+
+static uint16_t
+ew_ramp(uint64_t y, uint64_t x)
+{
+    return (uint16_t)(y * 131 + x * 7 + 1);
+}
+
+static uint16_t
+ew_fill(uint64_t y, uint64_t x)
+{
+    (void)y, (void)x;
+    return 0;
+}
+
+/* Region `r` read through `t` (with `ctx`) equals the model. */
+static void
+ew_check_read(struct ew_fixture *f, sl_txn *t, struct sl_region r, sl_codec_ctx *ctx)
+{
+    uint16_t back[EW * EW];
+    uint64_t h = r.stop[0] - r.start[0], w = r.stop[1] - r.start[1];
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_txn_read_region(t, &r, back, h * w * 2, ctx, &err), SL_OK, "%s", err.text);
+    for (uint64_t y = 0; y < h; y++)
+        for (uint64_t x = 0; x < w; x++)
+            cr_assert_eq(back[y * w + x], f->model[(r.start[0] + y) * EW + r.start[1] + x],
+                         "(%llu, %llu)", (unsigned long long)(r.start[0] + y),
+                         (unsigned long long)(r.start[1] + x));
+}
+
+/* The array as stored equals the model. */
+static void
+ew_check_stored(struct ew_fixture *f)
+{
+    uint16_t back[EW * EW];
+    struct sl_region whole = sl_region_whole(2, (const uint64_t[]){EW, EW});
+    cr_assert_eq(sl_array_read_region(f->a, &whole, back, sizeof(back), NULL, NULL, NULL), SL_OK);
+    for (int i = 0; i < EW * EW; i++)
+        cr_assert_eq(back[i], f->model[i], "element (%d, %d): %u, expected %u", i / EW, i % EW,
+                     back[i], f->model[i]);
+}
+
+Test(io_txn, encode_on_write_stages_the_encoding_and_reads_decode_it)
+{
+    struct ew_fixture f;
+    ew_open(&f);
+    sl_txn *t = ew_txn(&f, true);
+    ew_put(&f, t, 0, 0, f.ctx, ew_seven);
+    /* 512 bytes of one value: staged as a few dozen bytes of zstd. */
+    uint64_t staged = sl_txn_staged_bytes(t);
+    cr_assert(staged > 0 && staged < 128, "staged %llu bytes for a 512-byte chunk",
+              (unsigned long long)staged);
+    uint16_t chunk[256];
+    bool missing = true;
+    struct sl_error err = SL_ERROR_INIT;
+    for (int with_ctx = 0; with_ctx < 2; with_ctx++) {
+        memset(chunk, 0xff, sizeof(chunk));
+        cr_assert_eq(sl_txn_read_chunk(t, (const uint64_t[]){0, 0}, chunk, sizeof(chunk),
+                                       with_ctx ? f.ctx : NULL, &missing, &err),
+                     SL_OK, "%s", err.text);
+        cr_assert_not(missing);
+        for (int i = 0; i < 256; i++)
+            cr_assert_eq(chunk[i], 7, "element %d read through the transaction", i);
+    }
+    /* A region over the staged chunk and three not staged. */
+    ew_check_read(&f, t, (struct sl_region){.rank = 2, .start = {8, 8}, .stop = {24, 24}}, NULL);
+    /* A part written over it: decoded, merged, and counted decoded. */
+    struct sl_region part = {.rank = 2, .start = {2, 3}, .stop = {4, 6}};
+    const uint16_t nines[6] = {9, 9, 9, 9, 9, 9};
+    cr_assert_eq(sl_txn_write_region(t, &part, nines, sizeof(nines), f.ctx, &err), SL_OK, "%s",
+                 err.text);
+    for (uint64_t y = 2; y < 4; y++)
+        for (uint64_t x = 3; x < 6; x++)
+            f.model[y * EW + x] = 9;
+    cr_assert_geq(sl_txn_staged_bytes(t), 512, "decoded to be written over");
+    ew_check_read(&f, t, (struct sl_region){.rank = 2, .start = {0, 0}, .stop = {16, 16}}, f.ctx);
+    cr_assert_eq(sl_txn_commit(t, f.ctx, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_txn_staged_bytes(t), 0);
+    sl_txn_close(t);
+    ew_check_stored(&f);
+    ew_close(&f);
+}
+
+Test(io_txn, encode_on_write_stores_the_same_bytes_as_staging_decoded)
+{
+    /* Every chunk of the array, edge chunks with garbage padding among
+     * them, a fill chunk, and one chunk written whole twice: the shards
+     * stored are byte for byte those of a transaction staging decoded. */
+    struct ew_fixture f[2];
+    for (int i = 0; i < 2; i++) {
+        ew_open(&f[i]);
+        sl_txn *t = ew_txn(&f[i], i == 1);
+        for (uint64_t cy = 0; cy < 4; cy++)
+            for (uint64_t cx = 0; cx < 4; cx++)
+                ew_put(&f[i], t, cy, cx, f[i].ctx, cy == 1 && cx == 2 ? ew_fill : ew_ramp);
+        ew_put(&f[i], t, 3, 0, f[i].ctx, ew_seven);
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_eq(sl_txn_commit(t, f[i].ctx, &err), SL_OK, "%s", err.text);
+        sl_txn_close(t);
+        ew_check_stored(&f[i]);
+    }
+    for (int sy = 0; sy < 2; sy++)
+        for (int sx = 0; sx < 2; sx++) {
+            char key[32];
+            snprintf(key, sizeof(key), "a/c/%d/%d", sy, sx);
+            struct sl_buf b[2] = {SL_BUF_INIT, SL_BUF_INIT};
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(sl_store_get(f[i].s, key, NULL, &b[i], NULL, NULL), SL_OK, "%s", key);
+            cr_assert_eq(b[0].size, b[1].size, "%s: %zu vs %zu bytes", key, b[0].size, b[1].size);
+            cr_assert_eq(memcmp(b[0].data, b[1].data, b[0].size), 0, "%s differs", key);
+            sl_buf_fini(&b[0]);
+            sl_buf_fini(&b[1]);
+        }
+    bool missing = false;
+    uint16_t chunk[256];
+    cr_assert_eq(sl_array_read_chunk(f[1].a, (const uint64_t[]){1, 2}, chunk, sizeof(chunk), NULL,
+                                     &missing, NULL),
+                 SL_OK);
+    cr_assert(missing, "the fill chunk is not stored");
+    ew_close(&f[0]);
+    ew_close(&f[1]);
+}
+
+Test(io_txn, encode_on_write_fill_chunks_stage_nothing_and_no_context_stages_decoded)
+{
+    struct ew_fixture f;
+    ew_open(&f);
+    sl_txn *t = ew_txn(&f, true);
+    ew_put(&f, t, 0, 0, f.ctx, ew_fill);
+    cr_assert_eq(sl_txn_staged_bytes(t), 0, "an all-fill chunk encodes to nothing");
+    ew_put(&f, t, 0, 1, NULL, ew_ramp);
+    cr_assert_eq(sl_txn_staged_bytes(t), 512, "without a context the chunk is staged decoded");
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_OK, "%s", err.text);
+    sl_txn_close(t);
+    ew_check_stored(&f);
+    ew_close(&f);
 }

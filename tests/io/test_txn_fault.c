@@ -6,7 +6,9 @@
  * fail with SL_ENOMEM or succeed with the right data, and leave nothing
  * allocated.  A failure while a unit is written is that unit's failure,
  * reported by commit; also when the writer thread of write_behind writes
- * it.  (zstd allocates on its own and is not covered.)
+ * it.  Also with encode_on_write: a chunk staged encoded, read back
+ * through the transaction and written over in part.  (zstd allocates on
+ * its own and is not covered.)
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -20,7 +22,7 @@ TestSuite(io_txn_fault, .timeout = 60.0);
 
 /* [12, 12] int16, inner chunks [3, 3], shards [6, 6] (or none). */
 static sl_status
-sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool *data_ok)
+sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool eow, bool *data_ok)
 {
     *data_ok = false;
     struct sl_mem_store_opts so = SL_MEM_STORE_OPTS_DEFAULT;
@@ -48,13 +50,14 @@ sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool *
     /* Writing behind, the writes get a context (with the failing
      * allocator), so complete shards are assembled as they are handed over. */
     sl_codec_ctx *ctx = NULL;
-    if (st == SL_OK && behind > 0) {
+    if (st == SL_OK && (behind > 0 || eow)) {
         ctx = sl_codec_ctx_create(alloc, &err);
         st = ctx != NULL ? SL_OK : err.code;
     }
     if (st == SL_OK) {
         struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
         o.write_behind = behind;
+        o.encode_on_write = eow;
         t = sl_txn_open(a, &o, &err);
         st = t != NULL ? SL_OK : err.code;
     }
@@ -67,6 +70,23 @@ sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool *
                     want[(coords[0] * 3 + (uint64_t)y) * 12 + coords[1] * 3 + (uint64_t)x];
         st = sl_txn_write_chunk(t, coords, chunk, sizeof(chunk), ctx, NULL);
     }
+    /* Chunk (2, 0) whole (encoded, with encode_on_write), read back, then
+     * written over in part: decoded first. */
+    const uint64_t c20[2] = {2, 0};
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 3; x++)
+            chunk[y * 3 + x] = want[(6 + y) * 12 + x];
+    if (st == SL_OK)
+        st = sl_txn_write_chunk(t, c20, chunk, sizeof(chunk), ctx, NULL);
+    /* (What it reads is checked elsewhere: unsharded, the chunk was a
+     * whole unit, written at once, and its failed write reads as absent.) */
+    int16_t chunk_back[9];
+    if (st == SL_OK)
+        st = sl_txn_read_chunk(t, c20, chunk_back, sizeof(chunk_back), NULL, NULL, NULL);
+    struct sl_region corner = {.rank = 2, .start = {6, 0}, .stop = {8, 2}};
+    const int16_t part[4] = {want[6 * 12], want[6 * 12 + 1], want[7 * 12], want[7 * 12 + 1]};
+    if (st == SL_OK)
+        st = sl_txn_write_region(t, &corner, part, sizeof(part), ctx, NULL);
     /* The rest as a region: whole and partial chunks. */
     struct sl_region rest = {.rank = 2, .start = {0, 6}, .stop = {12, 12}};
     struct sl_region low = {.rank = 2, .start = {6, 0}, .stop = {12, 6}};
@@ -99,33 +119,41 @@ sequence(const struct sl_allocator *alloc, bool sharded, unsigned behind, bool *
 struct variant {
     bool sharded;
     unsigned behind;
+    bool eow; /* encode_on_write */
 };
 
 static sl_status
 sweep_one(const struct sl_allocator *alloc, void *arg, bool *data_ok)
 {
     const struct variant *v = arg;
-    return sequence(alloc, v->sharded, v->behind, data_ok);
+    return sequence(alloc, v->sharded, v->behind, v->eow, data_ok);
 }
 
 static void
-check_every_failure(bool sharded, unsigned behind)
+check_every_failure(bool sharded, unsigned behind, bool eow)
 {
-    struct variant v = {sharded, behind};
+    struct variant v = {sharded, behind, eow};
     (void)sl_test_alloc_sweep(sweep_one, &v, true, 20);
 }
 
 Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_sharded)
 {
-    check_every_failure(true, 0);
+    check_every_failure(true, 0, false);
 }
 
 Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_writing_behind)
 {
-    check_every_failure(true, 1);
+    check_every_failure(true, 1, false);
 }
 
 Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_unsharded)
 {
-    check_every_failure(false, 0);
+    check_every_failure(false, 0, false);
+}
+
+Test(io_txn_fault, every_allocation_failure_is_enomem_without_leaks_encoding_on_write)
+{
+    check_every_failure(true, 0, true);
+    check_every_failure(true, 1, true);
+    check_every_failure(false, 0, true);
 }

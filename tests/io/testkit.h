@@ -34,4 +34,40 @@ void sl_test_box_extract(void *dst, const void *src, uint32_t rank, const uint64
 /* Number of elements of a shape. */
 uint64_t sl_test_count(uint32_t rank, const uint64_t *shape);
 
+/*
+ * The transaction suites are built twice, the second time with
+ * -DSL_TEST_ENCODE_ON_WRITE: every transaction is then opened with
+ * encode_on_write, and the single-threaded helpers write with a codec
+ * context where they would give none (sl_test_write_ctx), so that every
+ * check also runs on chunks staged encoded.
+ */
+#ifdef SL_TEST_ENCODE_ON_WRITE
+static inline sl_txn *
+sl_test_txn_open_eow(sl_array *a, const struct sl_txn_opts *o, struct sl_error *err)
+{
+    struct sl_txn_opts c = o != NULL ? *o : SL_TXN_OPTS_DEFAULT;
+    c.encode_on_write = true;
+    return sl_txn_open(a, &c, err);
+}
+#define sl_txn_open(...) sl_test_txn_open_eow(__VA_ARGS__)
+#define SL_TEST_ENCODE_ON_WRITE_ON true
+#else
+#define SL_TEST_ENCODE_ON_WRITE_ON false
+#endif
+
+/* `ctx`, or (encode_on_write builds, one thread only) a context kept for
+ * the whole test where `ctx` is NULL. */
+static inline sl_codec_ctx *
+sl_test_write_ctx(sl_codec_ctx *ctx)
+{
+#ifdef SL_TEST_ENCODE_ON_WRITE
+    static sl_codec_ctx *kept;
+    if (ctx == NULL && kept == NULL)
+        kept = sl_codec_ctx_create(NULL, NULL);
+    return ctx != NULL ? ctx : kept;
+#else
+    return ctx;
+#endif
+}
+
 #endif /* SL_TEST_TESTKIT_H */
