@@ -11,9 +11,12 @@
  *   txn_loop_behind  the same with write_behind 2: complete shards are
  *              written by the transaction's writer thread
  *   txn_pool   the pool's workers write the chunks, each with its codec
- *              context, as a graph's put stage does: write_behind AUTO
- *              (a writer thread on the filesystem, none in memory)
+ *              context, as a graph's put stage does: encode_on_write (each
+ *              write encodes its chunk), write_behind AUTO (a writer
+ *              thread on the filesystem, none in memory)
  *   txn_pool_in_place  the same with write_behind 0
+ *   txn_pool_raw  txn_pool without encode_on_write: chunks staged raw,
+ *              each shard encoded on the pool once complete
  *   naive      sl_array_write_chunk per chunk: read, merge and rewrite the
  *              shard every time (on the first NAIVE_SHARDS shards, beside
  *              txn_loop on the same shards)
@@ -200,6 +203,7 @@ typedef enum way {
     WAY_TXN_LOOP_BEHIND,
     WAY_TXN_POOL,
     WAY_TXN_POOL_IN_PLACE,
+    WAY_TXN_POOL_RAW,
     WAY_NAIVE
 } way;
 
@@ -236,9 +240,10 @@ write_once(sl_array *a, const struct plan *p, way w, const struct sl_parallel *p
     }
     struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
     o.par = par;
-    o.write_behind = w == WAY_TXN_LOOP_BEHIND ? 2
-                     : w == WAY_TXN_POOL      ? SL_TXN_WRITE_BEHIND_AUTO
-                                              : 0;
+    o.write_behind = w == WAY_TXN_LOOP_BEHIND                     ? 2
+                     : w == WAY_TXN_POOL || w == WAY_TXN_POOL_RAW ? SL_TXN_WRITE_BEHIND_AUTO
+                                                                  : 0;
+    o.encode_on_write = w == WAY_TXN_POOL || w == WAY_TXN_POOL_IN_PLACE;
     sl_txn *t = sl_txn_open(a, &o, &err);
     if (t == NULL)
         die("begin", &err);
@@ -347,8 +352,14 @@ static double
 store_alone_s(const char *dir, const struct result *r, int reps, bool buffered, double *cpu)
 {
     size_t n = (size_t)r->n_sets, size = (size_t)(r->bytes_written / r->n_sets);
-    /* On a page, as the shards a transaction assembles are (sl_buf). */
-    uint8_t *bytes = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+    /* In an sl_buf, as the shards a transaction assembles are (on a page;
+     * from 16 MiB on huge pages where the system has them, which the
+     * device takes faster). */
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error berr = SL_ERROR_INIT;
+    if (sl_buf_reserve(&b, size, &berr) != SL_OK)
+        die("store alone buffer", &berr);
+    uint8_t *bytes = b.data;
     uint64_t x = 0x9e3779b97f4a7c15u;
     for (size_t i = 0; i < size; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* incompressible, like zstd's output */
@@ -375,7 +386,7 @@ store_alone_s(const char *dir, const struct result *r, int reps, bool buffered, 
     }
     if (dir != NULL)
         nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(bytes);
+    sl_buf_fini(&b);
     return best;
 }
 
@@ -394,6 +405,8 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     report(store, "txn_pool", &pool, BYTES);
     struct result in_place = run(dir, chunks, n_shards, WAY_TXN_POOL_IN_PLACE, reps, par, ctx);
     report(store, "txn_pool_in_place", &in_place, BYTES);
+    struct result raw = run(dir, chunks, n_shards, WAY_TXN_POOL_RAW, reps, par, ctx);
+    report(store, "txn_pool_raw", &raw, BYTES);
     double workers = sl_parallel_workers(par);
     char name[96];
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_x_workers", store);
@@ -404,6 +417,10 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     sl_bench_report(name, z->one_s / workers / pool.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_in_place_vs_zstd_x_workers", store);
     sl_bench_report(name, z->one_s / workers / in_place.seconds, "x");
+    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_raw_vs_zstd_x_workers", store);
+    sl_bench_report(name, z->one_s / workers / raw.seconds, "x");
+    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_txn_pool_raw", store);
+    sl_bench_report(name, raw.seconds / pool.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_on_pool", store);
     sl_bench_report(name, z->pool_s / loop.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_on_pool", store);
