@@ -366,18 +366,22 @@ sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, sl_codec
 {
     const sl_array *a = t->a;
     *flush = NULL;
-    bool bare = t->opts.encode_on_write && ctx != NULL;
-    struct sl__txn_chunk *c = chunk_get(t, bare, err);
-    if (c == NULL)
-        return SL_ENOMEM;
-    if (bare) {
-        sl_status st = chunk_encode_from(t, c, coords, buf, ctx, err);
-        if (st != SL_OK) {
-            sl__error_locate(err, NULL, a->meta.rank, coords);
+    struct sl__txn_chunk *c = NULL;
+    if (t->opts.encode_on_write && ctx != NULL) {
+        /* Where encoding fails (out of memory), the chunk is staged
+         * decoded instead, and its unit's write encodes it again and
+         * reports what still fails: the option never changes an outcome. */
+        struct sl_error ignored = SL_ERROR_INIT;
+        c = chunk_get(t, true, &ignored);
+        if (c != NULL && chunk_encode_from(t, c, coords, buf, ctx, &ignored) != SL_OK) {
             chunk_put(t, c);
-            return st;
+            c = NULL;
         }
-    } else {
+    }
+    if (c == NULL) {
+        c = chunk_get(t, false, err);
+        if (c == NULL)
+            return SL_ENOMEM;
         memcpy(c->data, buf, a->layout.n_bytes);
         struct sl_region r;
         uint64_t extent[SL_MAX_RANK];
