@@ -508,7 +508,9 @@ sweep_kind(struct sweep *sw, sl_fault_kind kind, int errno_value)
         sl_fault_io_fail_mutating(&sw->fio, k, kind, errno_value);
         struct sl_error err = SL_ERROR_INIT;
         sl_status st = sl_plan_run(sw->plan, sw->pool, &err);
-        uint64_t calls = sl_fault_io_mutating_calls(&sw->fio);
+        /* The short kinds hit the k-th write, the others the k-th call. */
+        uint64_t calls = kind == SL_FAULT_ERRNO ? sl_fault_io_mutating_calls(&sw->fio)
+                                                : sl_fault_io_mutating_writes(&sw->fio);
         int op = sl_fault_io_fired(&sw->fio);
         sl_fault_io_reset(&sw->fio);
         sw->runs++;

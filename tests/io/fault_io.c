@@ -31,9 +31,16 @@ static enum mut_action
 fault_mutating(struct sl_fault_io *f, sl_fault_op op)
 {
     uint64_t n = atomic_fetch_add(&f->n_mutating, 1) + 1;
-    if (op == SL_FAULT_WRITE && atomic_exchange(&f->mut_next_write_fails, false)) {
-        atomic_store(&f->mut_fired_op, (int)op);
-        return MUT_FAIL;
+    if (op != SL_FAULT_WRITE && f->mut_kind != SL_FAULT_ERRNO)
+        return MUT_NONE;
+    if (op == SL_FAULT_WRITE) {
+        uint64_t w = atomic_fetch_add(&f->n_mut_writes, 1) + 1;
+        if (atomic_exchange(&f->mut_next_write_fails, false)) {
+            atomic_store(&f->mut_fired_op, (int)op);
+            return MUT_FAIL;
+        }
+        if (f->mut_kind != SL_FAULT_ERRNO)
+            n = w; /* the short kinds count writes */
     }
     if (f->mut_fail_at == 0 || n != f->mut_fail_at)
         return MUT_NONE;
@@ -41,8 +48,6 @@ fault_mutating(struct sl_fault_io *f, sl_fault_op op)
         atomic_store(&f->mut_fired_op, (int)op);
         return MUT_FAIL;
     }
-    if (op != SL_FAULT_WRITE)
-        return MUT_NONE;
     atomic_store(&f->mut_fired_op, (int)op);
     if (f->mut_kind == SL_FAULT_SHORT_ERRNO)
         atomic_store(&f->mut_next_write_fails, true);
@@ -253,6 +258,7 @@ sl_fault_io_reset(struct sl_fault_io *f)
     f->fail_sticky = false;
     f->write_max = 0;
     atomic_store(&f->n_mutating, 0);
+    atomic_store(&f->n_mut_writes, 0);
     f->mut_fail_at = 0;
     atomic_store(&f->mut_fired_op, -1);
     atomic_store(&f->mut_next_write_fails, false);
@@ -278,13 +284,20 @@ sl_fault_io_fail_mutating(struct sl_fault_io *f, uint64_t at, sl_fault_kind kind
     f->mut_errno = errno_value;
     atomic_store(&f->mut_fired_op, -1);
     atomic_store(&f->mut_next_write_fails, false);
-    f->mut_fail_at = atomic_load(&f->n_mutating) + at;
+    f->mut_fail_at =
+        (kind == SL_FAULT_ERRNO ? atomic_load(&f->n_mutating) : atomic_load(&f->n_mut_writes)) + at;
 }
 
 uint64_t
 sl_fault_io_mutating_calls(struct sl_fault_io *f)
 {
     return atomic_load(&f->n_mutating);
+}
+
+uint64_t
+sl_fault_io_mutating_writes(struct sl_fault_io *f)
+{
+    return atomic_load(&f->n_mut_writes);
 }
 
 int

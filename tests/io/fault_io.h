@@ -35,9 +35,11 @@ typedef enum sl_fault_op {
 #define SL_FAULT_MAX_TARGETS 256
 
 /*
- * What a planned fault on the k-th *mutating* call does.  Mutating calls are
- * those that change the file system: open for writing (O_WRONLY, O_RDWR,
- * O_CREAT or O_TRUNC), write, fsync, rename, unlink and mkdir.
+ * What a planned fault on the k-th *mutating* call does (the k-th write, for
+ * the kinds that shorten writes, so that every k of a sweep hits one however
+ * threads interleave).  Mutating calls are those that change the file
+ * system: open for writing (O_WRONLY, O_RDWR, O_CREAT or O_TRUNC), write,
+ * fsync, rename, unlink and mkdir.
  */
 typedef enum sl_fault_kind {
     SL_FAULT_ERRNO,       /* the call fails with the errno, changing nothing */
@@ -62,11 +64,12 @@ struct sl_fault_io {
     unsigned target_renames[SL_FAULT_MAX_TARGETS]; /* renames onto each target */
     unsigned n_targets;                            /* entries used */
     _Atomic uint64_t n_mutating;                   /* mutating calls made */
-    uint64_t mut_fail_at;                          /* mutating call to hit (1-based); 0: none */
-    sl_fault_kind mut_kind;                        /* what hitting it does */
-    int mut_errno;                                 /* errno of SL_FAULT_ERRNO and _SHORT_ERRNO */
-    _Atomic int mut_fired_op;                      /* operation hit, or -1 */
-    _Atomic bool mut_next_write_fails;             /* SL_FAULT_SHORT_ERRNO armed */
+    _Atomic uint64_t n_mut_writes;                 /* of those, writes */
+    uint64_t mut_fail_at;     /* mutating call (write, SHORT kinds) to hit (1-based); 0: none */
+    sl_fault_kind mut_kind;   /* what hitting it does */
+    int mut_errno;            /* errno of SL_FAULT_ERRNO and _SHORT_ERRNO */
+    _Atomic int mut_fired_op; /* operation hit, or -1 */
+    _Atomic bool mut_next_write_fails; /* SL_FAULT_SHORT_ERRNO armed */
 };
 
 /* Wrap the default table; no faults planned. */
@@ -79,15 +82,19 @@ void sl_fault_io_fini(struct sl_fault_io *f);
 void sl_fault_io_fail(struct sl_fault_io *f, sl_fault_op op, uint64_t at, int errno_value);
 
 /* Plan a fault of `kind` on the `at`-th mutating call counting from now
- * (see sl_fault_kind); `errno_value` for the kinds that fail. */
+ * (the `at`-th write for SL_FAULT_SHORT and SL_FAULT_SHORT_ERRNO; see
+ * sl_fault_kind); `errno_value` for the kinds that fail. */
 void sl_fault_io_fail_mutating(struct sl_fault_io *f, uint64_t at, sl_fault_kind kind,
                                int errno_value);
 
 /* Mutating calls so far. */
 uint64_t sl_fault_io_mutating_calls(struct sl_fault_io *f);
 
+/* Writes so far. */
+uint64_t sl_fault_io_mutating_writes(struct sl_fault_io *f);
+
 /* The operation the planned mutating-call fault hit, or -1 when it has not
- * fired (not reached yet, or SL_FAULT_SHORT on a call that is no write). */
+ * fired (not reached yet). */
 int sl_fault_io_fired(struct sl_fault_io *f);
 
 /* Forget the plan and zero the counters. */
