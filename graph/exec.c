@@ -823,7 +823,10 @@ exec_commit_txns(struct sl__exec *ex, uint32_t phase)
         /* A unit's failure reaches its chunks through exec_on_unit; a
          * commit that could not start (out of memory) fails what it held. */
         sl_status st = sl_txn_commit(xp->txn, ex->workers[ex->n_workers].codec, &e);
-        if (st != SL_OK && sl_txn_staged_bytes(xp->txn) > 0)
+        struct sl_txn_stats ts;
+        sl_txn_get_stats(xp->txn, &ts);
+        /* (Units, not bytes: chunks of fill staged encoded count none.) */
+        if (st != SL_OK && ts.staged_units > 0)
             sl__exec_note_failure(ex, st, &e);
         sl_txn_close(xp->txn);
         xp->txn = NULL;

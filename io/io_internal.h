@@ -771,6 +771,7 @@ struct sl_txn {
     _Atomic uint64_t staged_bytes;      /* chunk data and masks staged */
     _Atomic uint64_t peak_staged_bytes; /* most staged at once */
     _Atomic uint64_t n_chunks_staged;   /* see struct sl_txn_stats */
+    _Atomic uint64_t n_units_staged;    /* units in the table or handed over */
     _Atomic uint64_t n_units_written;
     _Atomic uint64_t n_units_failed;
     _Atomic uint64_t n_units_early;

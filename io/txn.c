@@ -200,6 +200,7 @@ sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early)
     sl_buf_fini(&u->bytes);
     sl_free(&t->alloc, u->slots, t->n_per_unit * sizeof(*u->slots));
     sl_free(&t->alloc, u, sizeof(*u));
+    atomic_fetch_sub_explicit(&t->n_units_staged, 1, memory_order_relaxed);
 }
 
 /* ---- writes ------------------------------------------------------------------------ */
@@ -354,13 +355,16 @@ unit_cmp(const void *pa, const void *pb)
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
-/* Bytes of chunk data unit `u` stages. */
+/* Bytes unit `u`'s write will hold: its chunks' encodings, as large as
+ * the chunks where they are still to be made. */
 static uint64_t
 unit_bytes(const sl_txn *t, const struct sl__txn_unit *u)
 {
     uint64_t n = 0;
-    for (uint64_t k = 0; k < t->n_per_unit; k++)
-        n += u->slots[k] != NULL ? t->a->layout.n_bytes : 0;
+    for (uint64_t k = 0; k < t->n_per_unit; k++) {
+        const struct sl__txn_chunk *c = u->slots[k];
+        n += c == NULL ? 0 : c->encoded ? c->enc.size : t->a->layout.n_bytes;
+    }
     return n;
 }
 
@@ -440,5 +444,6 @@ sl_txn_get_stats(const sl_txn *t, struct sl_txn_stats *out)
         .n_units_early = atomic_load_explicit(&m->n_units_early, memory_order_relaxed),
         .staged_bytes = atomic_load_explicit(&m->staged_bytes, memory_order_relaxed),
         .peak_staged_bytes = atomic_load_explicit(&m->peak_staged_bytes, memory_order_relaxed),
+        .staged_units = atomic_load_explicit(&m->n_units_staged, memory_order_relaxed),
     };
 }

@@ -56,15 +56,18 @@ sl__txn_chunk_encode_keep(const sl_txn *t, struct sl__txn_chunk *c, const uint8_
     struct sl__view v;
     SL_TRY(chunk_encode(t, data, ctx, &v, &c->empty, err));
     c->encoded = true;
-    if (c->empty)
+    if (c->empty) {
+        sl_buf_fini(&c->enc); /* it counts nothing: it holds nothing */
         return SL_OK;
+    }
     /* Copied into a buffer of its size, not traded for the context's
      * scratch (sized for the worst case): staged memory is then what the
-     * chunk compressed to. */
+     * chunk compressed to.  Large ones start on a page, as sl_buf's do,
+     * so that the filesystem store can write them directly. */
     if (c->enc.capacity < v.size || c->enc.capacity / 2 > v.size) {
         sl_buf_fini(&c->enc);
-        c->enc.alloc = t->alloc; /* a trade (encode_one) may have left another */
-        c->enc.data = sl_alloc(&t->alloc, v.size, 64);
+        c->enc.alloc = t->alloc; /* defensive: bare records only ever hold t's */
+        c->enc.data = sl_alloc(&t->alloc, v.size, v.size >= ((size_t)64 << 10) ? 4096 : 64);
         if (c->enc.data == NULL) {
             c->encoded = false;
             return sl_error_set(err, SL_ENOMEM, NULL,

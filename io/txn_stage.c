@@ -280,6 +280,8 @@ unit_staging_locked(sl_txn *t, struct sl__txn_stripe *s, const uint64_t *unit, u
             sl_free(&t->alloc, u, sizeof(*u));
             u = NULL;
         }
+        if (u != NULL) /* until sl__txn_unit_finish */
+            atomic_fetch_add_explicit(&t->n_units_staged, 1, memory_order_relaxed);
         return u;
     }
 }
@@ -367,7 +369,10 @@ sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, sl_codec
     const sl_array *a = t->a;
     *flush = NULL;
     struct sl__txn_chunk *c = NULL;
-    if (t->opts.encode_on_write && ctx != NULL) {
+    /* An unsharded chunk is a unit: with flush_full it is written at
+     * once, encoded then without a copy. */
+    bool alone = !a->meta.sharded && t->opts.flush_full;
+    if (t->opts.encode_on_write && ctx != NULL && !alone) {
         /* Where encoding fails (out of memory), the chunk is staged
          * decoded instead, and its unit's write encodes it again and
          * reports what still fails: the option never changes an outcome. */
@@ -567,6 +572,7 @@ unbare_locked(sl_txn *t, struct sl__txn_chunk *c, sl_codec_ctx *ctx, struct sl_e
     c->data = data;
     c->encoded = false;
     c->empty = false;
+    sl_buf_fini(&c->enc); /* no longer counted: not kept */
     chunk_recount(t, c);
     return SL_OK;
 }

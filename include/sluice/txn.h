@@ -146,8 +146,9 @@ struct sl_txn_stats {
     uint64_t n_units_written;   /* units written or deleted */
     uint64_t n_units_failed;    /* units whose write failed */
     uint64_t n_units_early;     /* of both, written before commit (flush_full) */
-    uint64_t staged_bytes;      /* chunk data staged now */
+    uint64_t staged_bytes;      /* chunk data staged now (see sl_txn_staged_bytes) */
     uint64_t peak_staged_bytes; /* the most staged at once */
+    uint64_t staged_units;      /* units staged now, not yet written or dropped */
 };
 
 /**
@@ -170,7 +171,9 @@ SL_API sl_txn *sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct s
  * to the writer thread once it has room); its outcome goes to `on_unit`
  * and to commit, not to this call's status.  A write to a unit being
  * written by another thread waits for that write.
- * @param ctx  this thread's codec context (used by a flush); NULL: temporary.
+ * @param ctx  this thread's codec context: encodes the chunk with
+ *             encode_on_write, and a flush; NULL: the chunk is staged
+ *             decoded, a flush makes a temporary one.
  * @return SL_OK; SL_EBOUNDS; SL_EINVAL (NULL or short buffer); SL_ESTATE
  * (the transaction is committing, committed or aborted); SL_ENOMEM.
  * Thread-safety: any thread, concurrently with other writes and reads.
@@ -185,7 +188,9 @@ SL_API SL_NODISCARD sl_status sl_txn_write_chunk(sl_txn *t, const uint64_t *coor
  * whole; the parts of others are kept with a mask and merged with the
  * stored chunk when their unit is written.  After a failure, the chunks
  * met before the failing one stay staged.
- * @return as sl_txn_write_chunk, SL_EBOUNDS for a region outside the array.
+ * @return as sl_txn_write_chunk, SL_EBOUNDS for a region outside the array;
+ * a part written over a chunk staged encoded decodes it first, which may
+ * fail (SL_ENOMEM, or SL_ECORRUPT naming the chunk).
  * Thread-safety: as sl_txn_write_chunk.
  */
 SL_API SL_NODISCARD sl_status sl_txn_write_region(sl_txn *t, const struct sl_region *region,
@@ -196,7 +201,8 @@ SL_API SL_NODISCARD sl_status sl_txn_write_region(sl_txn *t, const struct sl_reg
  * Read chunk `coords` as sl_array_read_chunk does, seeing what this
  * transaction staged over what is stored.  `*missing` (may be NULL) is
  * true when nothing is staged or stored there.
- * @return as sl_array_read_chunk.
+ * @return as sl_array_read_chunk; a chunk staged encoded is decoded, with
+ * the same failures.
  * Thread-safety: any thread, concurrently with writes.
  */
 SL_API SL_NODISCARD sl_status sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf,
@@ -250,7 +256,12 @@ SL_API void sl_txn_close(sl_txn *t);
  */
 SL_API bool sl_txn_wait_behind(sl_txn *t);
 
-/** Bytes of chunk data staged now.  Thread-safety: any thread. */
+/** Bytes of chunk data staged now: a chunk staged decoded counts its size
+ * (a partial one its mask too), one staged encoded (encode_on_write) its
+ * encoding, an all-fill one so staged nothing; units handed to the writer
+ * thread add their encodings and assembled bytes.  0 does not mean that
+ * nothing is staged: see sl_txn_stats.staged_units.
+ * Thread-safety: any thread. */
 SL_API uint64_t sl_txn_staged_bytes(const sl_txn *t);
 
 /** Copy the transaction's counters into `out`.  Thread-safety: any thread. */

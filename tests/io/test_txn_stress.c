@@ -6,7 +6,8 @@
  * transaction; pool threads staging chunks of many shards with each shard
  * renamed into place exactly once (counted through the I/O table); readers
  * racing early flushes never missing a chunk written before they began;
- * the same with the writer thread of write_behind.
+ * the same with the writer thread of write_behind; threads writing parts
+ * over chunks staged encoded (encode_on_write) while others read them.
  * Runs under ThreadSanitizer in CI (io_test.h).
  */
 #include <ftw.h>
@@ -455,6 +456,117 @@ Test(io_txn_stress, readers_never_miss_a_chunk_written_before_they_began)
     }
     cr_assert(reads > 20, "the readers ran beside the writer (%d reads)", reads);
     free(old);
+    sl_array_unref(a);
+    sl_store_unref(s);
+}
+
+/* ---- parts written over chunks staged encoded ------------------------------------ */
+
+/* A chunk's first row written again as a part. */
+static uint16_t
+part_value(uint64_t chunk, int e)
+{
+    return (uint16_t)(value_of(chunk, e) + 30000);
+}
+
+/* Whether element e of chunk `chunk` read back as something a writer
+ * staged: absent (0, the fill), the whole chunk's, or its part's. */
+static bool
+plausible(uint64_t chunk, int e, uint16_t v)
+{
+    return v == 0 || v == value_of(chunk, e) || (e < 4 && v == part_value(chunk, e));
+}
+
+struct part_writer {
+    sl_txn *t;
+    int id;
+    int failures; /* calls that failed */
+    int wrong;    /* elements read back as nothing anyone wrote */
+};
+
+/* Chunks id, id + 4, ...: each staged whole (encoded: a context), then
+ * its first row written over it as a region part (every other one
+ * without a context, so the transaction makes one to decode the chunk);
+ * meanwhile the next thread's chunk and a region across four chunks are
+ * read back through the transaction. */
+static void *
+part_run(void *arg)
+{
+    struct part_writer *w = arg;
+    sl_codec_ctx *ctx = sl_codec_ctx_create(NULL, NULL);
+    for (uint64_t i = 0; i < 100; i++) {
+        uint64_t chunk = i * 4 + (uint64_t)w->id;
+        const uint64_t c[2] = {chunk / 20, chunk % 20};
+        uint16_t buf[16];
+        for (int e = 0; e < 16; e++)
+            buf[e] = value_of(chunk, e);
+        if (sl_txn_write_chunk(w->t, c, buf, sizeof(buf), ctx, NULL) != SL_OK)
+            w->failures++;
+        uint16_t row[4];
+        for (int e = 0; e < 4; e++)
+            row[e] = part_value(chunk, e);
+        struct sl_region r = {
+            .rank = 2, .start = {c[0] * 4, c[1] * 4}, .stop = {c[0] * 4 + 1, c[1] * 4 + 4}};
+        if (sl_txn_write_region(w->t, &r, row, sizeof(row), i % 2 ? ctx : NULL, NULL) != SL_OK)
+            w->failures++;
+        uint64_t other = (chunk + 1) % 400;
+        const uint64_t o[2] = {other / 20, other % 20};
+        bool missing = true;
+        if (sl_txn_read_chunk(w->t, o, buf, sizeof(buf), ctx, &missing, NULL) != SL_OK)
+            w->failures++;
+        for (int e = 0; e < 16 && !missing; e++)
+            w->wrong += !plausible(other, e, buf[e]);
+        /* 8 x 8 elements at the chunk's corner: up to four chunks. */
+        uint64_t y0 = c[0] * 4 < 72 ? c[0] * 4 : 72, x0 = c[1] * 4 < 72 ? c[1] * 4 : 72;
+        struct sl_region sq = {.rank = 2, .start = {y0, x0}, .stop = {y0 + 8, x0 + 8}};
+        uint16_t box[64];
+        if (sl_txn_read_region(w->t, &sq, box, sizeof(box), i % 2 ? NULL : ctx, NULL) != SL_OK)
+            w->failures++;
+        for (int k = 0; k < 64; k++) {
+            uint64_t y = y0 + (uint64_t)(k / 8), x = x0 + (uint64_t)(k % 8);
+            w->wrong += !plausible((y / 4) * 20 + x / 4, (int)((y % 4) * 4 + x % 4), box[k]);
+        }
+    }
+    sl_codec_ctx_destroy(ctx);
+    return NULL;
+}
+
+Test(io_txn_stress, parts_written_over_chunks_staged_encoded_lose_nothing)
+{
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    sl_array *a = make_one_shard(s);
+    struct sl_test_pool pool;
+    sl_test_pool_init(&pool, 2);
+    struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+    o.par = &pool.par;
+    o.encode_on_write = true;
+    o.flush_full = false; /* one unit staged throughout */
+    sl_txn *t = sl_txn_open(a, &o, NULL);
+    cr_assert_not_null(t);
+    pthread_t th[4];
+    struct part_writer w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct part_writer){.t = t, .id = i};
+        pthread_create(&th[i], NULL, part_run, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(w[i].failures, 0, "thread %d: %d calls failed", i, w[i].failures);
+        cr_assert_eq(w[i].wrong, 0, "thread %d: %d elements read back wrong", i, w[i].wrong);
+    }
+    cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_txn_staged_bytes(t), 0);
+    sl_txn_close(t);
+    for (uint64_t chunk = 0; chunk < 400; chunk++) {
+        const uint64_t c[2] = {chunk / 20, chunk % 20};
+        uint16_t buf[16];
+        bool missing = true;
+        cr_assert_eq(sl_array_read_chunk(a, c, buf, sizeof(buf), NULL, &missing, NULL), SL_OK);
+        cr_assert_not(missing, "chunk %llu lost", (unsigned long long)chunk);
+        for (int e = 0; e < 16; e++)
+            cr_assert_eq(buf[e], e < 4 ? part_value(chunk, e) : value_of(chunk, e),
+                         "chunk %llu element %d", (unsigned long long)chunk, e);
+    }
     sl_array_unref(a);
     sl_store_unref(s);
 }
