@@ -91,36 +91,23 @@ sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf, size_t buf_bytes
     return st;
 }
 
-/* Whether the staged chunks of unit `u` cover `part` whole. */
-static bool
-unit_covers_locked(const sl_txn *t, const struct sl__txn_unit *u, const struct sl_region *part)
-{
-    struct sl_grid_iter it;
-    sl_grid_iter_init(&it, &t->a->chunk_grid, part);
-    while (sl_grid_iter_next(&it)) {
-        uint64_t unit[SL_MAX_RANK], index, k;
-        sl__txn_unit_of(t, it.coords, unit, &index, &k);
-        const struct sl__txn_chunk *c = u->slots[k];
-        if (c == NULL || c->partial)
-            return false;
-    }
-    return true;
-}
-
 /* Lay the staged chunks of unit `u` meeting `part` over `dst` (dense, of
- * `dims`, at `origin`). */
+ * `dims`, at `origin`); with `dry`, only say in `*covered` whether staged
+ * whole chunks cover `part`. */
 static sl_status
 unit_overlay_locked(const sl_txn *t, const struct sl__txn_unit *u, const struct sl_region *part,
-                    void *dst, const uint64_t *dims, const uint64_t *origin, sl_codec_ctx *ctx,
-                    struct sl_error *err)
+                    void *dst, const uint64_t *dims, const uint64_t *origin, bool dry,
+                    bool *covered, sl_codec_ctx *ctx, struct sl_error *err)
 {
     struct sl_grid_iter it;
     sl_grid_iter_init(&it, &t->a->chunk_grid, part);
+    *covered = true;
     while (sl_grid_iter_next(&it)) {
         uint64_t unit[SL_MAX_RANK], index, k;
         sl__txn_unit_of(t, it.coords, unit, &index, &k);
         const struct sl__txn_chunk *c = u->slots[k];
-        if (c != NULL) {
+        *covered = *covered && c != NULL && !c->partial;
+        if (c != NULL && !dry) {
             sl_status st =
                 sl__txn_chunk_copy_box(t, c, &it.chunk, &it.part, dst, dims, origin, ctx, err);
             if (st != SL_OK) {
@@ -154,8 +141,13 @@ part_overlay(const struct read_part *rp, bool only_if_covered, bool *copied, sl_
     *copied = false;
     pthread_mutex_lock(&s->mu);
     const struct sl__txn_unit *u = sl__txn_table_find(s, rp->index);
-    if (u != NULL && (!only_if_covered || unit_covers_locked(rp->t, u, &rp->part))) {
-        st = unit_overlay_locked(rp->t, u, &rp->part, rp->dst, rp->dims, rp->origin, ctx, err);
+    bool covered = true;
+    if (u != NULL && only_if_covered)
+        (void)unit_overlay_locked(rp->t, u, &rp->part, NULL, NULL, NULL, true, &covered, NULL,
+                                  NULL);
+    if (u != NULL && covered) {
+        st = unit_overlay_locked(rp->t, u, &rp->part, rp->dst, rp->dims, rp->origin, false,
+                                 &covered, ctx, err);
         *copied = true;
     }
     pthread_mutex_unlock(&s->mu);
