@@ -22,7 +22,8 @@
  *              txn_loop on the same shards)
  *
  * Each run starts from an empty store.  Reported: time, MB/s of decoded
- * data, bytes written and shard writes (the store's counters), the ratios
+ * data, bytes written and shard writes (the store's counters), the
+ * transaction's peak staged bytes (sl_txn_stats), the ratios
  * naive / txn, and the transaction's throughput against zstd's own
  * ZSTD_compressCCtx speed on the same chunks (one thread) times the
  * workers.  Memory store, then the filesystem under $SL_BENCH_DATA (every
@@ -145,6 +146,7 @@ struct result {
     double seconds;         /* best time */
     uint64_t bytes_written; /* by the store, one run */
     uint64_t n_sets;        /* objects written, one run */
+    uint64_t peak_staged;   /* the transaction's peak staged bytes, most of any run */
 };
 
 /* What a run writes: the chunks of the first `n_shards` shards, in
@@ -224,11 +226,13 @@ put_one(void *arg, size_t i, unsigned worker)
         atomic_fetch_add(&ps->failures, 1);
 }
 
-/* Write the plan into array `a` one way; seconds taken. */
+/* Write the plan into array `a` one way; seconds taken, the
+ * transaction's peak staged bytes in `*peak` (0 for the naive way). */
 static double
 write_once(sl_array *a, const struct plan *p, way w, const struct sl_parallel *par,
-           sl_codec_ctx **ctx)
+           sl_codec_ctx **ctx, uint64_t *peak)
 {
+    *peak = 0;
     struct sl_error err = SL_ERROR_INIT;
     double t0 = sl_bench_now();
     if (w == WAY_NAIVE) {
@@ -259,8 +263,12 @@ write_once(sl_array *a, const struct plan *p, way w, const struct sl_parallel *p
     }
     if (sl_txn_commit(t, ctx[0], &err) != SL_OK)
         die("commit", &err);
+    double dt = sl_bench_now() - t0;
+    struct sl_txn_stats st;
+    sl_txn_get_stats(t, &st);
+    *peak = st.peak_staged_bytes;
     sl_txn_close(t);
-    return sl_bench_now() - t0;
+    return dt;
 }
 
 static int
@@ -299,7 +307,7 @@ static struct result
 run(const char *dir, const uint8_t *chunks, size_t n_shards, way w, int reps,
     const struct sl_parallel *par, sl_codec_ctx **ctx)
 {
-    struct result r = {1e9, 0, 0};
+    struct result r = {1e9, 0, 0, 0};
     char root[4096];
     for (int rep = 0; rep < reps; rep++) {
         sl_store *s = store_fresh(dir, root, sizeof(root));
@@ -308,8 +316,10 @@ run(const char *dir, const uint8_t *chunks, size_t n_shards, way w, int reps,
         plan_make(&p, chunks, a, n_shards);
         struct sl_store_stats before, after;
         sl_store_get_stats(s, &before);
-        double dt = write_once(a, &p, w, par, ctx);
+        uint64_t peak;
+        double dt = write_once(a, &p, w, par, ctx, &peak);
         sl_store_get_stats(s, &after);
+        r.peak_staged = peak > r.peak_staged ? peak : r.peak_staged;
         r.seconds = dt < r.seconds ? dt : r.seconds;
         r.bytes_written = after.bytes_written - before.bytes_written;
         r.n_sets = after.n_set - before.n_set;
@@ -342,6 +352,10 @@ report(const char *store, const char *what, const struct result *r, double decod
     sl_bench_report(name, (double)r->bytes_written / 1e6, "MB");
     snprintf(name, sizeof(name), "io_txn_%s_%s_shard_writes", store, what);
     sl_bench_report(name, (double)r->n_sets, "writes");
+    if (r->peak_staged > 0) {
+        snprintf(name, sizeof(name), "io_txn_%s_%s_peak_staged", store, what);
+        sl_bench_report(name, (double)r->peak_staged / 1e6, "MB");
+    }
 }
 
 /* The store alone: `r->n_sets` objects of `r->bytes_written` bytes in
