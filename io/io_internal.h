@@ -713,10 +713,20 @@ struct sl__txn_chunk {
     bool partial;               /* `mask` says which elements were written */
     uint64_t n_written;         /* partial: elements inside the array written */
     uint64_t counted;           /* bytes it counts in staged_bytes */
-    struct sl_buf enc;          /* the encoding, when `encoded` */
-    bool encoded;               /* `enc` holds it (or `empty`) */
+    struct sl_buf enc;          /* the encoding, when `encoded` (and not `view`) */
+    const uint8_t *view;        /* or: the encoding in its unit's assembled bytes */
+    size_t view_n;              /* its length */
+    bool encoded;               /* `enc` or `view` holds it (or `empty`) */
     bool empty;                 /* encoded: all fill, not stored */
 };
+
+/* The encoding of an encoded, non-empty chunk record. */
+static inline struct sl__view
+sl__txn_chunk_encoding(const struct sl__txn_chunk *c)
+{
+    return c->view != NULL ? (struct sl__view){c->view, c->view_n}
+                           : (struct sl__view){c->enc.data, c->enc.size};
+}
 
 /* How far a unit has gone. */
 typedef enum sl__txn_unit_state {
@@ -837,6 +847,12 @@ sl_status sl__txn_stage_part(sl_txn *t, const uint64_t *coords, const struct sl_
 
 /* Return chunk records to the pool, uncounting what they staged. */
 void sl__txn_chunk_release(sl_txn *t, struct sl__txn_chunk *c);
+
+/* Make complete chunk `c` of a unit just assembled early refer to its
+ * encoding in the unit's assembled bytes (`at`, `n` bytes; NULL: fill)
+ * and give up its own buffers, which count no more (stripe locked:
+ * readers may be reading it). */
+void sl__txn_chunk_into_shard(sl_txn *t, struct sl__txn_chunk *c, const uint8_t *at, size_t n);
 
 /* Copy the elements of `c` its mask marks (all when complete) into the
  * whole chunk `dst`; a bare chunk is decoded there with `ctx`.

@@ -218,9 +218,10 @@ flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
          * caller's memory budget (a graph's) sees them. */
         uint64_t enc = sl__txn_encoded_bytes(t, u) - before;
         /* Assembled here too, on this worker's core, so that the writer
-         * thread's time goes to the device alone. */
+         * thread's time goes to the device alone; the chunks then give
+         * their buffers up, and the shard's bytes are all that waits. */
         if (sl__txn_assemble_early(t, u, ctx))
-            enc += u->bytes.capacity;
+            enc = u->bytes.capacity;
         u->behind_bytes = enc;
         sl__txn_staged_add(t, enc);
         if (sl__txn_behind_take(t, u))

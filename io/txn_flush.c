@@ -45,7 +45,7 @@ chunk_view(const sl_txn *t, const struct sl__txn_chunk *c, sl_codec_ctx *ctx, st
     if (!c->encoded)
         return chunk_encode(t, c->data, ctx, v, empty, err);
     *empty = c->empty;
-    *v = (struct sl__view){c->enc.data, c->enc.size};
+    *v = sl__txn_chunk_encoding(c);
     return SL_OK;
 }
 
@@ -259,7 +259,7 @@ sl__txn_encoded_bytes(const sl_txn *t, const struct sl__txn_unit *u)
     uint64_t n = 0;
     for (uint64_t k = 0; k < t->n_per_unit; k++) {
         const struct sl__txn_chunk *c = u->slots[k];
-        n += c != NULL && c->encoded && !c->empty ? c->enc.size : 0;
+        n += c != NULL && c->encoded && !c->empty ? sl__txn_chunk_encoding(c).size : 0;
     }
     return n;
 }
@@ -283,6 +283,19 @@ sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
     }
     u->assembled = true;
     u->assembled_empty = empty;
+    /* The chunks' own buffers are no longer needed: readers decode from
+     * the shard (its index entries are still in the context's scratch). */
+    const uint64_t *e = (const uint64_t *)ctx->scratch[SL__SCR_INDEX_NEW].data;
+    struct sl__txn_stripe *s = sl__txn_stripe_of(t, u->index);
+    pthread_mutex_lock(&s->mu);
+    for (uint64_t k = 0; k < t->n_per_unit; k++) {
+        if (u->slots[k] == NULL)
+            continue;
+        bool stored = !empty && e[2 * k] != SL__SHARD_EMPTY;
+        sl__txn_chunk_into_shard(t, u->slots[k], stored ? u->bytes.data + e[2 * k] : NULL,
+                                 stored ? (size_t)e[2 * k + 1] : 0);
+    }
+    pthread_mutex_unlock(&s->mu);
     return true;
 }
 

@@ -62,6 +62,8 @@ chunk_get(sl_txn *t, bool bare, struct sl_error *err)
     c->partial = false;
     c->n_written = 0;
     c->counted = 0;
+    c->view = NULL;
+    c->view_n = 0;
     c->encoded = false;
     c->empty = false;
     return c;
@@ -83,8 +85,8 @@ sl__txn_staged_add(sl_txn *t, uint64_t n)
 static uint64_t
 chunk_staged_bytes(const sl_txn *t, const struct sl__txn_chunk *c)
 {
-    if (c->data == NULL)
-        return c->empty ? 0 : c->enc.capacity;
+    if (c->data == NULL) /* bare: its encoding, unless in the unit's shard */
+        return c->empty || c->view != NULL ? 0 : c->enc.capacity;
     return t->a->layout.n_bytes + (c->partial ? t->mask_bytes : 0);
 }
 
@@ -108,6 +110,52 @@ chunk_put(sl_txn *t, struct sl__txn_chunk *c)
     c->next = *to;
     *to = c;
     pthread_mutex_unlock(&t->pool_mu);
+}
+
+/* Put the buffers of decoded record `c` (its chunk buffer, and its
+ * encoding's, a codec context's scratch that later encodings trade for)
+ * back in the pool, in a bare record's shell, so that staging goes on
+ * reusing them; `c` keeps what the shell held. */
+static void
+buffers_donate(sl_txn *t, struct sl__txn_chunk *c)
+{
+    pthread_mutex_lock(&t->pool_mu);
+    struct sl__txn_chunk *shell = t->pool_bare;
+    if (shell != NULL)
+        t->pool_bare = shell->next;
+    pthread_mutex_unlock(&t->pool_mu);
+    if (shell == NULL) {
+        shell = sl_alloc_zeroed(&t->alloc, 1, sizeof(*shell), 0);
+        if (shell == NULL) {
+            sl_free(&t->alloc, c->data, t->a->layout.n_bytes);
+            c->data = NULL;
+            sl_buf_fini(&c->enc);
+            return;
+        }
+        shell->enc.alloc = t->alloc;
+    }
+    struct sl_buf enc = shell->enc;
+    shell->data = c->data;
+    shell->enc = c->enc;
+    shell->enc.size = 0;
+    c->data = NULL;
+    c->enc = enc;
+    c->enc.size = 0;
+    chunk_put(t, shell);
+}
+
+void
+sl__txn_chunk_into_shard(sl_txn *t, struct sl__txn_chunk *c, const uint8_t *at, size_t n)
+{
+    if (c->data != NULL)
+        buffers_donate(t, c);
+    else
+        sl_buf_fini(&c->enc); /* its own copy, sized to fit: not needed now */
+    c->view = at;
+    c->view_n = n;
+    c->encoded = true;
+    c->empty = at == NULL;
+    chunk_recount(t, c);
 }
 
 void
@@ -634,9 +682,10 @@ sl__txn_chunk_overlay(const sl_txn *t, const struct sl__txn_chunk *c, void *dst,
     const sl_array *a = t->a;
     size_t es = a->elem_bytes, n = a->layout.n_bytes / es;
     if (c->data == NULL) {
-        if (!c->empty)
-            return sl__chain_decode(&a->meta.chain, &a->layout, c->enc.data, c->enc.size, dst, ctx,
-                                    err);
+        if (!c->empty) {
+            struct sl__view v = sl__txn_chunk_encoding(c);
+            return sl__chain_decode(&a->meta.chain, &a->layout, v.data, v.size, dst, ctx, err);
+        }
         sl__fill_elements(dst, n, a->meta.fill, es);
         return SL_OK;
     }

@@ -977,21 +977,42 @@ Test(io_txn, commit_waits_for_the_shard_in_the_writer_threads_hands)
     uint16_t v[N * N];
     values_make(v, 43);
     sl_txn *t =
-        sl_txn_open(f.a, &(struct sl_txn_opts){.flush_full = true, .write_behind = 1}, NULL);
+        sl_txn_open(f.a, &(struct sl_txn_opts){.flush_full = true, .write_behind = 2}, NULL);
     gate_set(&f.c, true);
+    /* Shard (0, 0) written without a codec context: the writer thread
+     * encodes and assembles it, and its set is held at the gate. */
     for (uint64_t cy = 0; cy < 2; cy++)
         for (uint64_t cx = 0; cx < 2; cx++)
             txn_put_chunk(&f, t, cy, cx, v);
-    /* The write that completed shard (0, 0) returned; the writer thread's
-     * set of it is held at the gate. */
     gate_wait_for_set(&f.c);
+    /* Shard (1, 0) with one: the write that completes it assembles it,
+     * its chunks give their buffers up for the shard's bytes, and it
+     * waits in the queue. */
+    put_ctx = sl_codec_ctx_create(NULL, NULL);
+    for (uint64_t cy = 2; cy < 4; cy++)
+        for (uint64_t cx = 0; cx < 2; cx++)
+            txn_put_chunk(&f, t, cy, cx, v);
+    sl_codec_ctx_destroy(put_ctx);
+    put_ctx = NULL;
     struct sl_txn_stats st;
     sl_txn_get_stats(t, &st);
-    /* Staged decoded, its 4 chunks, not encoded before the writer thread
-     * takes it (no codec context); staged encoded, checked below. */
-    if (!SL_TEST_ENCODE_ON_WRITE_ON)
-        cr_assert_eq(st.staged_bytes, 4 * 32, "the shard stays staged until written");
-    cr_assert_eq(st.staged_units, 1);
+    cr_assert_eq(st.staged_units, 2, "both shards stay staged until written");
+    uint64_t held = st.staged_bytes; /* checked once they are stored */
+    /* Readers see the queued shard, decoded from its assembled bytes (the
+     * held one they would wait for: its write holds its lock). */
+    struct sl_region sq = {.rank = 2, .start = {8, 0}, .stop = {16, 8}};
+    uint16_t box[64], chunk[16];
+    cr_assert_eq(sl_txn_read_region(t, &sq, box, sizeof(box), NULL, NULL), SL_OK);
+    for (int k = 0; k < 64; k++)
+        cr_assert_eq(box[k], v[(8 + (uint64_t)(k / 8)) * N + (uint64_t)(k % 8)],
+                     "element %d of the queued shard", k);
+    bool missing = true;
+    cr_assert_eq(
+        sl_txn_read_chunk(t, (const uint64_t[]){3, 1}, chunk, sizeof(chunk), NULL, &missing, NULL),
+        SL_OK);
+    cr_assert_not(missing);
+    for (int e = 0; e < 16; e++)
+        cr_assert_eq(chunk[e], v[(12 + (uint64_t)(e / 4)) * N + 4 + (uint64_t)(e % 4)]);
     struct commit_call cc = {.t = t};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, commit_thread, &cc), 0);
@@ -1001,21 +1022,23 @@ Test(io_txn, commit_waits_for_the_shard_in_the_writer_threads_hands)
     pthread_join(th, NULL);
     cr_assert_eq(cc.st, SL_OK);
     cr_assert_eq(f.c.sets[0][0], 1);
-    cr_assert_eq(f.c.n_sets, 1);
-    if (SL_TEST_ENCODE_ON_WRITE_ON) {
-        /* Staged encoded: its chunks' encodings (each kept in a buffer of
-         * its size) and the shard the completing write assembled (an
-         * sl_buf: 256 bytes, doubled until it holds the shard), exactly. */
+    cr_assert_eq(f.c.sets[1][0], 1);
+    cr_assert_eq(f.c.n_sets, 2);
+    /* What they held: an assembled shard its sl_buf (256 bytes, doubled
+     * until it holds the shard) and nothing more; shard (0, 0), staged
+     * decoded and not assembled, its 4 chunks (assembled too where every
+     * write has a context: the encode-on-write build). */
+    uint64_t caps[2];
+    const char *keys[2] = {"a/c/0/0", "a/c/1/0"};
+    for (int i = 0; i < 2; i++) {
         uint64_t shard;
-        cr_assert_eq(sl_store_size(f.s, "a/c/0/0", &shard, NULL), SL_OK);
-        uint64_t encodings = shard - f.a->meta.index_bytes, cap = 256;
-        while (cap < shard)
-            cap *= 2;
-        cr_assert_eq(st.staged_bytes, encodings + cap,
-                     "held by the writer thread: %llu bytes, not %llu + %llu",
-                     (unsigned long long)st.staged_bytes, (unsigned long long)encodings,
-                     (unsigned long long)cap);
+        cr_assert_eq(sl_store_size(f.s, keys[i], &shard, NULL), SL_OK);
+        for (caps[i] = 256; caps[i] < shard;)
+            caps[i] *= 2;
     }
+    uint64_t want = (SL_TEST_ENCODE_ON_WRITE_ON ? caps[0] : 4 * 32) + caps[1];
+    cr_assert_eq(held, want, "staged while held: %llu bytes, not %llu", (unsigned long long)held,
+                 (unsigned long long)want);
     sl_txn_get_stats(t, &st);
     cr_assert_eq(st.staged_bytes, 0);
     cr_assert_eq(st.staged_units, 0);
