@@ -40,8 +40,10 @@
  *   and written by the transaction's writer thread while writes go on,
  *   so the store's writes and fsyncs overlap the encoding of the next
  *   units; at most `write_behind` units wait for or are in that thread's
- *   hands (they stay staged, and count in sl_txn_staged_bytes with
- *   their encodings, until written).  Commit and abort first
+ *   hands (they stay staged, readable, and counted in
+ *   sl_txn_staged_bytes until written: when the write that completed
+ *   one had a codec context, it assembled the shard, and that is all the
+ *   unit then holds).  Commit and abort first
  *   wait for them.  Each unit is still written once, atomically, and
  *   reported to `on_unit`.  But such a unit is not yet stored when the
  *   write that completed it returns: a write of the same unit from
@@ -258,8 +260,9 @@ SL_API bool sl_txn_wait_behind(sl_txn *t);
 
 /** Bytes of chunk data staged now: a chunk staged decoded counts its size
  * (a partial one its mask too), one staged encoded (encode_on_write) its
- * encoding, an all-fill one so staged nothing; units handed to the writer
- * thread add their encodings and assembled bytes.  0 does not mean that
+ * encoding, an all-fill one so staged nothing; a unit handed to the
+ * writer thread its assembled shard instead of its chunks (or, not
+ * assembled yet, its chunks and their encodings).  0 does not mean that
  * nothing is staged: see sl_txn_stats.staged_units.
  * Thread-safety: any thread. */
 SL_API uint64_t sl_txn_staged_bytes(const sl_txn *t);
