@@ -808,10 +808,12 @@ struct sl_txn {
 uint64_t sl__txn_encoded_bytes(const sl_txn *t, const struct sl__txn_unit *u);
 
 /* Assemble complete shard `u`, whose chunks are encoded, into u->bytes
- * with `ctx` (no lock needed: the unit is flushing); the writer thread
- * then only writes it.  False (nothing kept) when `u` is not a complete
- * shard, `ctx` is NULL, or assembling failed (the writer retries and
- * reports). */
+ * with `ctx` (the unit is flushing: no writer changes it); the writer
+ * thread then only writes it.  Its chunks then refer to their encodings
+ * in u->bytes and give up their own buffers, and u->behind_bytes (counted
+ * in staged bytes, in place of what it counted) becomes the shard's
+ * size.  False (nothing kept) when `u` is not a complete shard, `ctx` is
+ * NULL, or assembling failed (the writer retries and reports). */
 bool sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx);
 
 /* Count `n` bytes more staged (keeping the peak), or fewer (negated). */

@@ -216,18 +216,20 @@ flush_now(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
         sl__txn_encode_units(t, &u, 1, ctx);
         /* The encodings wait with the unit: they count as staged, so a
          * caller's memory budget (a graph's) sees them. */
-        uint64_t enc = sl__txn_encoded_bytes(t, u) - before;
+        u->behind_bytes = sl__txn_encoded_bytes(t, u) - before;
+        sl__txn_staged_add(t, u->behind_bytes);
         /* Assembled here too, on this worker's core, so that the writer
          * thread's time goes to the device alone; the chunks then give
          * their buffers up, and the shard's bytes are all that waits. */
-        if (sl__txn_assemble_early(t, u, ctx))
-            enc = u->bytes.capacity;
-        u->behind_bytes = enc;
-        sl__txn_staged_add(t, enc);
+        (void)sl__txn_assemble_early(t, u, ctx);
         if (sl__txn_behind_take(t, u))
             return;
-        sl__txn_staged_add(t, (uint64_t)0 - enc);
-        u->behind_bytes = 0;
+        /* Written here after all: still counted while it is (an assembled
+         * unit holds nothing else), until sl__txn_unit_finish. */
+        if (!u->assembled) {
+            sl__txn_staged_add(t, (uint64_t)0 - u->behind_bytes);
+            u->behind_bytes = 0;
+        }
     }
     sl__txn_flush(t, &u, 1, ctx, true);
 }
@@ -364,7 +366,7 @@ unit_bytes(const sl_txn *t, const struct sl__txn_unit *u)
     uint64_t n = 0;
     for (uint64_t k = 0; k < t->n_per_unit; k++) {
         const struct sl__txn_chunk *c = u->slots[k];
-        n += c == NULL ? 0 : c->encoded ? c->enc.size : t->a->layout.n_bytes;
+        n += c == NULL ? 0 : c->encoded ? sl__txn_chunk_encoding(c).size : t->a->layout.n_bytes;
     }
     return n;
 }

@@ -227,11 +227,13 @@ set_flags(const sl_txn *t)
 }
 
 /* Assemble shard `u` into `out`: its staged chunks over `old` (the
- * stored shard's, when `u` is partial).  `*empty`: no chunk is left. */
+ * stored shard's, when `u` is partial).  `*empty`: no chunk is left;
+ * `*index` (may be NULL): its entries, native (offset, length) pairs
+ * from the start of `out`, in `ctx`'s SL__SCR_INDEX_NEW. */
 static sl_status
 shard_assemble(const sl_txn *t, const struct sl__txn_unit *u, const char *key,
                const struct sl__shard_old *old, struct sl_buf *out, sl_codec_ctx *ctx, bool *empty,
-               struct sl_error *err)
+               const uint64_t **index, struct sl_error *err)
 {
     const sl_array *a = t->a;
     const struct sl__meta *m = &a->meta;
@@ -239,6 +241,8 @@ shard_assemble(const sl_txn *t, const struct sl__txn_unit *u, const char *key,
     SL_TRY(sl__ctx_scratch(ctx, SL__SCR_INDEX_NEW, (size_t)m->n_per_shard * 16, &entries, err));
     struct sl__shard_builder b;
     SL_TRY(sl__shard_builder_init(&b, m, out, (uint64_t *)entries->data, err));
+    if (index != NULL)
+        *index = (const uint64_t *)entries->data;
     for (uint64_t k = 0; k < m->n_per_shard; k++) {
         uint64_t inner[SL_MAX_RANK];
         sl__shard_inner_coords(m, u->coords, k, inner);
@@ -271,21 +275,25 @@ sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
         return false;
     const struct sl__shard_old none = {NULL, NULL};
     struct sl_error ignored = SL_ERROR_INIT;
+    /* One allocation of the final size (on a page when large, for the
+     * store's direct writes), not a buffer doubling as it fills. */
+    size_t need = t->a->meta.index_bytes + (size_t)sl__txn_encoded_bytes(t, u);
     u->bytes = SL_BUF_INIT;
     u->bytes.alloc = t->alloc;
-    /* One allocation of the final size, not a buffer doubling as it fills. */
-    size_t need = t->a->meta.index_bytes + (size_t)sl__txn_encoded_bytes(t, u);
+    u->bytes.data = sl_alloc(&t->alloc, need, need >= ((size_t)64 << 10) ? 4096 : 64);
+    u->bytes.capacity = u->bytes.data != NULL ? need : 0;
     bool empty = false;
-    if (sl_buf_reserve(&u->bytes, need, &ignored) != SL_OK ||
-        shard_assemble(t, u, "", &none, &u->bytes, ctx, &empty, &ignored) != SL_OK) {
+    const uint64_t *e = NULL;
+    if (u->bytes.data == NULL ||
+        shard_assemble(t, u, "", &none, &u->bytes, ctx, &empty, &e, &ignored) != SL_OK) {
         sl_buf_fini(&u->bytes); /* the writer assembles it again, and reports */
         return false;
     }
     u->assembled = true;
     u->assembled_empty = empty;
-    /* The chunks' own buffers are no longer needed: readers decode from
-     * the shard (its index entries are still in the context's scratch). */
-    const uint64_t *e = (const uint64_t *)ctx->scratch[SL__SCR_INDEX_NEW].data;
+    /* Counted before the chunks give their buffers up below, so that the
+     * peak sees the moment both exist; then the shard is all it holds. */
+    sl__txn_staged_add(t, u->bytes.capacity);
     struct sl__txn_stripe *s = sl__txn_stripe_of(t, u->index);
     pthread_mutex_lock(&s->mu);
     for (uint64_t k = 0; k < t->n_per_unit; k++) {
@@ -296,6 +304,9 @@ sl__txn_assemble_early(sl_txn *t, struct sl__txn_unit *u, sl_codec_ctx *ctx)
                                  stored ? (size_t)e[2 * k + 1] : 0);
     }
     pthread_mutex_unlock(&s->mu);
+    /* The encodings made for the hand-over went with the chunk buffers. */
+    sl__txn_staged_add(t, (uint64_t)0 - u->behind_bytes);
+    u->behind_bytes = u->bytes.capacity;
     return true;
 }
 
@@ -317,7 +328,7 @@ shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
     struct sl_buf *out;
     SL_TRY(sl__ctx_scratch(ctx, SL__SCR_SHARD, 0, &out, err));
     bool empty = false;
-    SL_TRY(shard_assemble(t, u, key, &old, out, ctx, &empty, err));
+    SL_TRY(shard_assemble(t, u, key, &old, out, ctx, &empty, NULL, err));
     if (empty)
         return sl_store_delete(a->store, key, err);
     return sl__store_set(a->store, key, out->data, out->size, set_flags(t), err);

@@ -105,6 +105,7 @@ static void
 chunk_put(sl_txn *t, struct sl__txn_chunk *c)
 {
     c->partial = false;
+    c->view = NULL; /* its shard goes with its unit */
     pthread_mutex_lock(&t->pool_mu);
     struct sl__txn_chunk **to = c->data == NULL ? &t->pool_bare : &t->pool;
     c->next = *to;
@@ -134,13 +135,13 @@ buffers_donate(sl_txn *t, struct sl__txn_chunk *c)
         }
         shell->enc.alloc = t->alloc;
     }
-    struct sl_buf enc = shell->enc;
+    struct sl_buf kept = shell->enc; /* a bare record's encoding: not needed */
     shell->data = c->data;
     shell->enc = c->enc;
     shell->enc.size = 0;
     c->data = NULL;
-    c->enc = enc;
-    c->enc.size = 0;
+    c->enc = kept;
+    sl_buf_fini(&c->enc);
     chunk_put(t, shell);
 }
 

@@ -108,6 +108,10 @@ struct fixture {
     uint16_t model[N * N]; /* what the array must hold after commit */
 };
 
+/* Shards with their index before the chunks, and checksums (the next
+ * fixture_open only). */
+static bool fixture_index_at_start;
+
 static void
 fixture_open(struct fixture *f, bool sharded, int zarr_format)
 {
@@ -128,6 +132,8 @@ fixture_open(struct fixture *f, bool sharded, int zarr_format)
         sp.chunk_shape[d] = 4;
         sp.shard_shape[d] = sharded ? 8 : 0;
     }
+    sp.index_at_start = sp.checksum = fixture_index_at_start;
+    fixture_index_at_start = false;
     struct sl_error err = SL_ERROR_INIT;
     f->a = sl_array_create(f->s, "a", &sp, NULL, &err);
     cr_assert_not_null(f->a, "%s", err.text);
@@ -1024,24 +1030,72 @@ Test(io_txn, commit_waits_for_the_shard_in_the_writer_threads_hands)
     cr_assert_eq(f.c.sets[0][0], 1);
     cr_assert_eq(f.c.sets[1][0], 1);
     cr_assert_eq(f.c.n_sets, 2);
-    /* What they held: an assembled shard its sl_buf (256 bytes, doubled
-     * until it holds the shard) and nothing more; shard (0, 0), staged
-     * decoded and not assembled, its 4 chunks (assembled too where every
-     * write has a context: the encode-on-write build). */
-    uint64_t caps[2];
+    /* What they held: an assembled shard its bytes and nothing more;
+     * shard (0, 0), staged decoded and not assembled, its 4 chunks
+     * (assembled too where every write has a context: the encode-on-write
+     * build). */
+    uint64_t sizes[2];
     const char *keys[2] = {"a/c/0/0", "a/c/1/0"};
-    for (int i = 0; i < 2; i++) {
-        uint64_t shard;
-        cr_assert_eq(sl_store_size(f.s, keys[i], &shard, NULL), SL_OK);
-        for (caps[i] = 256; caps[i] < shard;)
-            caps[i] *= 2;
-    }
-    uint64_t want = (SL_TEST_ENCODE_ON_WRITE_ON ? caps[0] : 4 * 32) + caps[1];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(sl_store_size(f.s, keys[i], &sizes[i], NULL), SL_OK);
+    uint64_t want = (SL_TEST_ENCODE_ON_WRITE_ON ? sizes[0] : 4 * 32) + sizes[1];
     cr_assert_eq(held, want, "staged while held: %llu bytes, not %llu", (unsigned long long)held,
                  (unsigned long long)want);
+    /* While shard (1, 0) was assembled, its chunks and the shard existed
+     * at once: the peak says so. */
     sl_txn_get_stats(t, &st);
+    cr_assert_gt(st.peak_staged_bytes, held, "peak %llu", (unsigned long long)st.peak_staged_bytes);
     cr_assert_eq(st.staged_bytes, 0);
     cr_assert_eq(st.staged_units, 0);
+    sl_txn_close(t);
+    check_stored(&f);
+    fixture_close(&f);
+}
+
+Test(io_txn, a_queued_edge_shard_reads_back_from_its_assembled_bytes_index_first)
+{
+    struct fixture f;
+    fixture_index_at_start = true;
+    fixture_open(&f, true, 3);
+    fixture_fill(&f, 44);
+    uint16_t v[N * N];
+    values_make(v, 45);
+    /* Chunk (4, 1) all fill: not in the shard. */
+    for (uint64_t y = 16; y < 20; y++)
+        for (uint64_t x = 4; x < 8; x++)
+            v[y * N + x] = 0;
+    sl_txn *t =
+        sl_txn_open(f.a, &(struct sl_txn_opts){.flush_full = true, .write_behind = 2}, NULL);
+    gate_set(&f.c, true);
+    for (uint64_t cy = 0; cy < 2; cy++) /* shard (0, 0), held at the gate */
+        for (uint64_t cx = 0; cx < 2; cx++)
+            txn_put_chunk(&f, t, cy, cx, v);
+    gate_wait_for_set(&f.c);
+    /* The edge shard (2, 0): chunks (4, 0) and (4, 1) inside the array,
+     * assembled by the write completing it, queued. */
+    put_ctx = sl_codec_ctx_create(NULL, NULL);
+    txn_put_chunk(&f, t, 4, 0, v);
+    txn_put_chunk(&f, t, 4, 1, v);
+    sl_codec_ctx_destroy(put_ctx);
+    put_ctx = NULL;
+    struct sl_region sq = {.rank = 2, .start = {14, 0}, .stop = {20, 10}};
+    uint16_t box[60];
+    cr_assert_eq(sl_txn_read_region(t, &sq, box, sizeof(box), NULL, NULL), SL_OK);
+    for (int k = 0; k < 60; k++) {
+        uint64_t y = 14 + (uint64_t)(k / 10), x = (uint64_t)(k % 10);
+        cr_assert_eq(box[k], f.model[y * N + x], "(%llu, %llu)", (unsigned long long)y,
+                     (unsigned long long)x);
+    }
+    uint16_t chunk[16];
+    bool missing = true;
+    cr_assert_eq(
+        sl_txn_read_chunk(t, (const uint64_t[]){4, 1}, chunk, sizeof(chunk), NULL, &missing, NULL),
+        SL_OK);
+    cr_assert_not(missing, "staged, as fill");
+    for (int e = 0; e < 16; e++)
+        cr_assert_eq(chunk[e], 0);
+    gate_set(&f.c, false);
+    cr_assert_eq(sl_txn_commit(t, NULL, NULL), SL_OK);
     sl_txn_close(t);
     check_stored(&f);
     fixture_close(&f);
