@@ -425,6 +425,8 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     char name[96];
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_x_workers", store);
     sl_bench_report(name, z->one_s / workers / loop.seconds, "x");
+    snprintf(name, sizeof(name), "io_txn_%s_txn_loop_behind_vs_zstd_x_workers", store);
+    sl_bench_report(name, z->one_s / workers / behind.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_loop_behind_vs_txn_loop", store);
     sl_bench_report(name, loop.seconds / behind.seconds, "x");
     snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_x_workers", store);
