@@ -750,9 +750,10 @@ Test(io_txn, the_writer_thread_writes_each_complete_shard_once_in_bounded_memory
     sl_txn_get_stats(t, &st);
     cr_assert_eq(st.n_units_early, 9, "every shard was complete, so written early");
     cr_assert_eq(st.staged_bytes, 0);
-    /* A shard handed over counts with its encodings (each under 64 bytes)
-     * and, assembled by the write that completed it, its bytes (a buffer
-     * of 256 here); staged encoded, its chunks are those encodings. */
+    /* A shard handed over counts its encodings (each under 64 bytes) with
+     * its chunks; assembled by the write that completed it (the
+     * encode-on-write build, whose writes have a context), its bytes
+     * instead, the peak catching the moment both exist. */
     cr_assert_gt(st.peak_staged_bytes, 4 * 32, "the encodings of a handed-over shard count");
     cr_assert_leq(st.peak_staged_bytes,
                   SL_TEST_ENCODE_ON_WRITE_ON ? 2 * (4 * 96 + 256) : 2 * (4 * 32 + 4 * 64),
