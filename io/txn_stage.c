@@ -392,6 +392,20 @@ chunk_extent(const sl_array *a, const uint64_t *coords, struct sl_region *r, uin
 /* Fill bare record `c` with the encoding of whole chunk `coords` from
  * `buf`, encoded with `ctx` (an edge chunk's padding is filled in its
  * SL__SCR_CHUNK first). */
+/* Copy whole chunk `coords` from `buf` into `dst`, its padding beyond the
+ * array (an edge chunk's) as the fill value.  @return whether it had any. */
+static bool
+copy_padded(const sl_array *a, const uint64_t *coords, uint8_t *dst, const void *buf)
+{
+    struct sl_region r;
+    uint64_t extent[SL_MAX_RANK];
+    memcpy(dst, buf, a->layout.n_bytes);
+    bool edge = chunk_extent(a, coords, &r, extent);
+    if (edge)
+        sl__fill_outside(dst, a->meta.rank, a->layout.shape, extent, a->meta.fill, a->elem_bytes);
+    return edge;
+}
+
 static sl_status
 chunk_encode_from(sl_txn *t, struct sl__txn_chunk *c, const uint64_t *coords, const void *buf,
                   sl_codec_ctx *ctx, struct sl_error *err)
@@ -400,12 +414,10 @@ chunk_encode_from(sl_txn *t, struct sl__txn_chunk *c, const uint64_t *coords, co
     struct sl_region r;
     uint64_t extent[SL_MAX_RANK];
     const uint8_t *data = buf;
-    if (chunk_extent(a, coords, &r, extent)) {
+    if (chunk_extent(a, coords, &r, extent)) { /* only then a copy */
         struct sl_buf *padded;
         SL_TRY(sl__ctx_scratch(ctx, SL__SCR_CHUNK, a->layout.n_bytes, &padded, err));
-        memcpy(padded->data, buf, a->layout.n_bytes);
-        sl__fill_outside(padded->data, a->meta.rank, a->layout.shape, extent, a->meta.fill,
-                         a->elem_bytes);
+        (void)copy_padded(a, coords, padded->data, buf);
         data = padded->data;
     }
     return sl__txn_chunk_encode_keep(t, c, data, ctx, err);
@@ -436,12 +448,7 @@ sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, sl_codec
         c = chunk_get(t, false, err);
         if (c == NULL)
             return SL_ENOMEM;
-        memcpy(c->data, buf, a->layout.n_bytes);
-        struct sl_region r;
-        uint64_t extent[SL_MAX_RANK];
-        if (chunk_extent(a, coords, &r, extent))
-            sl__fill_outside(c->data, a->meta.rank, a->layout.shape, extent, a->meta.fill,
-                             a->elem_bytes);
+        (void)copy_padded(a, coords, c->data, buf);
     }
     chunk_recount(t, c);
     return stage_whole(t, coords, c, flush, err);

@@ -358,6 +358,15 @@ report(const char *store, const char *what, const struct result *r, double decod
     }
 }
 
+/* Print ratio io_txn_<store>_<what>. */
+static void
+report_ratio(const char *store, const char *what, double value)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "io_txn_%s_%s", store, what);
+    sl_bench_report(name, value, "x");
+}
+
 /* The store alone: `r->n_sets` objects of `r->bytes_written` bytes in
  * all set into a fresh store (filesystem: written through the page cache
  * when `buffered`); best seconds of `reps`, and the CPU seconds of that
@@ -423,24 +432,16 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     report(store, "txn_pool_raw", &raw, BYTES);
     double workers = sl_parallel_workers(par);
     char name[96];
-    snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_x_workers", store);
-    sl_bench_report(name, z->one_s / workers / loop.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_loop_behind_vs_zstd_x_workers", store);
-    sl_bench_report(name, z->one_s / workers / behind.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_loop_behind_vs_txn_loop", store);
-    sl_bench_report(name, loop.seconds / behind.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_x_workers", store);
-    sl_bench_report(name, z->one_s / workers / pool.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_in_place_vs_zstd_x_workers", store);
-    sl_bench_report(name, z->one_s / workers / in_place.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_raw_vs_zstd_x_workers", store);
-    sl_bench_report(name, z->one_s / workers / raw.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_txn_pool_raw", store);
-    sl_bench_report(name, raw.seconds / pool.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_loop_vs_zstd_on_pool", store);
-    sl_bench_report(name, z->pool_s / loop.seconds, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_on_pool", store);
-    sl_bench_report(name, z->pool_s / pool.seconds, "x");
+    report_ratio(store, "txn_loop_vs_zstd_x_workers", z->one_s / workers / loop.seconds);
+    report_ratio(store, "txn_loop_behind_vs_zstd_x_workers", z->one_s / workers / behind.seconds);
+    report_ratio(store, "txn_loop_behind_vs_txn_loop", loop.seconds / behind.seconds);
+    report_ratio(store, "txn_pool_vs_zstd_x_workers", z->one_s / workers / pool.seconds);
+    report_ratio(store, "txn_pool_in_place_vs_zstd_x_workers",
+                 z->one_s / workers / in_place.seconds);
+    report_ratio(store, "txn_pool_raw_vs_zstd_x_workers", z->one_s / workers / raw.seconds);
+    report_ratio(store, "txn_pool_vs_txn_pool_raw", raw.seconds / pool.seconds);
+    report_ratio(store, "txn_loop_vs_zstd_on_pool", z->pool_s / loop.seconds);
+    report_ratio(store, "txn_pool_vs_zstd_on_pool", z->pool_s / pool.seconds);
     double alone_cpu = 0;
     double alone = store_alone_s(dir, &pool, reps, false, &alone_cpu);
     snprintf(name, sizeof(name), "io_txn_%s_store_alone_time", store);
@@ -454,8 +455,8 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
         sl_bench_report("io_txn_fs_store_alone_buffered_time", buffered, "s");
         sl_bench_report("io_txn_fs_store_alone_buffered_cpu", buffered_cpu, "s");
     }
-    snprintf(name, sizeof(name), "io_txn_%s_txn_pool_vs_zstd_on_pool_plus_store_alone", store);
-    sl_bench_report(name, (z->pool_s + alone) / pool.seconds, "x");
+    report_ratio(store, "txn_pool_vs_zstd_on_pool_plus_store_alone",
+                 (z->pool_s + alone) / pool.seconds);
 
     double sub = (double)naive_shards * SHARD * SHARD * SHARD * 2;
     struct result naive = run(dir, chunks, naive_shards, WAY_NAIVE, 1, par, ctx);
@@ -465,12 +466,10 @@ bench_store(const char *store, const char *dir, const uint8_t *chunks, int reps,
     report(store, what, &naive, sub);
     snprintf(what, sizeof(what), "txn_loop_%zushard", naive_shards);
     report(store, what, &same, sub);
-    snprintf(name, sizeof(name), "io_txn_%s_naive_vs_txn_bytes_written", store);
-    sl_bench_report(name, (double)naive.bytes_written / (double)same.bytes_written, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_naive_vs_txn_shard_writes", store);
-    sl_bench_report(name, (double)naive.n_sets / (double)same.n_sets, "x");
-    snprintf(name, sizeof(name), "io_txn_%s_naive_vs_txn_time", store);
-    sl_bench_report(name, naive.seconds / same.seconds, "x");
+    report_ratio(store, "naive_vs_txn_bytes_written",
+                 (double)naive.bytes_written / (double)same.bytes_written);
+    report_ratio(store, "naive_vs_txn_shard_writes", (double)naive.n_sets / (double)same.n_sets);
+    report_ratio(store, "naive_vs_txn_time", naive.seconds / same.seconds);
 }
 
 int
