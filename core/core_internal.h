@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <sluice/common.h>
+#include <sluice/error.h>
 #include <sluice/status.h>
 #include <sluice/view.h>
 
@@ -86,5 +87,12 @@ void sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *sr
  * `what`, both shapes and the first dimension that differs. */
 sl_status sl__view_check_same_shape(const char *what, const struct sl_view *a,
                                     const struct sl_view *b, struct sl_error *err);
+
+/* Copy `src` into `dst` unless `dst` already records an error (the first
+ * error wins); `dst` may be NULL. */
+void sl__error_forward(struct sl_error *dst, const struct sl_error *src);
+
+/* Name the key and chunk coordinates of a recorded error that lacks them. */
+void sl__error_locate(struct sl_error *err, const char *key, uint32_t rank, const uint64_t *coords);
 
 #endif /* SL_CORE_INTERNAL_H */

@@ -172,3 +172,20 @@ sl_chunk_key_equal(const struct sl_chunk_key *a, const struct sl_chunk_key *b)
             return false;
     return true;
 }
+
+void
+sl__error_forward(struct sl_error *dst, const struct sl_error *src)
+{
+    if (dst != NULL && dst->code == SL_OK && src->code != SL_OK)
+        *dst = *src;
+}
+
+void
+sl__error_locate(struct sl_error *err, const char *key, uint32_t rank, const uint64_t *coords)
+{
+    if (err == NULL || err->code == SL_OK)
+        return;
+    if (err->chunk.rank == 0 && coords != NULL)
+        err->chunk = sl_chunk_key_make(rank, coords);
+    sl_error_set_source(err, key);
+}

@@ -14,7 +14,7 @@
 #include <sluice/checked.h>
 
 #include "core_internal.h"
-#include "io_internal.h"
+#include "io_fill.h"
 #include "load_json_internal.h"
 
 static const char *const array_keys[] = {"path", "create", "like", "overwrite", "comment", NULL};

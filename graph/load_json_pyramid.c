@@ -17,7 +17,7 @@
 #include <sluice/pyramid.h>
 
 #include "core_internal.h"
-#include "io_internal.h"
+#include "io_fill.h"
 #include "load_json_internal.h"
 
 static const char *const pyramid_create_keys[] = {"format", "chunks",     "shards",

@@ -16,7 +16,7 @@
 #include <sluice/sha256.h>
 
 #include "fuzz.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 #define F_V2 0x01    /* the document is a .zarray */
 #define F_WRITE 0x02 /* write chunk 0 back */

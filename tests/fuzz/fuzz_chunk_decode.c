@@ -19,7 +19,7 @@
  */
 #include "fuzz.h"
 #include "fuzz_layouts.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 /* Encode `chunk` and decode it again: the same bytes must come back. */
 static void

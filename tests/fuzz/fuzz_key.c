@@ -13,7 +13,8 @@
 #include <sluice/array.h>
 
 #include "fuzz.h"
-#include "io_internal.h"
+#include "store_internal.h"
+#include "zarr_internal.h"
 
 /* The rules, written from the documentation rather than from store.c. */
 static bool

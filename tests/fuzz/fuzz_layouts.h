@@ -7,7 +7,7 @@
 #define SL_FUZZ_LAYOUTS_H
 
 #include "fuzz.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 /* ---- chunk_decode ------------------------------------------------------------ */
 

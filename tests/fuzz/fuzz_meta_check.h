@@ -15,7 +15,7 @@
 #include <sluice/grid.h>
 
 #include "fuzz.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 /* Chunk `coords` of `m` gives a key that parses back to `coords`. */
 static inline void

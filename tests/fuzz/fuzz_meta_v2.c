@@ -8,7 +8,7 @@
  */
 #include "fuzz.h"
 #include "fuzz_meta_check.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 /* Replace NaN fill values by the canonical NaN, as v2 writes them. */
 static void

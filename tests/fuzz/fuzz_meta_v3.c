@@ -10,7 +10,7 @@
 
 #include "fuzz.h"
 #include "fuzz_meta_check.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 /* Write `m` as zarr.json, read it back, compare. */
 static void

@@ -17,7 +17,7 @@
  */
 #include "fuzz.h"
 #include "fuzz_layouts.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 /* What the coalesced reads must deliver. */
 struct expect {

@@ -18,9 +18,10 @@
 
 #include <sluice.h>
 
+#include "codec_internal.h"
 #include "fuzz.h"
 #include "fuzz_layouts.h"
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 static const char *out_dir;
 

@@ -13,8 +13,8 @@
 
 #include <sluice.h>
 
-#include "io_internal.h"
 #include "testkit.h"
+#include "zarr_internal.h"
 
 TestSuite(io_array, .timeout = 60.0);
 

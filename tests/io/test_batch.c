@@ -17,7 +17,7 @@
 
 #include <sluice.h>
 
-#include "io_internal.h"
+#include "batch_internal.h"
 #include "testkit.h"
 #include "testutil.h"
 

@@ -11,7 +11,7 @@
 
 #include <sluice.h>
 
-#include "io_internal.h"
+#include "codec_internal.h"
 #include "testutil.h"
 
 TestSuite(io_codec, .timeout = 30.0);

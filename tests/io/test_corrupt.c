@@ -16,8 +16,9 @@
 
 #include <sluice.h>
 
-#include "io_internal.h"
+#include "codec_internal.h"
 #include "testutil.h"
+#include "zarr_internal.h"
 
 TestSuite(io_corrupt, .timeout = 60.0);
 

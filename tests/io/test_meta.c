@@ -12,7 +12,7 @@
 
 #include <sluice.h>
 
-#include "io_internal.h"
+#include "zarr_internal.h"
 
 TestSuite(io_meta, .timeout = 10.0);
 

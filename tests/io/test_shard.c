@@ -14,9 +14,9 @@
 #include <sluice.h>
 
 #include "fault_io.h"
-#include "io_internal.h"
 #include "testkit.h"
 #include "testutil.h"
+#include "zarr_internal.h"
 
 TestSuite(io_shard, .timeout = 30.0);
 

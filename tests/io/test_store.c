@@ -11,7 +11,7 @@
 
 #include <sluice.h>
 
-#include "io_internal.h"
+#include "store_internal.h"
 #include "testutil.h"
 
 static char fs_root[4096];

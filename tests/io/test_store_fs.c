@@ -19,7 +19,7 @@
 #include <sluice.h>
 
 #include "fault_io.h"
-#include "io_internal.h"
+#include "store_internal.h"
 #include "testutil.h"
 
 static char root[4096];

@@ -20,9 +20,9 @@
 #include <sluice.h>
 
 #include "fault_io.h"
-#include "io_internal.h"
 #include "testkit.h"
 #include "testutil.h"
+#include "txn_internal.h"
 
 TestSuite(io_txn, .timeout = 60.0);
 

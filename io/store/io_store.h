@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store sub-library's interface to the io layers above it (zarr, txn,
+ * batch): readers of byte ranges of one version of an object, sets with
+ * flags, the key check and the sweep of abandoned temporary files.  graph/
+ * and programs use <sluice/store.h> instead.
+ */
+#ifndef SL_IO_STORE_H
+#define SL_IO_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/alloc.h>
+#include <sluice/checked.h>
+#include <sluice/error.h>
+#include <sluice/store.h>
+
+#include "core_internal.h"
+
+/*
+ * An open object: reads of byte ranges of one version of it.  Sharded reads
+ * open a reader, read the index and then inner chunks, so a concurrent
+ * replacement of the shard cannot pair an old index with new bytes.
+ */
+struct sl__reader {
+    sl_store *store; /* borrowed */
+    const char *key; /* borrowed, for messages */
+    uint64_t size;   /* object size in bytes */
+    int fd;          /* filesystem store: the open file; else -1 */
+    void *blob;      /* memory store: the referenced value; else NULL */
+};
+
+/* Flags of a set (struct sl__store_vtable.set, sl__store_set). */
+enum {
+    SL__SET_REREAD = 1u, /* read again soon: keep it in the cache (no direct write) */
+};
+
+/* sl_store_set with `flags`. */
+sl_status sl__store_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+                        struct sl_error *err);
+
+/* True when a set on `s` waits for a device (fsync), so that writing from
+ * a thread of its own pays. */
+bool sl__store_sets_wait(const sl_store *s);
+
+/*
+ * Check that `key` (`len` bytes, which must not include a NUL) may name an
+ * object: see sl_store_set for the rules.  @return SL_OK or SL_EACCES
+ * naming the key and the rule it breaks.
+ */
+sl_status sl__key_check(const char *key, size_t len, struct sl_error *err);
+
+/*
+ * Open object `key` for range reads.  @return SL_OK, SL_ENOTFOUND,
+ * SL_EACCES, SL_EIO or SL_ENOMEM.  Close with sl__reader_close.
+ */
+sl_status sl__reader_open(sl_store *s, const char *key, struct sl__reader *rd,
+                          struct sl_error *err);
+
+/* Read exactly `n` bytes at `offset` into `dst`.  @return SL_OK, SL_EBOUNDS
+ * (past the end), SL_EIO. */
+sl_status sl__reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
+                          struct sl_error *err);
+
+/* Read `range` into `out`, replacing its contents. */
+sl_status sl__reader_read_range(struct sl__reader *rd, const struct sl_byte_range *range,
+                                struct sl_buf *out, struct sl_error *err);
+
+/* Close a reader; safe on a reader whose open failed. */
+void sl__reader_close(struct sl__reader *rd);
+
+/*
+ * Remove the temporary files (".sluice-tmp.<pid>.<n>") that writers which
+ * no longer run left in the directories under `prefix` of a filesystem
+ * store; files of this process and of live processes are kept.  Other
+ * stores have none.  `*n_removed` counts what was removed.
+ * @return SL_OK, SL_EACCES (refused prefix), SL_EIO or SL_ENOMEM.
+ */
+sl_status sl__store_sweep(sl_store *s, const char *prefix, uint64_t *n_removed,
+                          struct sl_error *err);
+
+#endif /* SL_IO_STORE_H */

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store front end: reference counting, key checks, operation counters,
+ * byte-range resolution and growable buffers.  Each kind of store (store_fs.c,
+ * store_mem.c) implements a small vtable behind it.
+ *
+ * DESIGN: keys are checked here, once, before any backend sees them, so no
+ * backend can be handed "../x" or "/etc/passwd".  Backends still check that
+ * symbolic links do not lead outside their root, which only they can see.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+/* ---- buffers -------------------------------------------------------------- */
+
+sl_status
+sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
+{
+    if (n <= b->capacity)
+        return SL_OK;
+    size_t cap = b->capacity < 256 ? 256 : b->capacity;
+    while (cap < n)
+        cap = cap > SIZE_MAX / 2 ? n : cap * 2;
+    const struct sl_allocator *a = b->alloc.alloc != NULL ? &b->alloc : NULL;
+    /* Large buffers start on a page, so the filesystem store can hand
+     * them to the device directly (O_DIRECT). */
+    uint8_t *p = sl_alloc(a, cap, cap >= ((size_t)64 << 10) ? 4096 : 64);
+    if (p == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "cannot allocate a buffer of %zu bytes", cap);
+    if (b->size > 0)
+        memcpy(p, b->data, b->size);
+    sl_free(a, b->data, b->capacity);
+    b->data = p;
+    b->capacity = cap;
+    return SL_OK;
+}
+
+sl_status
+sl_buf_append(struct sl_buf *b, const void *data, size_t n, struct sl_error *err)
+{
+    size_t need;
+    if (!sl_size_add_fits(b->size, n, &need))
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "buffer of %zu bytes cannot grow by %zu",
+                            b->size, n);
+    SL_TRY(sl_buf_reserve(b, need, err));
+    if (n > 0)
+        memcpy(b->data + b->size, data, n);
+    b->size = need;
+    return SL_OK;
+}
+
+void
+sl_buf_fini(struct sl_buf *b)
+{
+    if (b == NULL)
+        return;
+    sl_free(b->alloc.alloc != NULL ? &b->alloc : NULL, b->data, b->capacity);
+    b->data = NULL;
+    b->size = 0;
+    b->capacity = 0;
+}
+
+/* ---- keys ----------------------------------------------------------------- */
+
+#define SL_TMP_PREFIX ".sluice-tmp."
+
+bool
+sl__key_is_temporary(const char *name)
+{
+    return strncmp(name, SL_TMP_PREFIX, sizeof(SL_TMP_PREFIX) - 1) == 0;
+}
+
+static sl_status
+key_refuse(struct sl_error *err, const char *key, size_t len, const char *why)
+{
+    int shown = len > 60 ? 60 : (int)len;
+    return sl_error_set(err, SL_EACCES, NULL, "key \"%.*s%s\" refused: %s", shown, key,
+                        len > 60 ? "..." : "", why);
+}
+
+/* Check one component [c, c + n); `partial` allows an empty or partial last
+ * component of a prefix. */
+static const char *
+key_component_problem(const char *c, size_t n, bool partial)
+{
+    if (n == 0)
+        return partial ? NULL : "empty path component";
+    if (n > SL_STORE_KEY_COMPONENT_MAX)
+        return "path component longer than 255 bytes";
+    if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+        return "\".\" and \"..\" components could leave the store";
+    if (n >= sizeof(SL_TMP_PREFIX) - 1 && memcmp(c, SL_TMP_PREFIX, sizeof(SL_TMP_PREFIX) - 1) == 0)
+        return "names starting with \".sluice-tmp.\" are reserved for temporary files";
+    return NULL;
+}
+
+/* The shared rules of keys and prefixes. */
+static sl_status
+key_check_common(const char *key, size_t len, bool prefix, struct sl_error *err)
+{
+    if (len > SL_STORE_KEY_MAX)
+        return key_refuse(err, key, len, "longer than 1024 bytes");
+    if (len > 0 && key[0] == '/')
+        return key_refuse(err, key, len, "absolute paths are not keys");
+    if (memchr(key, '\0', len) != NULL)
+        return key_refuse(err, key, len, "contains a NUL byte");
+    if (memchr(key, '\\', len) != NULL)
+        return key_refuse(err, key, len, "contains a backslash");
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && key[i] != '/')
+            continue;
+        bool last = i == len;
+        const char *why = key_component_problem(key + start, i - start, prefix && last);
+        if (why != NULL)
+            return key_refuse(err, key, len, why);
+        start = i + 1;
+    }
+    return SL_OK;
+}
+
+sl_status
+sl__key_check(const char *key, size_t len, struct sl_error *err)
+{
+    if (key == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "key is missing");
+    if (len == 0)
+        return key_refuse(err, key, len, "empty key");
+    return key_check_common(key, len, false, err);
+}
+
+sl_status
+sl__key_prefix_check(const char *prefix, struct sl_error *err)
+{
+    if (prefix == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "prefix is missing");
+    size_t len = strlen(prefix);
+    if (len == 0)
+        return SL_OK;
+    return key_check_common(prefix, len, true, err);
+}
+
+sl_status
+sl__status_from_errno(int neg_errno)
+{
+    switch (-neg_errno) {
+    case ENOENT:
+    case ENOTDIR:
+        return SL_ENOTFOUND;
+    case ENOSPC:
+    case EDQUOT:
+        return SL_ENOSPC;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case ELOOP:
+        return SL_EACCES;
+    case EEXIST:
+    case EISDIR:
+    case ENOTEMPTY:
+        return SL_EEXIST;
+    case ENOMEM:
+        return SL_ENOMEM;
+    default:
+        return SL_EIO;
+    }
+}
+
+/* ---- reference counting ---------------------------------------------------- */
+
+void
+sl__store_init(sl_store *s, const struct sl__store_vtable *vt, const struct sl_allocator *alloc)
+{
+    s->vt = vt;
+    s->alloc = alloc != NULL ? *alloc : sl_allocator_default();
+    atomic_init(&s->refs, 1);
+    atomic_init(&s->n_get, 0);
+    atomic_init(&s->n_set, 0);
+    atomic_init(&s->n_delete, 0);
+    atomic_init(&s->n_list, 0);
+    atomic_init(&s->bytes_read, 0);
+    atomic_init(&s->bytes_written, 0);
+}
+
+void
+sl_store_ref(sl_store *s)
+{
+    /* Relaxed: the caller already holds a reference, so the store is alive. */
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
+
+void
+sl_store_unref(sl_store *s)
+{
+    if (s == NULL)
+        return;
+    /* Release pairs with the acquire fence below, so the destroying thread
+     * sees every write other holders made before dropping theirs. */
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_release) != 1)
+        return;
+    atomic_thread_fence(memory_order_acquire);
+    s->vt->destroy(s);
+}
+
+const char *
+sl_store_kind(const sl_store *s)
+{
+    return s->vt->kind;
+}
+
+void
+sl_store_get_stats(const sl_store *s, struct sl_store_stats *out)
+{
+    sl_store *m = (sl_store *)s; /* atomic loads take non-const pointers in C11 */
+    out->n_get = atomic_load_explicit(&m->n_get, memory_order_relaxed);
+    out->n_set = atomic_load_explicit(&m->n_set, memory_order_relaxed);
+    out->n_delete = atomic_load_explicit(&m->n_delete, memory_order_relaxed);
+    out->n_list = atomic_load_explicit(&m->n_list, memory_order_relaxed);
+    out->bytes_read = atomic_load_explicit(&m->bytes_read, memory_order_relaxed);
+    out->bytes_written = atomic_load_explicit(&m->bytes_written, memory_order_relaxed);
+}
+
+/* ---- readers and ranges ---------------------------------------------------- */
+
+static void
+error_name_key(struct sl_error *err, const char *key)
+{
+    sl_error_set_source(err, key);
+}
+
+sl_status
+sl__reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_error *err)
+{
+    *rd = (struct sl__reader){.store = s, .key = key, .size = 0, .fd = -1, .blob = NULL};
+    if (s == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
+    sl_status st = sl__key_check(key, key != NULL ? strlen(key) : 0, err);
+    if (st == SL_OK)
+        st = s->vt->reader_open(s, key, rd, err);
+    if (st != SL_OK) {
+        rd->store = NULL;
+        if (st != SL_ENOTFOUND)
+            error_name_key(err, key);
+    }
+    return st;
+}
+
+sl_status
+sl__reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, struct sl_error *err)
+{
+    if (offset > rd->size || n > rd->size - offset) {
+        sl_error_set(err, SL_EBOUNDS, NULL,
+                     "range [%" PRIu64 ", +%zu) exceeds object of %" PRIu64 " bytes", offset, n,
+                     rd->size);
+        error_name_key(err, rd->key);
+        return SL_EBOUNDS;
+    }
+    if (n == 0)
+        return SL_OK;
+    sl_status st = rd->store->vt->reader_read(rd, offset, n, dst, err);
+    if (st != SL_OK) {
+        error_name_key(err, rd->key);
+        return st;
+    }
+    atomic_fetch_add_explicit(&rd->store->n_get, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rd->store->bytes_read, n, memory_order_relaxed);
+    return SL_OK;
+}
+
+sl_status
+sl__range_resolve(const struct sl_byte_range *range, uint64_t size, const char *key,
+                  uint64_t *offset, uint64_t *n, struct sl_error *err)
+{
+    sl_range_kind kind = range != NULL ? range->kind : SL_RANGE_ALL;
+    uint64_t off = 0, len = size;
+    if (kind == SL_RANGE_SUFFIX) {
+        if (range->length > size) {
+            sl_error_set(err, SL_EBOUNDS, NULL,
+                         "last %" PRIu64 " bytes wanted of an object of %" PRIu64 " bytes",
+                         range->length, size);
+            error_name_key(err, key);
+            return SL_EBOUNDS;
+        }
+        len = range->length;
+        off = size - len;
+    } else if (kind == SL_RANGE_FROM) {
+        off = range->offset;
+        len = range->length;
+        if (len == SL_RANGE_TO_END && off <= size)
+            len = size - off;
+        /* Two tests, so that off + len cannot overflow. */
+        if (off > size || len > size - off) {
+            sl_error_set(err, SL_EBOUNDS, NULL,
+                         "byte range [%" PRIu64 ", +%" PRIu64 ") exceeds object of %" PRIu64
+                         " bytes",
+                         off, len, size);
+            error_name_key(err, key);
+            return SL_EBOUNDS;
+        }
+    }
+    *offset = off;
+    *n = len;
+    return SL_OK;
+}
+
+sl_status
+sl__reader_read_range(struct sl__reader *rd, const struct sl_byte_range *range, struct sl_buf *out,
+                      struct sl_error *err)
+{
+    uint64_t off, len;
+    SL_TRY(sl__range_resolve(range, rd->size, rd->key, &off, &len, err));
+    if (len > SIZE_MAX)
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "object of %" PRIu64 " bytes", len);
+    SL_TRY(sl_buf_reserve(out, (size_t)len, err));
+    out->size = 0;
+    SL_TRY(sl__reader_read(rd, off, (size_t)len, out->data, err));
+    out->size = (size_t)len;
+    return SL_OK;
+}
+
+void
+sl__reader_close(struct sl__reader *rd)
+{
+    if (rd->store != NULL)
+        rd->store->vt->reader_close(rd);
+    rd->store = NULL;
+}
+
+/* ---- the public operations -------------------------------------------------- */
+
+sl_status
+sl_store_get(sl_store *s, const char *key, const struct sl_byte_range *range, struct sl_buf *out,
+             uint64_t *object_bytes, struct sl_error *err)
+{
+    struct sl__reader rd;
+    SL_TRY(sl__reader_open(s, key, &rd, err));
+    sl_status st = sl__reader_read_range(&rd, range, out, err);
+    if (st == SL_OK && object_bytes != NULL)
+        *object_bytes = rd.size;
+    sl__reader_close(&rd);
+    return st;
+}
+
+sl_status
+sl_store_size(sl_store *s, const char *key, uint64_t *bytes, struct sl_error *err)
+{
+    struct sl__reader rd;
+    SL_TRY(sl__reader_open(s, key, &rd, err));
+    *bytes = rd.size;
+    sl__reader_close(&rd);
+    return SL_OK;
+}
+
+sl_status
+sl_store_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error *err)
+{
+    return sl__store_set(s, key, data, n, 0, err);
+}
+
+sl_status
+sl__store_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+              struct sl_error *err)
+{
+    if (s == NULL || (data == NULL && n > 0))
+        return sl_error_set(err, SL_EINVAL, NULL, "store or data is missing");
+    SL_TRY(sl__key_check(key, key != NULL ? strlen(key) : 0, err));
+    sl_status st = s->vt->set(s, key, data, n, flags, err);
+    if (st != SL_OK) {
+        error_name_key(err, key);
+        return st;
+    }
+    atomic_fetch_add_explicit(&s->n_set, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->bytes_written, n, memory_order_relaxed);
+    return SL_OK;
+}
+
+sl_status
+sl_store_delete(sl_store *s, const char *key, struct sl_error *err)
+{
+    if (s == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
+    SL_TRY(sl__key_check(key, key != NULL ? strlen(key) : 0, err));
+    atomic_fetch_add_explicit(&s->n_delete, 1, memory_order_relaxed);
+    sl_status st = s->vt->del(s, key, err);
+    if (st != SL_OK)
+        error_name_key(err, key);
+    return st;
+}
+
+sl_status
+sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
+              struct sl_error *err)
+{
+    if (s == NULL || fn == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store or callback is missing");
+    SL_TRY(sl__key_prefix_check(prefix, err));
+    atomic_fetch_add_explicit(&s->n_list, 1, memory_order_relaxed);
+    return s->vt->list(s, prefix, fn, arg, err);
+}
+
+bool
+sl__store_sets_wait(const sl_store *s)
+{
+    return s->vt->sets_wait;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private declarations of the store sub-library, shared by its files and
+ * open to its tests: the vtable each kind of store implements, the common
+ * part of every store, prefix checks and errno mapping.
+ */
+#ifndef SL_STORE_INTERNAL_H
+#define SL_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "io_store.h"
+
+/* What each kind of store implements; the generic layer checks keys,
+ * counts operations and names keys in errors. */
+struct sl__store_vtable {
+    const char *kind;
+    bool sets_wait; /* a set waits for a device (fsync): worth a writer thread */
+    sl_status (*reader_open)(sl_store *s, const char *key, struct sl__reader *rd,
+                             struct sl_error *err);
+    sl_status (*reader_read)(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
+                             struct sl_error *err);
+    void (*reader_close)(struct sl__reader *rd);
+    sl_status (*set)(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+                     struct sl_error *err);
+    sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);
+    sl_status (*list)(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
+                      struct sl_error *err);
+    void (*destroy)(sl_store *s);
+};
+
+/* The part every store starts with. */
+struct sl_store {
+    const struct sl__store_vtable *vt;
+    struct sl_allocator alloc; /* the store's own memory */
+    _Atomic uint32_t refs;     /* references; the last unref destroys */
+    _Atomic uint64_t n_get;    /* see struct sl_store_stats */
+    _Atomic uint64_t n_set;
+    _Atomic uint64_t n_delete;
+    _Atomic uint64_t n_list;
+    _Atomic uint64_t bytes_read;
+    _Atomic uint64_t bytes_written;
+};
+
+/* Initialize the common part with one reference. */
+void sl__store_init(sl_store *s, const struct sl__store_vtable *vt,
+                    const struct sl_allocator *alloc);
+
+/* Check a listing prefix: like a key, but it may be empty, end in '/' or end
+ * in a partial component. */
+sl_status sl__key_prefix_check(const char *prefix, struct sl_error *err);
+
+/* True for names the filesystem store uses for its temporary files. */
+bool sl__key_is_temporary(const char *name);
+
+/* Map a negated errno value to a status. */
+sl_status sl__status_from_errno(int neg_errno);
+
+/* Resolve `range` against an object of `size` bytes into [*offset, +*n).
+ * @return SL_OK or SL_EBOUNDS naming `key`. */
+sl_status sl__range_resolve(const struct sl_byte_range *range, uint64_t size, const char *key,
+                            uint64_t *offset, uint64_t *n, struct sl_error *err);
+
+#endif /* SL_STORE_INTERNAL_H */
