@@ -79,9 +79,45 @@ bool sl__view_is_empty(const struct sl_view *v);
 
 /*
  * Copy `src` to `dst` (same shape, same element size, checked, not
- * overlapping), element by element in C order.
+ * overlapping), element by element in C order (box.c).
  */
 void sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *src);
+
+/* Set every element of checked, non-empty view `v` to `value` (box.c). */
+void sl__view_fill_unchecked(const struct sl_view *v, const void *value);
+
+/* ---- boxes of C-order arrays (box.c) ---- */
+
+/*
+ * A box inside a C-order array in memory: the elements from `origin` on of
+ * an array of `dims` elements at `base`.  A copy has one shape and two
+ * boxes, so the shape is an argument, not a field.  Everything is borrowed.
+ */
+struct sl__box {
+    void *base;             /* element (0, ..., 0) of the whole array */
+    const uint64_t *dims;   /* the whole array's shape */
+    const uint64_t *origin; /* the box's first element in the array */
+};
+
+/* Copy `shape` elements (`es` bytes each) from box `src` to box `dst`; the
+ * arrays do not overlap. */
+void sl__box_copy(const struct sl__box *dst, const struct sl__box *src, const uint64_t *shape,
+                  uint32_t rank, size_t es);
+
+/* Set `shape` elements of box `dst` to the `es` bytes at `value`. */
+void sl__box_fill(const struct sl__box *dst, const uint64_t *shape, uint32_t rank,
+                  const void *value, size_t es);
+
+/* Fill everything of `buf` (a C-order array of `dims`) outside
+ * [0, extent) with `value`. */
+void sl__fill_outside(void *buf, uint32_t rank, const uint64_t *dims, const uint64_t *extent,
+                      const void *value, size_t es);
+
+/* Write `n` elements of `value` at `dst`. */
+void sl__fill_elements(void *dst, size_t n, const void *value, size_t es);
+
+/* True when every `es`-byte element of `n_bytes` at `buf` equals `value`. */
+bool sl__is_fill(const void *buf, size_t n_bytes, const void *value, size_t es);
 
 /* Check that `a` and `b` have the same rank and shape; EINVAL naming
  * `what`, both shapes and the first dimension that differs. */

@@ -188,61 +188,6 @@ sl__view_check_same_shape(const char *what, const struct sl_view *a, const struc
                         what, sb, sa);
 }
 
-/* Copy n elements of ES bytes, `ds`/`ss` bytes apart; ES is a constant, so
- * each memcpy compiles to one load and one store. */
-#define SL__COPY_ROW_(ES)            \
-    for (uint64_t i = 0; i < n; i++) \
-        memcpy(dst + (ptrdiff_t)i * ds, src + (ptrdiff_t)i * ss, ES);
-
-/* Copy one row of n elements of `es` bytes, `ds`/`ss` bytes apart. */
-static void
-copy_row(unsigned char *dst, ptrdiff_t ds, const unsigned char *src, ptrdiff_t ss, uint64_t n,
-         size_t es)
-{
-    if (ds == (ptrdiff_t)es && ss == (ptrdiff_t)es) {
-        memcpy(dst, src, (size_t)n * es);
-        return;
-    }
-    switch (es) {
-    case 1:
-        SL__COPY_ROW_(1) break;
-    case 2:
-        SL__COPY_ROW_(2) break;
-    case 4:
-        SL__COPY_ROW_(4) break;
-    case 8:
-        SL__COPY_ROW_(8) break;
-    default:
-        SL__COPY_ROW_(es) break;
-    }
-}
-#undef SL__COPY_ROW_
-
-void
-sl__view_copy_unchecked(const struct sl_view *dst, const struct sl_view *src)
-{
-    if (sl__view_is_empty(src))
-        return;
-    const size_t es = sl_dtype_size(src->dtype);
-    if (src->rank == 0) {
-        memcpy(dst->data, src->data, es);
-        return;
-    }
-    const uint32_t last = src->rank - 1;
-    uint64_t idx[SL_MAX_RANK] = {0};
-    do {
-        ptrdiff_t so = 0, doff = 0;
-        for (uint32_t d = 0; d < last; d++) {
-            so += (ptrdiff_t)idx[d] * (ptrdiff_t)src->stride[d];
-            doff += (ptrdiff_t)idx[d] * (ptrdiff_t)dst->stride[d];
-        }
-        copy_row((unsigned char *)dst->data + doff * (ptrdiff_t)es,
-                 dst->stride[last] * (ptrdiff_t)es,
-                 (const unsigned char *)src->data + so * (ptrdiff_t)es,
-                 src->stride[last] * (ptrdiff_t)es, src->shape[last], es);
-    } while (sl__index_next(idx, src->shape, last));
-}
-
 sl_status
 sl_view_copy(const struct sl_view *dst, const struct sl_view *src, struct sl_error *err)
 {
@@ -275,28 +220,6 @@ sl_view_fill(const struct sl_view *v, const void *value, struct sl_error *err)
     SL_TRY(sl_view_check(v, err));
     if (sl__view_is_empty(v))
         return SL_OK;
-    const size_t es = sl_dtype_size(v->dtype);
-    if (v->rank == 0) {
-        memcpy(v->data, value, es);
-        return SL_OK;
-    }
-    /* Fill one row element by element, then copy it into every other row. */
-    const uint32_t last = v->rank - 1;
-    unsigned char *row0 = v->data;
-    const ptrdiff_t step = (ptrdiff_t)v->stride[last] * (ptrdiff_t)es;
-    for (uint64_t i = 0; i < v->shape[last]; i++)
-        memcpy(row0 + (ptrdiff_t)i * step, value, es);
-    struct sl_view src = *v, dst = *v;
-    src.rank = dst.rank = 1;
-    src.shape[0] = dst.shape[0] = v->shape[last];
-    src.stride[0] = dst.stride[0] = v->stride[last];
-    uint64_t idx[SL_MAX_RANK] = {0};
-    while (sl__index_next(idx, v->shape, last)) {
-        ptrdiff_t off = 0;
-        for (uint32_t d = 0; d < last; d++)
-            off += (ptrdiff_t)idx[d] * (ptrdiff_t)v->stride[d];
-        dst.data = row0 + off * (ptrdiff_t)es;
-        sl__view_copy_unchecked(&dst, &src);
-    }
+    sl__view_fill_unchecked(v, value);
     return SL_OK;
 }

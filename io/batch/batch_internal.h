@@ -158,6 +158,12 @@ typedef void sl__batch_item_fn(struct sl__batch_run *run, void *arg, size_t i, s
  * failures.  @return SL_OK, or SL_ECANCELED when the executor stopped. */
 sl_status sl__batch_loop(struct sl__batch_run *run, size_t n, sl__batch_item_fn *fn, void *arg);
 
+/* Record that selection `s` failed with `e`, found at plan position
+ * `order`, unless something earlier failed it.  Caller holds the lock or
+ * runs alone. */
+void sl__batch_fail_selection_locked(struct sl__batch_run *run, size_t s, size_t order,
+                                     const struct sl_error *e);
+
 /* Record that chunk `c` failed with `e`: every selection it serves fails,
  * unless a chunk earlier in the plan already failed it.  Any thread. */
 void sl__batch_fail_chunk(struct sl__batch_run *run, size_t c, const struct sl_error *e);

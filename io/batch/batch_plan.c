@@ -336,8 +336,9 @@ sl__batch_scatter(const struct sl__batch_plan *p, size_t c, const struct sl__bat
         uint64_t src_origin[SL_MAX_RANK];
         for (uint32_t d = 0; d < rank; d++)
             src_origin[d] = src_base[d] + pc.in_chunk[d];
-        sl__box_copy(pc.base, pc.dims, pc.in_dest, src, src_dims, src_origin, pc.shape, rank,
-                     g->elem_bytes);
+        sl__box_copy(&(struct sl__box){.base = pc.base, .dims = pc.dims, .origin = pc.in_dest},
+                     &(struct sl__box){.base = (void *)src, .dims = src_dims, .origin = src_origin},
+                     pc.shape, rank, g->elem_bytes);
     }
 }
 
@@ -350,7 +351,7 @@ sl__batch_fill(const struct sl__batch_plan *p, size_t c, const struct sl__batch_
     for (size_t i = ch->first; i < ch->first + ch->n_sels; i++) {
         struct piece pc;
         if (piece_of(g, &chunk, p->sels[i], &pc))
-            sl__box_fill(pc.base, pc.dims, pc.in_dest, pc.shape, chunk.rank, g->fill,
-                         g->elem_bytes);
+            sl__box_fill(&(struct sl__box){.base = pc.base, .dims = pc.dims, .origin = pc.in_dest},
+                         pc.shape, chunk.rank, g->fill, g->elem_bytes);
     }
 }

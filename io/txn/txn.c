@@ -176,33 +176,6 @@ phase_leave_open(sl_txn *t, int phase, struct sl_error *err)
                         writers);
 }
 
-/* ---- outcomes --------------------------------------------------------------------- */
-
-void
-sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early)
-{
-    if (u->status == SL_OK) {
-        atomic_fetch_add_explicit(&t->n_units_written, 1, memory_order_relaxed);
-    } else if (u->status != SL_ECANCELED) {
-        atomic_fetch_add_explicit(&t->n_units_failed, 1, memory_order_relaxed);
-        pthread_mutex_lock(&t->err_mu);
-        sl__error_forward(&t->first_err, &u->err);
-        pthread_mutex_unlock(&t->err_mu);
-    }
-    if (early && u->status != SL_ECANCELED)
-        atomic_fetch_add_explicit(&t->n_units_early, 1, memory_order_relaxed);
-    if (t->opts.on_unit != NULL)
-        t->opts.on_unit(t->opts.on_unit_arg, u->coords, u->status,
-                        u->status == SL_OK ? NULL : &u->err);
-    for (uint64_t k = 0; k < t->n_per_unit; k++)
-        sl__txn_chunk_release(t, u->slots[k]);
-    atomic_fetch_sub_explicit(&t->staged_bytes, u->behind_bytes, memory_order_relaxed);
-    sl_buf_fini(&u->bytes);
-    sl_free(&t->alloc, u->slots, t->n_per_unit * sizeof(*u->slots));
-    sl_free(&t->alloc, u, sizeof(*u));
-    atomic_fetch_sub_explicit(&t->n_units_staged, 1, memory_order_relaxed);
-}
-
 /* ---- writes ------------------------------------------------------------------------ */
 
 /* Write unit `u`, which a write just completed, before returning; or

@@ -192,6 +192,15 @@ sl_status sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
                                  void *dst, const uint64_t *dst_dims, const uint64_t *dst_origin,
                                  sl_codec_ctx *ctx, struct sl_error *err);
 
+/* Encode the whole chunk `data` into `*v` (chain scratch of `ctx`), or set
+ * `*empty` when it is all fill and fill chunks are not stored. */
+sl_status sl__txn_chunk_encode(const sl_txn *t, const uint8_t *data, sl_codec_ctx *ctx,
+                               struct sl__view *v, bool *empty, struct sl_error *err);
+
+/* The encoding of complete chunk `c`: from the first pass, or made now. */
+sl_status sl__txn_chunk_view(const sl_txn *t, const struct sl__txn_chunk *c, sl_codec_ctx *ctx,
+                             struct sl__view *v, bool *empty, struct sl_error *err);
+
 /* Encode the whole chunk `data` into `c`'s own `enc`, sized to fit (or
  * mark it `empty`), with `ctx`: encode_on_write's staging.
  * @return SL_OK, or the encoding's error. */

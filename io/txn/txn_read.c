@@ -170,7 +170,9 @@ part_read_stored(const struct read_part *rp, sl_codec_ctx *ctx, struct sl_error 
     size_t bytes = (size_t)count * a->elem_bytes;
     SL_TRY(sl_buf_reserve(rp->tmp, bytes, err));
     SL_TRY(sl_array_read_region(a, &rp->part, rp->tmp->data, bytes, ctx, NULL, err));
-    sl__box_copy(rp->dst, rp->dims, at, rp->tmp->data, shape, zero, shape, rank, a->elem_bytes);
+    sl__box_copy(&(struct sl__box){.base = rp->dst, .dims = rp->dims, .origin = at},
+                 &(struct sl__box){.base = (void *)rp->tmp->data, .dims = shape, .origin = zero},
+                 shape, rank, a->elem_bytes);
     return SL_OK;
 }
 

@@ -3,7 +3,8 @@
  * Staging of a transaction: the pool of chunk records, the striped table of
  * units (shards, or chunks of unsharded arrays) being staged, whole and
  * partial chunk writes with their element masks, and copying staged data
- * out for reads and merges.
+ * out for reads and merges; a written unit's outcome reported and its
+ * records released.
  *
  * DESIGN: a unit lives in the table of stripe index % SL__TXN_STRIPES from
  * its first staged chunk until its write finished; the stripe's lock
@@ -470,8 +471,9 @@ stage_whole_box(sl_txn *t, const uint64_t *coords, const struct sl_region *r, co
         sl__fill_elements(c->data, a->layout.n_bytes / a->elem_bytes, a->meta.fill, a->elem_bytes);
     for (uint32_t d = 0; d < a->meta.rank; d++)
         in_src[d] = r->start[d] - src_origin[d];
-    sl__box_copy(c->data, a->layout.shape, zero, src, src_dims, in_src, extent, a->meta.rank,
-                 a->elem_bytes);
+    sl__box_copy(&(struct sl__box){.base = c->data, .dims = a->layout.shape, .origin = zero},
+                 &(struct sl__box){.base = (void *)src, .dims = src_dims, .origin = in_src}, extent,
+                 a->meta.rank, a->elem_bytes);
     chunk_recount(t, c);
     return stage_whole(t, coords, c, flush, err);
 }
@@ -595,8 +597,9 @@ merge_part_locked(sl_txn *t, struct sl__txn_unit *u, struct sl__txn_chunk *c,
         in_src[d] = box->start[d] - src_origin[d];
         shape[d] = box->stop[d] - box->start[d];
     }
-    sl__box_copy(c->data, a->layout.shape, in_chunk, src, src_dims, in_src, shape, rank,
-                 a->elem_bytes);
+    sl__box_copy(&(struct sl__box){.base = c->data, .dims = a->layout.shape, .origin = in_chunk},
+                 &(struct sl__box){.base = (void *)src, .dims = src_dims, .origin = in_src}, shape,
+                 rank, a->elem_bytes);
     if (!c->partial)
         return;
     struct mask_set ms = {c->mask, 0};
@@ -784,4 +787,31 @@ sl__txn_chunk_copy_box(const sl_txn *t, const struct sl__txn_chunk *c,
     }
     rows_walk(rank, a->layout.shape, bo.src_origin, shape, box_out_row, &bo);
     return SL_OK;
+}
+
+/* ---- outcomes --------------------------------------------------------------------- */
+
+void
+sl__txn_unit_finish(sl_txn *t, struct sl__txn_unit *u, bool early)
+{
+    if (u->status == SL_OK) {
+        atomic_fetch_add_explicit(&t->n_units_written, 1, memory_order_relaxed);
+    } else if (u->status != SL_ECANCELED) {
+        atomic_fetch_add_explicit(&t->n_units_failed, 1, memory_order_relaxed);
+        pthread_mutex_lock(&t->err_mu);
+        sl__error_forward(&t->first_err, &u->err);
+        pthread_mutex_unlock(&t->err_mu);
+    }
+    if (early && u->status != SL_ECANCELED)
+        atomic_fetch_add_explicit(&t->n_units_early, 1, memory_order_relaxed);
+    if (t->opts.on_unit != NULL)
+        t->opts.on_unit(t->opts.on_unit_arg, u->coords, u->status,
+                        u->status == SL_OK ? NULL : &u->err);
+    for (uint64_t k = 0; k < t->n_per_unit; k++)
+        sl__txn_chunk_release(t, u->slots[k]);
+    atomic_fetch_sub_explicit(&t->staged_bytes, u->behind_bytes, memory_order_relaxed);
+    sl_buf_fini(&u->bytes);
+    sl_free(&t->alloc, u->slots, t->n_per_unit * sizeof(*u->slots));
+    sl_free(&t->alloc, u, sizeof(*u));
+    atomic_fetch_sub_explicit(&t->n_units_staged, 1, memory_order_relaxed);
 }

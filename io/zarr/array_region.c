@@ -132,11 +132,13 @@ read_chunk_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     SL_TRY(sl__ctx_scratch(ctx, SL__SCR_CHUNK, a->layout.n_bytes, &chunk, err));
     SL_TRY(sl__chunk_fetch(a, coords, chunk->data, ctx, &missing, err));
     if (missing)
-        sl__box_fill(job->dst, job->dims, p.in_buf, p.shape, a->meta.rank, a->meta.fill,
-                     a->elem_bytes);
+        sl__box_fill(&(struct sl__box){.base = job->dst, .dims = job->dims, .origin = p.in_buf},
+                     p.shape, a->meta.rank, a->meta.fill, a->elem_bytes);
     else
-        sl__box_copy(job->dst, job->dims, p.in_buf, chunk->data, a->layout.shape, p.in_obj, p.shape,
-                     a->meta.rank, a->elem_bytes);
+        sl__box_copy(&(struct sl__box){.base = job->dst, .dims = job->dims, .origin = p.in_buf},
+                     &(struct sl__box){
+                         .base = (void *)chunk->data, .dims = a->layout.shape, .origin = p.in_obj},
+                     p.shape, a->meta.rank, a->elem_bytes);
     return SL_OK;
 }
 
@@ -166,8 +168,10 @@ write_chunk_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
         sl__fill_elements(chunk->data, n_elems, a->meta.fill, a->elem_bytes);
     }
     if (st == SL_OK) {
-        sl__box_copy(chunk->data, a->layout.shape, p.in_obj, job->src, job->dims, p.in_buf, p.shape,
-                     a->meta.rank, a->elem_bytes);
+        sl__box_copy(
+            &(struct sl__box){.base = chunk->data, .dims = a->layout.shape, .origin = p.in_obj},
+            &(struct sl__box){.base = (void *)job->src, .dims = job->dims, .origin = p.in_buf},
+            p.shape, a->meta.rank, a->elem_bytes);
         st = sl__chunk_store(a, coords, chunk->data, ctx, err);
     }
     if (lock != NULL)
@@ -212,8 +216,10 @@ read_inner_bytes(void *arg, uint64_t k, const uint8_t *bytes, size_t n, struct s
         sl__error_locate(err, NULL, a->meta.rank, inner);
         return st;
     }
-    sl__box_copy(job->dst, job->dims, p.in_buf, chunk->data, a->layout.shape, p.in_obj, p.shape,
-                 a->meta.rank, a->elem_bytes);
+    sl__box_copy(
+        &(struct sl__box){.base = job->dst, .dims = job->dims, .origin = p.in_buf},
+        &(struct sl__box){.base = (void *)chunk->data, .dims = a->layout.shape, .origin = p.in_obj},
+        p.shape, a->meta.rank, a->elem_bytes);
     return SL_OK;
 }
 
@@ -249,8 +255,8 @@ fill_empty_inner(const struct region_job *job, const uint64_t *shard, const uint
             continue;
         sl__shard_inner_coords(&a->meta, shard, which[i], inner);
         if (inner_part(job, inner, &p))
-            sl__box_fill(job->dst, job->dims, p.in_buf, p.shape, a->meta.rank, a->meta.fill,
-                         a->elem_bytes);
+            sl__box_fill(&(struct sl__box){.base = job->dst, .dims = job->dims, .origin = p.in_buf},
+                         p.shape, a->meta.rank, a->meta.fill, a->elem_bytes);
     }
 }
 
@@ -307,8 +313,9 @@ write_inner(void *arg, uint64_t k, const uint64_t *inner, const uint8_t *old, si
         SL_TRY(sl__chain_decode(&a->meta.chain, &a->layout, old, old_n, chunk, ctx, err));
     else if (!p.whole || is_edge(a, &obj))
         sl__fill_elements(chunk, n_elems, a->meta.fill, a->elem_bytes);
-    sl__box_copy(chunk, a->layout.shape, p.in_obj, job->src, job->dims, p.in_buf, p.shape,
-                 a->meta.rank, a->elem_bytes);
+    sl__box_copy(&(struct sl__box){.base = chunk, .dims = a->layout.shape, .origin = p.in_obj},
+                 &(struct sl__box){.base = (void *)job->src, .dims = job->dims, .origin = p.in_buf},
+                 p.shape, a->meta.rank, a->elem_bytes);
     *action = SL__INNER_REPLACE;
     return SL_OK;
 }

@@ -2,7 +2,7 @@
 /*
  * The zarr sub-library's interface to the io layers above it (txn,
  * batch): array metadata, the array object, whole-chunk fetch and store,
- * shard indexes and shard assembly, and dense N-d boxes and fill.
+ * shard indexes and shard assembly.  Boxes and fill are core's (box.c).
  */
 #ifndef SL_IO_ZARR_H
 #define SL_IO_ZARR_H
@@ -64,26 +64,6 @@ void sl__meta_fini(struct sl__meta *m);
 /* The layout of one (inner) chunk; of one shard index. */
 void sl__meta_chunk_layout(const struct sl__meta *m, struct sl__chunk_layout *lay);
 void sl__meta_index_layout(const struct sl__meta *m, struct sl__chunk_layout *lay);
-
-/* Copy box `shape` from `src` (a C-order array of `src_dims`) at `src_origin`
- * to `dst` (of `dst_dims`) at `dst_origin`; `es` bytes per element. */
-void sl__box_copy(void *dst, const uint64_t *dst_dims, const uint64_t *dst_origin, const void *src,
-                  const uint64_t *src_dims, const uint64_t *src_origin, const uint64_t *shape,
-                  uint32_t rank, size_t es);
-
-/* Fill box `shape` at `origin` of `dst` (of `dst_dims`) with `fill`. */
-void sl__box_fill(void *dst, const uint64_t *dst_dims, const uint64_t *origin,
-                  const uint64_t *shape, uint32_t rank, const uint8_t *fill, size_t es);
-
-/* Fill everything of `buf` (of `dims`) outside [0, extent) with `fill`. */
-void sl__fill_outside(void *buf, uint32_t rank, const uint64_t *dims, const uint64_t *extent,
-                      const uint8_t *fill, size_t es);
-
-/* Write `n` elements of `fill` at `dst`. */
-void sl__fill_elements(void *dst, size_t n, const uint8_t *fill, size_t es);
-
-/* True when every `es`-byte element of `n_bytes` at `buf` equals `fill`. */
-bool sl__is_fill(const void *buf, size_t n_bytes, const uint8_t *fill, size_t es);
 
 /* Locks that serialize read-modify-write of one stored object (a chunk
  * rewritten in part, or a shard): object i uses stripe i % SL__STRIPES. */

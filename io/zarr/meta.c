@@ -201,3 +201,25 @@ sl__meta_parse_chunk_key(const struct sl__meta *m, const char *key, uint64_t *co
             return false;
     return *p == '\0';
 }
+
+/* ---- shard geometry: inner chunks and the shards holding them ---- */
+
+void
+sl__shard_of_inner(const struct sl__meta *m, const uint64_t *inner, uint64_t *shard, uint64_t *k)
+{
+    uint64_t idx = 0;
+    for (uint32_t d = 0; d < m->rank; d++) {
+        shard[d] = inner[d] / m->per_shard[d];
+        idx = idx * m->per_shard[d] + inner[d] % m->per_shard[d];
+    }
+    *k = idx;
+}
+
+void
+sl__shard_inner_coords(const struct sl__meta *m, const uint64_t *shard, uint64_t k, uint64_t *inner)
+{
+    for (uint32_t d = m->rank; d-- > 0;) {
+        inner[d] = shard[d] * m->per_shard[d] + k % m->per_shard[d];
+        k /= m->per_shard[d];
+    }
+}

@@ -24,26 +24,6 @@
 /* ... into reads no longer than this (a single larger chunk is read alone). */
 #define SL__SHARD_SPAN_BYTES ((uint64_t)16 << 20)
 
-void
-sl__shard_of_inner(const struct sl__meta *m, const uint64_t *inner, uint64_t *shard, uint64_t *k)
-{
-    uint64_t idx = 0;
-    for (uint32_t d = 0; d < m->rank; d++) {
-        shard[d] = inner[d] / m->per_shard[d];
-        idx = idx * m->per_shard[d] + inner[d] % m->per_shard[d];
-    }
-    *k = idx;
-}
-
-void
-sl__shard_inner_coords(const struct sl__meta *m, const uint64_t *shard, uint64_t k, uint64_t *inner)
-{
-    for (uint32_t d = m->rank; d-- > 0;) {
-        inner[d] = shard[d] * m->per_shard[d] + k % m->per_shard[d];
-        k /= m->per_shard[d];
-    }
-}
-
 sl_status
 sl__shard_entry_check(uint64_t k, uint64_t offset, uint64_t nbytes, uint64_t shard_bytes,
                       struct sl_error *err)

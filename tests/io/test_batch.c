@@ -295,7 +295,9 @@ check_concat(sl_array *a, const struct sl_array_spec *sp, uint64_t *rs,
         uint64_t dims[SL_MAX_RANK], origin[SL_MAX_RANK] = {0};
         sl_region_shape(&regions[i], dims);
         origin[axis] = at;
-        sl__box_copy(expect, shape, origin, ref, dims, zero, dims, sp->rank, es);
+        sl__box_copy(&(struct sl__box){.base = expect, .dims = shape, .origin = origin},
+                     &(struct sl__box){.base = (void *)ref, .dims = dims, .origin = zero}, dims,
+                     sp->rank, es);
         at += dims[axis];
         free(ref);
     }
