@@ -75,13 +75,15 @@ fill_stats(const struct sl__batch_run *run, struct sl_batch_stats *stats)
         stats->n_selections_failed += run->status[s] != SL_OK;
     stats->n_chunks = run->plan.n_chunks;
     stats->n_parts = run->plan.n_sels;
-    stats->n_decoded = atomic_load(&run->n_decoded);
-    stats->n_direct = atomic_load(&run->n_direct);
-    stats->n_missing = atomic_load(&run->n_missing);
+    /* Relaxed: the parallel loop has returned, and its join orders every
+     * worker's increments before these loads. */
+    stats->n_decoded = atomic_load_explicit(&run->n_decoded, memory_order_relaxed);
+    stats->n_direct = atomic_load_explicit(&run->n_direct, memory_order_relaxed);
+    stats->n_missing = atomic_load_explicit(&run->n_missing, memory_order_relaxed);
     stats->n_objects = run->plan.n_objects;
-    stats->n_index_reads = atomic_load(&run->n_index_reads);
-    stats->n_requests = atomic_load(&run->n_requests);
-    stats->bytes_requested = atomic_load(&run->bytes_requested);
+    stats->n_index_reads = atomic_load_explicit(&run->n_index_reads, memory_order_relaxed);
+    stats->n_requests = atomic_load_explicit(&run->n_requests, memory_order_relaxed);
+    stats->bytes_requested = atomic_load_explicit(&run->bytes_requested, memory_order_relaxed);
 }
 
 /* Plan the selections still valid and read their chunks. */

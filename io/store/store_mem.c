@@ -63,7 +63,9 @@ mem_value_unref(struct mem_store *ms, struct mem_value *v)
 {
     if (v == NULL)
         return;
-    /* Release/acquire: the last holder sees every other holder's reads done. */
+    /* Acq_rel: the release half pairs with the acquire half of the last
+     * holder's decrement, so the freeing thread sees every other holder's
+     * reads of the value done. */
     if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1)
         sl_free(&ms->base.alloc, v, sizeof(*v) + v->size);
 }

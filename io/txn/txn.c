@@ -108,7 +108,11 @@ sl_txn_close(sl_txn *t)
     if (t == NULL)
         return;
     /* A write still running is the caller's error; rather than free the
-     * transaction under it, wait for it to return, then abort. */
+     * transaction under it, wait for it to return, then abort.  A spin, not
+     * a blocking wait: correct programs never get here with a write
+     * running, and a condition variable would cost every write's
+     * writer_leave a check for this one case.  Seq_cst load: part of the
+     * phase protocol of writer_enter/phase_leave_open. */
     while (atomic_load(&t->phase) == SL__TXN_OPEN && sl_txn_abort(t) != SL_OK)
         sched_yield();
     sl__txn_behind_stop(t);
@@ -156,6 +160,9 @@ writer_enter(sl_txn *t, struct sl_error *err)
 static void
 writer_leave(sl_txn *t)
 {
+    /* Seq_cst, pairing with phase_leave_open's load of n_writers: a
+     * committer that reads 0 also sees everything this write staged (the
+     * staging itself is published by the stripe locks). */
     atomic_fetch_sub(&t->n_writers, 1);
 }
 
@@ -166,11 +173,16 @@ phase_leave_open(sl_txn *t, int phase, struct sl_error *err)
     if (t == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "transaction is missing");
     int open = SL__TXN_OPEN;
+    /* Seq_cst CAS then load: with writer_enter's seq_cst add then load
+     * (a Dekker pattern), at least one side sees the other's store, so a
+     * write never runs once a commit or abort has started. */
     if (!atomic_compare_exchange_strong(&t->phase, &open, phase))
         return sl_error_set(err, SL_ESTATE, NULL, "the transaction is %s", phase_name(open));
     uint32_t writers = atomic_load(&t->n_writers);
     if (writers == 0)
         return SL_OK;
+    /* Back to open: writes that saw the other phase were refused and
+     * changed nothing, so nothing needs publishing beyond the phase. */
     atomic_store(&t->phase, SL__TXN_OPEN);
     return sl_error_set(err, SL_ESTATE, NULL, "%" PRIu32 " writes of the transaction still run",
                         writers);
@@ -352,6 +364,7 @@ sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err)
     size_t n;
     struct sl__txn_unit **units = units_collect(t, &n, err);
     if (units == NULL) {
+        /* Nothing was flushed: open again, as phase_leave_open does. */
         atomic_store(&t->phase, SL__TXN_OPEN);
         return SL_ENOMEM;
     }
@@ -364,6 +377,8 @@ sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err)
         i = j;
     }
     sl_free(&t->alloc, units, (n > 0 ? n : 1) * sizeof(*units));
+    /* Seq_cst like every phase access; writers that see it are refused
+     * (writer_enter), and close reads it before freeing. */
     atomic_store(&t->phase, SL__TXN_COMMITTED);
     pthread_mutex_lock(&t->err_mu);
     struct sl_error first = t->first_err;
