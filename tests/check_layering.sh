@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Check the #include lines of every source file against the layering of
-# DESIGN.md: which module may use which public headers, which private
+# docs/ARCHITECTURE.md: which module may use which public headers, which private
 # headers and which external libraries.  Prints each violation with file
 # and line; exits 1 when there is any.
 #
@@ -121,6 +121,6 @@ for h in include/sluice/*.h; do
 done
 
 if [[ $fail == 0 ]]; then
-    echo "layering: every #include follows DESIGN.md"
+    echo "layering: every #include follows docs/ARCHITECTURE.md"
 fi
 exit $fail
