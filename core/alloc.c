@@ -14,19 +14,18 @@
 #include <sluice/checked.h>
 
 /* From this size on, a block is a mapping of its own, aligned to huge
- * pages and advised to use them: a fresh 26 MB buffer then costs 13 page
- * faults instead of 6,350, and filling one is about 3.5 times faster
- * (store values, shard buffers).  Not below: a buffer used in part (codec
- * scratch sized for the worst case) is charged whole 2 MiB pages, which
- * raised the peak RSS of the 5-D downsample benchmark by 6.5 MiB at a
- * 4 MiB threshold.  Not through the C library: glibc serves blocks of up
- * to 32 MiB from its heap once it has freed one that size, and the advice
- * would then stay on heap memory that small blocks reuse.
+ * pages and advised to use them, so that filling a fresh one (store
+ * values, shard buffers) faults in a few huge pages rather than thousands
+ * of small ones.  Not below: a buffer used in part (codec scratch sized
+ * for the worst case) is charged whole 2 MiB pages, which raises the peak
+ * RSS of small-chunk pipelines.  Not through the C library: glibc serves
+ * blocks of up to 32 MiB from its heap once it has freed one that size,
+ * and the advice would then stay on heap memory that small blocks reuse.
  *
  * A few freed mappings are kept for the next blocks of about their size
- * (HUGE_CACHE_SLOTS, HUGE_CACHE_BYTES in all): mapping and faulting in a
- * fresh one for every shard buffer made bench io_txn's pool writers on
- * disk 6 % slower (0.69x of zstd x workers against 0.73-0.74x). */
+ * (HUGE_CACHE_SLOTS, HUGE_CACHE_BYTES in all), so that writing shard
+ * after shard does not map and fault in a fresh one each time.  Measured
+ * effects of both: docs/BENCHMARKS.md, "The allocator". */
 #define HUGE_FROM ((size_t)16 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MAGIC 0x736c2d6875676531ull

@@ -9,7 +9,7 @@
  * Direct writes: an object of DIRECT_FROM bytes or more whose bytes start on
  * a DIRECT_ALIGN boundary (sl_buf's large buffers do) is written with
  * O_DIRECT, the device reading it from the caller's memory, not through a
- * page-cache copy: a sixth of the CPU time for the same fsynced result.
+ * page-cache copy, whose CPU time it saves for the same fsynced result.
  * The whole blocks go through an O_DIRECT descriptor; the last partial
  * block is appended through an ordinary one, which is also the one
  * fsynced.  Not for a set flagged SL__SET_REREAD (a transaction whose

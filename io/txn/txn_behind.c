@@ -7,11 +7,11 @@
  *
  * DESIGN: one thread per transaction, started by the first unit handed
  * over, with its own codec context.  It inherits the CPU binding of the
- * thread that starts it, one core when that is a pool worker; letting it
- * run on every CPU the opener may use was measured slower (bench io_txn,
- * pool on disk: 0.168-0.184 s against 0.158-0.161 s).  Its queue: a
- * FIFO of at most opts.write_behind units (queued or being written)
- * under one lock, with one condition variable broadcast at every change.
+ * thread that starts it, one core when that is a pool worker; bench
+ * io_txn runs slower with it free on every CPU the opener may use
+ * (docs/BENCHMARKS.md).  Its queue: a FIFO of at most opts.write_behind
+ * units (queued or being written) under one lock, with one condition
+ * variable broadcast at every change.
  * A handed-over unit is flushing and stays in the staging table until
  * written (txn_flush.c), so readers and writers of it behave as with a
  * write in place; when the write handing it over had a codec context, it
