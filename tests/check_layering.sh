@@ -110,8 +110,8 @@ check_file() {
         fi
     done <"$file"
     if [[ $module == graph && $file == graph/* && $uses_rt == 1 && $uses_io == 1 && $uses_ops == 1 ]]; then
-        [[ $(basename "$file") == exec* ]] ||
-            complain "$file" 1 "only graph/exec*.c sees runtime, io and ops together"
+        [[ $file == graph/exec/exec* ]] ||
+            complain "$file" 1 "only graph/exec/exec*.c sees runtime, io and ops together"
     fi
 }
 

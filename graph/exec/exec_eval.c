@@ -633,7 +633,7 @@ finish_put_chunk(struct sl__exec *ex, const struct sl__node *root, const uint64_
     sl__exec_count(&ev->w->chunks_done, 1);
     sl__exec_count(&ev->w->bytes_done, chunk_bytes(root, coords));
     if (ev->code != SL_OK) {
-        /* Shared with writer threads' reports (exec.c, exec_on_unit). */
+        /* Shared with writer threads' reports (exec_put.c, exec_on_unit). */
         atomic_fetch_add_explicit(&ev->w->chunks_failed, 1, memory_order_relaxed);
         if (ev->code != SL_EUPSTREAM && ev->code != SL_ECANCELED)
             sl__exec_note_failure(ex, ev->code, &ev->err);

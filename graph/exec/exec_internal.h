@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private declarations of the executor (exec*.c, trace.c): one run's state,
- * its tasks, the table of intermediate chunks shared between stages, and the
- * per-worker trace buffers.
+ * Private declarations of the executor (graph/exec/): one run's state, its
+ * tasks, the table of intermediate chunks shared between stages, the
+ * per-worker trace buffers, and what each file of the executor offers the
+ * others.  Open to the graph tests, not to the rest of graph/.
  */
 #ifndef SL_EXEC_INTERNAL_H
 #define SL_EXEC_INTERNAL_H
@@ -76,7 +77,7 @@ void sl__inter_remove_locked(struct sl__inter_table *t, struct sl__entry *e);
 /* A recycled or new waiter; lock held.  NULL when out of memory. */
 struct sl__waiter *sl__inter_waiter_locked(struct sl__inter_table *t);
 
-/* ---- trace (trace.c) ------------------------------------------------------- */
+/* ---- trace (exec_trace.c) ------------------------------------------------------- */
 
 /* One task as the Chrome trace shows it. */
 struct sl__trace_event {
@@ -102,7 +103,7 @@ sl_status sl__trace_write(const char *path, const sl_graph *g, const struct sl__
                           const struct sl__exec_worker *workers, unsigned n_workers,
                           struct sl_error *err);
 
-/* ---- runs (exec.c, exec_eval.c) -------------------------------------------- */
+/* ---- runs ------------------------------------------------------------------ */
 
 /* A task: `count` chunks of one stage, walked from position `first` of box `box`. */
 struct sl__exec_task {
@@ -143,8 +144,11 @@ struct sl__exec_put {
     sl_txn *txn;         /* open while the put's phase runs; NULL for putters */
 };
 
-/* What the driver waits for. */
-enum { SL__WAIT_ROOM = 1, SL__WAIT_IDLE = 2 };
+/* What the driver waits for (0 in `driver_waiting`: nothing, it is awake). */
+enum sl__exec_wait {
+    SL__WAIT_ROOM = 1, /* budget for the next task and a free task slot */
+    SL__WAIT_IDLE = 2  /* every task finished */
+};
 
 /* One run of a plan. */
 struct sl__exec {
@@ -191,16 +195,7 @@ sl__exec_count(_Atomic uint64_t *c, uint64_t n)
                           memory_order_relaxed);
 }
 
-/* Sum a counter over the workers (and the driver's slot). */
-uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
-
-/* Compute every chunk of task `t` (exec_eval.c); runs on a worker. */
-void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
-
-/* Fail intermediate chunk `e`, whose task could not be made (out of
- * memory), and release the tasks waiting for it (exec_eval.c; the driver). */
-void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
-                            const char *text);
+/* ---- shared state (exec_state.c) ------------------------------------------ */
 
 /* Nanoseconds on the monotonic clock. */
 uint64_t sl__exec_now_ns(void);
@@ -209,8 +204,26 @@ uint64_t sl__exec_now_ns(void);
 void sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos,
                          uint64_t *coords);
 
-/* Return `bytes` of budget to the run and wake the driver if it waits. */
+/* Chunks in box `box` of stage `stage`. */
+uint64_t sl__exec_box_count(const struct sl__exec *ex, uint32_t stage, uint64_t box);
+
+/* Sum a counter over the workers (and the driver's slot). */
+uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
+
+/* Wake the driver if it sleeps for `why`: room (any finished task or freed
+ * byte may give it) or idleness (only the last task's end does).
+ * Thread-safety: any thread. */
+void sl__exec_wake_driver(struct sl__exec *ex, enum sl__exec_wait why);
+
+/* Return `bytes` of budget to the run and wake the driver if it waits.
+ * Thread-safety: any thread. */
 void sl__exec_release(struct sl__exec *ex, size_t bytes);
+
+/* Reserve `bytes` of budget and update the peak.  Thread-safety: the driver only. */
+void sl__exec_reserve(struct sl__exec *ex, size_t bytes);
+
+/* Note a failure for the run's first error (and fail_fast).  Thread-safety: any thread. */
+void sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err);
 
 /* The transaction of put node `node`, or NULL. */
 sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
@@ -218,7 +231,96 @@ sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
 /* Bytes staged in the run's open transactions. */
 size_t sl__exec_staged(const struct sl__exec *ex);
 
-/* Note a failure for the run's first error (and fail_fast). */
-void sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err);
+/* ---- the driver's waits (exec_wait.c) --------------------------------------- */
+
+/* Progress totals, computed once per run. */
+struct sl__exec_totals {
+    uint64_t chunks;           /* output chunks of every put */
+    uint64_t bytes;            /* their decoded bytes */
+    uint64_t next_progress_ns; /* when the next progress call is due */
+};
+
+/* Call the progress callback with the run's counters (`final`: the last call). */
+void sl__exec_progress(struct sl__exec *ex, uint64_t total, uint64_t bytes_total, bool final);
+
+/*
+ * Sleep until `what` holds (room for `need` bytes and fewer than `max_tasks`
+ * tasks in flight, or no task in flight), calling the progress callback
+ * when due.
+ * @return SL_OK, or SL_EBUDGET when room is awaited with nothing running
+ * (intermediate chunks waiting for consumers hold the budget).
+ * Thread-safety: the driver only.
+ */
+sl_status sl__exec_wait(struct sl__exec *ex, enum sl__exec_wait what, size_t need,
+                        uint64_t max_tasks, struct sl__exec_totals *tot, struct sl_error *err);
+
+/* ---- emitting tasks (exec_emit.c) ------------------------------------------- */
+
+/* Scratch list of intermediate chunks one task reads. */
+struct sl__exec_needs {
+    uint32_t *node;   /* producer node ids */
+    uint64_t *coords; /* SL_MAX_RANK coordinates each */
+    size_t n;         /* in use */
+    size_t cap;       /* allocated */
+};
+
+/* The driver's state while emitting. */
+struct sl__exec_drive {
+    struct sl__exec_totals tot;  /* progress totals */
+    uint64_t max_tasks;          /* queued tasks at most */
+    struct sl__exec_needs needs; /* scratch */
+};
+
+/*
+ * Emit a task computing `count` chunks of stage `stage` from position `first`
+ * of box `box` (and `output`, the intermediate chunk it produces, or NULL):
+ * the intermediate chunks it reads first, then room in the budget, then
+ * the pool.  A task that could not be prepared still runs, as cancelled.
+ * @return SL_OK, SL_ENOMEM, SL_EOVERFLOW, SL_EBUDGET or the pool's refusal.
+ * Thread-safety: the driver only.
+ */
+sl_status sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stage,
+                             uint64_t box, uint64_t first, uint32_t count, struct sl__entry *output,
+                             struct sl_error *err);
+
+/* Wait for workers still leaving their last task, then free every task.
+ * Thread-safety: the driver only, after the run went idle. */
+void sl__exec_tasks_fini(struct sl__exec *ex);
+
+/* ---- parts of a split run (exec_parts.c) ------------------------------------ */
+
+/*
+ * The positions [lo, hi) of put stage `stage` that this part runs: the
+ * chunks split into n_parts runs of about equal count, cut at box (shard)
+ * boundaries when there are several boxes, so no shard is written by two
+ * parts.
+ */
+void sl__exec_part_range(const struct sl__exec *ex, uint32_t stage, uint64_t *lo, uint64_t *hi);
+
+/* Mark the chunks of put stage `stage` outside [lo, hi) as SL_ESKIPPED
+ * (before any task of the stage runs). */
+void sl__exec_part_mark_skipped(struct sl__exec *ex, uint32_t stage, uint64_t lo, uint64_t hi);
+
+/* ---- put transactions (exec_put.c) ------------------------------------------ */
+
+/* Open a transaction per put (see struct sl__exec_put).
+ * @return SL_OK, SL_ENOMEM or the transaction's failure. */
+sl_status sl__exec_puts_open(struct sl__exec *ex, struct sl_error *err);
+
+/* Commit the transactions of the puts of `phase`: write what is still staged. */
+void sl__exec_puts_commit(struct sl__exec *ex, uint32_t phase);
+
+/* Close (abort) what is still open and free the puts. */
+void sl__exec_puts_close(struct sl__exec *ex);
+
+/* ---- evaluating chunks (exec_eval.c) ---------------------------------------- */
+
+/* Compute every chunk of task `t`.  Thread-safety: a worker, or the driver. */
+void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
+
+/* Fail intermediate chunk `e`, whose task could not be made (out of
+ * memory), and release the tasks waiting for it.  Thread-safety: the driver. */
+void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
+                            const char *text);
 
 #endif /* SL_EXEC_INTERNAL_H */

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor's shared state: what the driver (exec.c, exec_emit.c,
+ * exec_wait.c) and the task side (exec_eval.c, exec_put.c) both touch in a
+ * run: the clock and box geometry, the budget and the driver's wake-up,
+ * the run's first failure, and the put transactions.
+ *
+ * DESIGN: this file sits below both halves of the executor and calls
+ * neither, so they never call each other in a circle: tasks report here,
+ * and the driver reads what they reported here.
+ */
+#include <stddef.h>
+#include <time.h>
+
+#include "exec_internal.h"
+
+uint64_t
+sl__exec_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos,
+                    uint64_t *coords)
+{
+    const struct sl_grid *bg = &ex->boxes[stage];
+    uint64_t bc[SL_MAX_RANK];
+    struct sl_region r;
+    sl_grid_coords_of(bg, box, bc);
+    sl_grid_chunk_region(bg, bc, &r);
+    for (uint32_t d = bg->rank; d-- > 0;) {
+        uint64_t ext = r.stop[d] - r.start[d];
+        coords[d] = r.start[d] + pos % ext;
+        pos /= ext;
+    }
+}
+
+/* Chunks in box `box` of stage `stage`. */
+uint64_t
+sl__exec_box_count(const struct sl__exec *ex, uint32_t stage, uint64_t box)
+{
+    const struct sl_grid *bg = &ex->boxes[stage];
+    uint64_t bc[SL_MAX_RANK];
+    struct sl_region r;
+    sl_grid_coords_of(bg, box, bc);
+    sl_grid_chunk_region(bg, bc, &r);
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < bg->rank; d++)
+        n *= r.stop[d] - r.start[d];
+    return n;
+}
+
+uint64_t
+sl__exec_sum(const struct sl__exec *ex, size_t offset)
+{
+    uint64_t total = 0;
+    for (unsigned w = 0; w <= ex->n_workers; w++) {
+        const char *base = (const char *)&ex->workers[w];
+        total += atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)(base + offset),
+                                      memory_order_relaxed);
+    }
+    return total;
+}
+
+/*
+ * Wake the driver if it sleeps for `why`: room (any finished task or freed
+ * byte may give it) or idleness (only the last task's end does).
+ */
+void
+sl__exec_wake_driver(struct sl__exec *ex, enum sl__exec_wait why)
+{
+    /* Seq-cst: pairs with the driver's store of driver_waiting followed by
+     * its re-check of the counters (a Dekker pattern): either it sees our
+     * update or we see it waiting. */
+    int waiting = atomic_load(&ex->driver_waiting);
+    if (waiting != 0 && (waiting == (int)why || why == SL__WAIT_IDLE)) {
+        pthread_mutex_lock(&ex->lock);
+        pthread_cond_signal(&ex->cond);
+        pthread_mutex_unlock(&ex->lock);
+    }
+}
+
+void
+sl__exec_release(struct sl__exec *ex, size_t bytes)
+{
+    if (bytes == 0)
+        return;
+    atomic_fetch_sub(&ex->accounted, bytes);
+    sl__exec_wake_driver(ex, SL__WAIT_ROOM);
+}
+
+/* Reserve `bytes` of budget (the driver only). */
+void
+sl__exec_reserve(struct sl__exec *ex, size_t bytes)
+{
+    /* The peak counts chunk data staged in transactions too. */
+    size_t now = atomic_fetch_add(&ex->accounted, bytes) + bytes + sl__exec_staged(ex);
+    size_t peak = atomic_load_explicit(&ex->peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak(&ex->peak, &peak, now)) {
+    }
+}
+
+void
+sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err)
+{
+    int expected = SL_OK;
+    if (atomic_compare_exchange_strong(&ex->first_error, &expected, (int)code)) {
+        pthread_mutex_lock(&ex->lock);
+        ex->first_err = *err;
+        pthread_mutex_unlock(&ex->lock);
+    }
+    if (ex->plan->opts.policy == SL_POLICY_FAIL_FAST)
+        atomic_store(&ex->cancel, true);
+}
+
+sl_txn *
+sl__exec_put_txn(const struct sl__exec *ex, uint32_t node)
+{
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++)
+        if (ex->puts[i].node == node)
+            return ex->puts[i].txn;
+    return NULL;
+}
+
+size_t
+sl__exec_staged(const struct sl__exec *ex)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; ex->puts != NULL && i < ex->plan->n_puts; i++)
+        if (ex->puts[i].txn != NULL)
+            total += (size_t)sl_txn_staged_bytes(ex->puts[i].txn);
+    return total;
+}
