@@ -291,7 +291,7 @@ sl_plan_destroy(sl_plan *plan)
     if (plan == NULL)
         return;
     for (uint32_t i = 0; i < plan->n_puts && plan->puts != NULL; i++)
-        sl_free(&plan->alloc, plan->puts[i].codes, (size_t)plan->puts[i].n_chunks);
+        sl_free(&plan->alloc, (void *)plan->puts[i].codes, (size_t)plan->puts[i].n_chunks);
     sl_free(&plan->alloc, plan->puts, plan->n_puts * sizeof(struct sl__put_state));
     sl_free(&plan->alloc, plan->errors, plan->cap_errors * sizeof(struct sl_chunk_error));
     if (plan->trace_path != NULL)

@@ -21,15 +21,18 @@ sl_plan_merge_codes(sl_plan *plan, uint32_t node, const uint8_t *codes, uint64_t
                             "put \"%s\" has %" PRIu64 " chunks; %" PRIu64 " codes were given",
                             sl__graph_node(plan->graph, node)->name, ps->n_chunks, n_codes);
     for (uint64_t k = 0; k < n_codes; k++) {
-        if (codes[k] == SL_ESKIPPED || codes[k] == ps->codes[k])
+        uint8_t mine = sl__put_state_code(ps, k);
+        if (codes[k] == SL_ESKIPPED || codes[k] == mine)
             continue;
-        if (ps->codes[k] != SL_ESKIPPED)
+        if (mine != SL_ESKIPPED)
             return sl_error_set(err, SL_EINVAL, NULL,
                                 "chunk %" PRIu64 " of put \"%s\" ran in two parts (%s and %s)", k,
                                 sl__graph_node(plan->graph, node)->name,
-                                sl_status_name((sl_status)ps->codes[k]),
+                                sl_status_name((sl_status)mine),
                                 sl_status_name((sl_status)codes[k]));
-        ps->codes[k] = codes[k];
+        /* What the other part's run settled; no run of this plan is in
+         * progress, so relaxed (sl__put_state_code). */
+        atomic_store_explicit(&ps->codes[k], codes[k], memory_order_relaxed);
     }
     return SL_OK;
 }

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A plan's per-chunk results: the status arrays of its puts and the error
- * records of failed chunks, reset before a run, recorded while it runs,
- * and read back as counts, status arrays and error lists after it.
+ * records of failed chunks, reset before a run, and read back as counts,
+ * status arrays and error lists after it.  While a run goes, the executor
+ * settles each status byte (sl__exec_chunk_settle in graph/exec/) and keeps
+ * failures' messages here.
  *
  * DESIGN: everything a run writes per chunk was sized by sl_graph_prepare,
  * before any task exists: one status byte per output chunk of every put
- * and a fixed array of error records.  Recording a result is a store into
- * the status array and, for a failure, one atomic increment to claim a
- * record slot, so workers never allocate or lock to report.
+ * and a fixed array of error records.  Recording a result is an atomic
+ * update of the status byte and, for a failure, one atomic increment to
+ * claim a record slot, so workers never allocate or lock to report.
  */
 #include <string.h>
 
@@ -35,48 +37,15 @@ sl__plan_reset(sl_plan *plan)
 {
     for (uint32_t i = 0; i < plan->n_puts; i++)
         if (plan->puts[i].n_chunks > 0)
-            memset(plan->puts[i].codes, SL__CODE_PENDING, (size_t)plan->puts[i].n_chunks);
+            /* Plain bytes: no run is in progress (statuses are plain bytes,
+             * see the _Static_assert in graph_internal.h). */
+            memset((void *)plan->puts[i].codes, SL__CODE_PENDING, (size_t)plan->puts[i].n_chunks);
     atomic_store_explicit(&plan->n_errors, 0, memory_order_relaxed);
 }
 
-/* Claim an error slot and fill it for chunk `linear` of `ps`. */
-static void plan_error_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear,
-                              sl_status code, const char *text);
-
 void
-sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
-                const char *text)
-{
-    /* Acq-rel CAS from pending: a shard write that already failed the
-     * chunk (sl__plan_fail_chunk, another thread) keeps its code. */
-    uint8_t expected = SL__CODE_PENDING;
-    if (!__atomic_compare_exchange_n(&ps->codes[linear], &expected, (uint8_t)code, false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return;
-    if (code != SL_OK)
-        plan_error_record(plan, ps, linear, code, text);
-}
-
-bool
-sl__plan_fail_chunk(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
-                    const char *text)
-{
-    uint8_t cur = __atomic_load_n(&ps->codes[linear], __ATOMIC_ACQUIRE);
-    /* Pairs with the CAS in sl__plan_record: whichever comes first, a
-     * failure of the shard wins over the chunk's own ok. */
-    while (cur == SL_OK || cur == SL__CODE_PENDING) {
-        if (__atomic_compare_exchange_n(&ps->codes[linear], &cur, (uint8_t)code, false,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            plan_error_record(plan, ps, linear, code, text);
-            return true;
-        }
-    }
-    return false;
-}
-
-static void
-plan_error_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
-                  const char *text)
+sl__plan_error_add(sl_plan *plan, const struct sl__put_state *ps, uint64_t linear, sl_status code,
+                   const char *text)
 {
     /* Relaxed: the slot index only has to be unique; the record is read after
      * the run, which the executor orders after every task has finished. */
@@ -101,7 +70,7 @@ sl__plan_count(sl_plan *plan)
         const struct sl__put_state *ps = &plan->puts[i];
         s->n_chunks += ps->n_chunks;
         for (uint64_t k = 0; k < ps->n_chunks; k++) {
-            uint8_t c = ps->codes[k];
+            uint8_t c = sl__put_state_code(ps, k);
             s->n_ok += c == SL_OK;
             s->n_upstream += c == SL_EUPSTREAM;
             s->n_canceled += c == SL_ECANCELED || c == SL__CODE_PENDING;
@@ -127,10 +96,13 @@ sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out
     if (ps == NULL)
         return SL_EINVAL;
     const struct sl__node *n = sl__graph_node(plan->graph, node);
-    *out = (struct sl_put_status){.name = n->name, .grid = &n->grid, .codes = ps->codes};
+    /* Plain bytes for the caller, who reads them when no run writes them. */
+    *out = (struct sl_put_status){
+        .name = n->name, .grid = &n->grid, .codes = (const uint8_t *)ps->codes};
     for (uint64_t k = 0; k < ps->n_chunks; k++) {
-        out->n_ok += ps->codes[k] == SL_OK;
-        out->n_failed += ps->codes[k] != SL_OK && ps->codes[k] != SL_ESKIPPED;
+        uint8_t c = sl__put_state_code(ps, k);
+        out->n_ok += c == SL_OK;
+        out->n_failed += c != SL_OK && c != SL_ESKIPPED;
     }
     return SL_OK;
 }

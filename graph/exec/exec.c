@@ -322,8 +322,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     sl_plan *plan = ex->plan;
     for (uint32_t i = 0; i < plan->n_puts; i++)
         for (uint64_t k = 0; k < plan->puts[i].n_chunks; k++)
-            if (plan->puts[i].codes[k] == SL__CODE_PENDING)
-                plan->puts[i].codes[k] = SL_ECANCELED;
+            (void)sl__exec_chunk_settle(ex, &plan->puts[i], k, SL__CHUNK_UNRUN, SL_ECANCELED, NULL);
     sl__plan_count(plan);
     struct sl_run_summary *s = &plan->summary;
     /* A run whose setup failed (out of memory) may have no worker state. */

@@ -343,7 +343,7 @@ static sl_status
 get_check_writer(struct eval *ev, const struct sl__node *n, const struct sl__put_state *ps,
                  const uint64_t *coords)
 {
-    uint8_t code = ps->codes[sl_grid_linear_index(&n->grid, coords)];
+    uint8_t code = sl__put_state_code(ps, sl_grid_linear_index(&n->grid, coords));
     if (code == SL_OK)
         return SL_OK;
     char key[96];
@@ -629,7 +629,7 @@ finish_put_chunk(struct sl__exec *ex, const struct sl__node *root, const uint64_
 {
     struct sl__put_state *ps = sl__plan_put(ex->plan, root->id);
     uint64_t linear = sl_grid_linear_index(&root->grid, coords);
-    sl__plan_record(ex->plan, ps, linear, ev->code, ev->err.text);
+    (void)sl__exec_chunk_settle(ex, ps, linear, SL__CHUNK_RAN, ev->code, ev->err.text);
     sl__exec_count(&ev->w->chunks_done, 1);
     sl__exec_count(&ev->w->bytes_done, chunk_bytes(root, coords));
     if (ev->code != SL_OK) {

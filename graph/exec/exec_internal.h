@@ -225,6 +225,28 @@ void sl__exec_reserve(struct sl__exec *ex, size_t bytes);
 /* Note a failure for the run's first error (and fail_fast).  Thread-safety: any thread. */
 void sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err);
 
+/* What settled a chunk's status (sl__exec_chunk_settle). */
+enum sl__chunk_outcome {
+    SL__CHUNK_SKIPPED,     /* another part of a split run owns it */
+    SL__CHUNK_RAN,         /* its task evaluated it: `code` is its result */
+    SL__CHUNK_UNIT_FAILED, /* the shard (unit) holding it was not written */
+    SL__CHUNK_UNRUN        /* the run ended before it ran: SL_ECANCELED */
+};
+
+/*
+ * Settle the status of chunk `linear` of put `ps` after `how` (with `code`
+ * and, for a failure, `text`): the one place a run decides a chunk's
+ * status; a failure newly recorded keeps its message (sl__plan_error_add).
+ * Statuses start SL__CODE_PENDING; the reconciliation rule is in
+ * exec_state.c.
+ * @return true when the status changed.
+ * Thread-safety: any thread (workers, writer threads of transactions, the
+ * driver); SKIPPED before any task of the stage runs, UNRUN after the run
+ * went idle.
+ */
+bool sl__exec_chunk_settle(struct sl__exec *ex, struct sl__put_state *ps, uint64_t linear,
+                           enum sl__chunk_outcome how, sl_status code, const char *text);
+
 /* The transaction of put node `node`, or NULL. */
 sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
 

@@ -57,7 +57,8 @@ sl__exec_part_mark_skipped(struct sl__exec *ex, uint32_t stage, uint64_t lo, uin
                 continue;
             uint64_t coords[SL_MAX_RANK];
             sl__exec_box_coords(ex, stage, b, k, coords);
-            ps->codes[sl_grid_linear_index(&root->grid, coords)] = SL_ESKIPPED;
+            (void)sl__exec_chunk_settle(ex, ps, sl_grid_linear_index(&root->grid, coords),
+                                        SL__CHUNK_SKIPPED, SL_ESKIPPED, NULL);
         }
     }
 }

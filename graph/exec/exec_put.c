@@ -36,8 +36,8 @@ exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_
              sl_status_name(status), uerr != NULL ? uerr->text : sl_status_message(status));
     uint64_t changed = 0;
     do
-        changed += sl__plan_fail_chunk(ex->plan, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
-                                       status, text);
+        changed += sl__exec_chunk_settle(ex, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
+                                         SL__CHUNK_UNIT_FAILED, status, text);
     while (sl_array_iter_next(&it));
     /* Not sl__exec_count: besides workers and the driver, the writer
      * threads of transactions (several at once) report here. */

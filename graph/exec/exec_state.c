@@ -3,7 +3,8 @@
  * The executor's shared state: what the driver (exec.c, exec_emit.c,
  * exec_wait.c) and the task side (exec_eval.c, exec_put.c) both touch in a
  * run: the clock and box geometry, the budget and the driver's wake-up,
- * the run's first failure, and the put transactions.
+ * the run's first failure, the put transactions, and each output chunk's
+ * status.
  *
  * DESIGN: this file sits below both halves of the executor and calls
  * neither, so they never call each other in a circle: tasks report here,
@@ -133,4 +134,60 @@ sl__exec_staged(const struct sl__exec *ex)
         if (ex->puts[i].txn != NULL)
             total += (size_t)sl_txn_staged_bytes(ex->puts[i].txn);
     return total;
+}
+
+/*
+ * Reconciliation: a chunk's status byte starts SL__CODE_PENDING and is
+ * settled here only, by the first of these to reach it:
+ *   SKIPPED      PENDING -> SL_ESKIPPED, before any task of the stage runs;
+ *   RAN          PENDING -> the chunk's own result (ok or its failure);
+ *                if a unit failure came first, that failure stays;
+ *   UNIT_FAILED  PENDING or SL_OK -> the unit's failure: a chunk reported
+ *                ok must read back, so the shard's failure overrides an ok
+ *                that came first; a chunk that failed by itself keeps its
+ *                own (earlier, more precise) cause;
+ *   UNRUN        PENDING -> SL_ECANCELED, once nothing runs any more.
+ * RAN and UNIT_FAILED race (a shard is written by whichever thread staged
+ * its last chunk, or a writer thread, possibly before the staging task
+ * records its chunk), hence compare-and-swap.  Besides this function only
+ * sl__plan_reset (before a run) and sl_plan_merge_codes (after runs,
+ * copying what the other parts settled) write status bytes.
+ *
+ * Relaxed: a status byte publishes no other data (the error record is
+ * claimed by its own atomic and read after the run), and its readers are
+ * ordered after the run's writers by the run itself (see
+ * sl__put_state_code); only the atomicity of each transition matters.
+ */
+bool
+sl__exec_chunk_settle(struct sl__exec *ex, struct sl__put_state *ps, uint64_t linear,
+                      enum sl__chunk_outcome how, sl_status code, const char *text)
+{
+    _Atomic uint8_t *slot = &ps->codes[linear];
+    uint8_t cur = SL__CODE_PENDING;
+    switch (how) {
+    case SL__CHUNK_SKIPPED:
+        atomic_store_explicit(slot, (uint8_t)SL_ESKIPPED, memory_order_relaxed);
+        return true;
+    case SL__CHUNK_UNRUN:
+        if (atomic_load_explicit(slot, memory_order_relaxed) != SL__CODE_PENDING)
+            return false;
+        atomic_store_explicit(slot, (uint8_t)SL_ECANCELED, memory_order_relaxed);
+        return true;
+    case SL__CHUNK_RAN:
+        if (!atomic_compare_exchange_strong_explicit(slot, &cur, (uint8_t)code,
+                                                     memory_order_relaxed, memory_order_relaxed))
+            return false;
+        break;
+    case SL__CHUNK_UNIT_FAILED:
+        cur = atomic_load_explicit(slot, memory_order_relaxed);
+        do {
+            if (cur != SL_OK && cur != SL__CODE_PENDING)
+                return false;
+        } while (!atomic_compare_exchange_weak_explicit(
+            slot, &cur, (uint8_t)code, memory_order_relaxed, memory_order_relaxed));
+        break;
+    }
+    if (code != SL_OK)
+        sl__plan_error_add(ex->plan, ps, linear, code, text);
+    return true;
 }
