@@ -114,7 +114,7 @@ exec_phase(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t phase, struc
             sl__exec_part_mark_skipped(ex, s, c->lo, c->hi);
     }
     bool any = true;
-    while (any && st == SL_OK && !atomic_load(&ex->cancel)) {
+    while (any && st == SL_OK && !sl__exec_is_canceled(ex)) {
         any = false;
         for (uint32_t i = 0; i < n_cur && st == SL_OK; i++)
             any |= cursor_step(ex, dr, &cur[i], &st, err);
@@ -328,10 +328,11 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     /* A run whose setup failed (out of memory) may have no worker state. */
     s->n_tasks =
         ex->workers != NULL ? sl__exec_sum(ex, offsetof(struct sl__exec_worker, n_tasks)) : 0;
-    s->peak_bytes = atomic_load(&ex->peak);
+    /* Relaxed: after the run went idle (ordered by exec_wait). */
+    s->peak_bytes = atomic_load_explicit(&ex->peak, memory_order_relaxed);
     s->budget_bytes = plan->opts.memory_budget;
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
-    s->first_error = (sl_status)atomic_load(&ex->first_error);
+    s->first_error = (sl_status)atomic_load_explicit(&ex->first_error, memory_order_relaxed);
     if (ex->stores != NULL)
         exec_store_bytes(ex, s);
     if (st != SL_OK) {
@@ -373,7 +374,7 @@ sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
         for (uint32_t s = 0; s < ex.fusion->n_stages; s++)
             n_phases = ex.fusion->stages[s].phase + 1 > n_phases ? ex.fusion->stages[s].phase + 1
                                                                  : n_phases;
-        for (uint32_t ph = 0; ph < n_phases && st == SL_OK && !atomic_load(&ex.cancel); ph++) {
+        for (uint32_t ph = 0; ph < n_phases && st == SL_OK && !sl__exec_is_canceled(&ex); ph++) {
             st = exec_phase(&ex, &dr, ph, &run_err);
             if (st == SL_OK && plan->opts.phase_done != NULL)
                 st = plan->opts.phase_done(plan->opts.phase_ctx, ph, n_phases);

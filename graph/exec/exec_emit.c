@@ -60,18 +60,26 @@ exec_task_fn(void *arg, sl_status status)
     struct sl__exec *ex = t->ex;
     atomic_fetch_add_explicit(&ex->n_started, 1, memory_order_relaxed);
     if (status != SL_OK)
-        atomic_store(&ex->cancel, true);
+        sl__exec_cancel(ex);
     int w = sl_pool_worker_index(ex->pool);
     sl__exec_task_run(ex, t, w >= 0 ? (unsigned)w : ex->n_workers);
     exec_task_free(ex, t);
     /* Once in_flight reaches 0 the driver may end the run, whose state
      * lives on its stack, while this worker still wakes it: announce the
-     * epilogue first (seq-cst, so a driver that sees in_flight at 0 sees
-     * it), and let exec_fini wait until it is over. */
-    atomic_fetch_add(&ex->n_exiting, 1);
-    bool last = atomic_fetch_sub(&ex->in_flight, 1) == 1;
+     * epilogue first and let sl__exec_tasks_fini wait until it is over.
+     * Relaxed: the release decrement of in_flight below carries it to the
+     * driver, whose acquire load that finds the run idle comes before its
+     * load of n_exiting. */
+    atomic_fetch_add_explicit(&ex->n_exiting, 1, memory_order_relaxed);
+    /* Seq-cst: the first half of the Dekker pair in sl__exec_wake_driver;
+     * as a release it also hands this task's writes (status bytes,
+     * counters, the returned task) to the driver's load in exec_ready
+     * that finds the run idle. */
+    bool last = atomic_fetch_sub_explicit(&ex->in_flight, 1, memory_order_seq_cst) == 1;
     sl__exec_wake_driver(ex, last ? SL__WAIT_IDLE : SL__WAIT_ROOM);
-    atomic_fetch_sub(&ex->n_exiting, 1); /* the last touch of the run */
+    /* Release: the last touch of the run; pairs with the acquire load in
+     * sl__exec_tasks_fini, so the driver frees the run only after it. */
+    atomic_fetch_sub_explicit(&ex->n_exiting, 1, memory_order_release);
 }
 
 /* Submit `t` (the driver only). */
@@ -84,21 +92,23 @@ exec_submit(struct sl__exec *ex, struct sl__exec_task *t, struct sl_error *err)
     if (ex->n_submitted > 0 && t->output == NULL &&
         ex->fusion->stages[t->stage].n_unfused_inputs == 0 &&
         atomic_load_explicit(&ex->n_started, memory_order_relaxed) == 0 &&
-        !atomic_load(&ex->cancel)) {
+        !sl__exec_is_canceled(ex)) {
         sl__exec_task_run(ex, t, ex->n_workers);
         exec_task_free(ex, t);
         atomic_fetch_add_explicit(&ex->n_inline, 1, memory_order_relaxed);
         return SL_OK;
     }
     ex->n_submitted++;
-    atomic_fetch_add(&ex->in_flight, 1);
+    /* Relaxed: only the driver increments, before submitting, and the
+     * pool's hand-over orders the task's decrement after it. */
+    atomic_fetch_add_explicit(&ex->in_flight, 1, memory_order_relaxed);
     sl_status st = sl_pool_submit_task(ex->pool, &t->task);
     if (st != SL_OK) {
         /* Only a pool shutting down refuses: the task stays allocated, as
          * waiters may still point at it. */
-        atomic_fetch_sub(&ex->in_flight, 1);
+        atomic_fetch_sub_explicit(&ex->in_flight, 1, memory_order_relaxed);
         sl__exec_release(ex, t->reserved);
-        atomic_store(&ex->cancel, true);
+        sl__exec_cancel(ex);
         return sl_error_set(err, st, NULL, "the pool refused a task: %s", sl_status_message(st));
     }
     return SL_OK;
@@ -202,7 +212,7 @@ need_entry(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t node, const 
     if (e == NULL || (!done && w == NULL)) {
         if (created) {
             /* Nobody waits for it yet: run its task anyway, as cancelled. */
-            atomic_store(&ex->cancel, true);
+            sl__exec_cancel(ex);
             (void)sl__exec_task_emit(ex, dr, stage, linear, 0, 1, e, NULL);
         }
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory to track an intermediate chunk");
@@ -242,7 +252,7 @@ emit_deps(struct sl__exec *ex, struct sl__exec_drive *dr, struct sl__exec_task *
         done += accounted;
     }
     if (st != SL_OK) {
-        atomic_store(&ex->cancel, true);
+        sl__exec_cancel(ex);
         for (; done < n; done++)
             sl_task_release(&t->task);
     }
@@ -259,7 +269,7 @@ sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stag
     if (t == NULL) {
         /* The chunk this task was to make will never be made: fail it, or
          * the tasks waiting for it would wait forever. */
-        atomic_store(&ex->cancel, true);
+        sl__exec_cancel(ex);
         if (output != NULL)
             sl__exec_entry_abandon(ex, output, SL_ENOMEM, "no memory for the task of this chunk");
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a task");
@@ -282,7 +292,7 @@ sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stag
         t->reserved = s->task_bytes;
         sl__exec_reserve(ex, t->reserved);
     } else {
-        atomic_store(&ex->cancel, true);
+        sl__exec_cancel(ex);
     }
     /* Submitted even after a failure: waiters may point at it, and it runs
      * as cancelled. */
@@ -293,11 +303,19 @@ sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stag
 void
 sl__exec_tasks_fini(struct sl__exec *ex)
 {
-    /* Workers past their last task may still be waking the driver. */
-    while (atomic_load(&ex->n_exiting) != 0)
+    /* Workers past their last task may still be waking the driver.
+     * Acquire: pairs with the release decrement at the end of
+     * exec_task_fn.  A spin, not a sleep: what it waits for is the few
+     * instructions of a wake-up already under way on a running worker
+     * (at worst one lock, signal and unlock), and blocking instead would
+     * cost every task a lock; sched_yield lets a preempted worker finish. */
+    while (atomic_load_explicit(&ex->n_exiting, memory_order_acquire) != 0)
         sched_yield();
     for (int list = 0; list < 2; list++) {
-        struct sl__exec_task *t = list == 0 ? ex->free_tasks : atomic_load(&ex->returned);
+        /* Relaxed: the run is idle; the acquire above and the driver's
+         * acquire load of in_flight ordered every push before this. */
+        struct sl__exec_task *t =
+            list == 0 ? ex->free_tasks : atomic_load_explicit(&ex->returned, memory_order_relaxed);
         while (t != NULL) {
             struct sl__exec_task *next = t->next;
             sl_free(&ex->plan->alloc, t, sizeof(*t));

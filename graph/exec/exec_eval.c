@@ -728,7 +728,7 @@ sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker)
         out.buf = NULL;
         out.buf_bytes = 0;
         out.entry = NULL;
-        if (atomic_load_explicit(&ex->cancel, memory_order_relaxed))
+        if (sl__exec_is_canceled(ex))
             eval_fail(&ev, SL_ECANCELED, "not run: the run stopped at the first failure");
         else
             eval_node(&ev, root->id, coords, &out);

@@ -167,8 +167,19 @@ struct sl__exec {
     struct sl_store_stats *stats0;   /* their counters when the run started */
     uint64_t t0_ns;                  /* monotonic start of the run */
 
+    /* Memory orders (the pairs are named where each access is):
+     * - `accounted`, `in_flight` and `driver_waiting` form a Dekker pair
+     *   between a worker (update a counter, then look whether the driver
+     *   sleeps) and the driver (announce it sleeps, then look at the
+     *   counters): those four accesses are seq_cst, all others relaxed;
+     * - a worker's decrement of `in_flight` also releases what its task
+     *   wrote (status bytes, counters, returned tasks) to the driver's
+     *   loads that find the run idle; `n_exiting` and `returned` pair
+     *   release with acquire;
+     * - `peak`, `n_started`, `n_inline`, `cancel` and `first_error` publish
+     *   nothing and are relaxed. */
     _Alignas(SL_CACHELINE) _Atomic size_t accounted; /* budget bytes alive */
-    _Atomic size_t peak;                             /* highest `accounted` */
+    _Atomic size_t peak;                             /* highest `accounted` (the driver writes) */
     _Atomic uint64_t in_flight;                      /* tasks submitted and not finished */
     _Atomic uint64_t n_started;                      /* submitted tasks whose callback has begun */
     _Atomic uint64_t n_exiting; /* workers past their in_flight decrement that may still
@@ -186,6 +197,24 @@ struct sl__exec {
     _Atomic(struct sl__exec_task *) returned; /* tasks workers finished, pushed lock-free */
     struct sl_error first_err;                /* message of the first failure, under `lock` */
 };
+
+/*
+ * Stop the run: tasks not yet started run as cancelled.  Relaxed, as is
+ * every access to `cancel`: the flag publishes nothing, and a task that
+ * misses it only runs as it would have without it.
+ */
+static inline void
+sl__exec_cancel(struct sl__exec *ex)
+{
+    atomic_store_explicit(&ex->cancel, true, memory_order_relaxed);
+}
+
+/* Whether the run was stopped (see sl__exec_cancel). */
+static inline bool
+sl__exec_is_canceled(const struct sl__exec *ex)
+{
+    return atomic_load_explicit(&ex->cancel, memory_order_relaxed);
+}
 
 /* Add `n` to a counter only the calling worker writes. */
 static inline void

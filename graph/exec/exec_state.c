@@ -73,10 +73,13 @@ sl__exec_sum(const struct sl__exec *ex, size_t offset)
 void
 sl__exec_wake_driver(struct sl__exec *ex, enum sl__exec_wait why)
 {
-    /* Seq-cst: pairs with the driver's store of driver_waiting followed by
-     * its re-check of the counters (a Dekker pattern): either it sees our
-     * update or we see it waiting. */
-    int waiting = atomic_load(&ex->driver_waiting);
+    /* Seq-cst: with the caller's seq_cst update of `accounted` or
+     * `in_flight` before it, pairs with the driver's seq_cst store of
+     * driver_waiting followed by its seq_cst loads of those counters in
+     * exec_ready (exec_wait.c), a Dekker pattern: either the driver sees
+     * the update or this load sees it waiting.  Anything weaker lets both
+     * miss each other and the driver sleep through its wake-up. */
+    int waiting = atomic_load_explicit(&ex->driver_waiting, memory_order_seq_cst);
     if (waiting != 0 && (waiting == (int)why || why == SL__WAIT_IDLE)) {
         pthread_mutex_lock(&ex->lock);
         pthread_cond_signal(&ex->cond);
@@ -89,7 +92,8 @@ sl__exec_release(struct sl__exec *ex, size_t bytes)
 {
     if (bytes == 0)
         return;
-    atomic_fetch_sub(&ex->accounted, bytes);
+    /* Seq-cst: the first half of the Dekker pair in sl__exec_wake_driver. */
+    atomic_fetch_sub_explicit(&ex->accounted, bytes, memory_order_seq_cst);
     sl__exec_wake_driver(ex, SL__WAIT_ROOM);
 }
 
@@ -97,24 +101,31 @@ sl__exec_release(struct sl__exec *ex, size_t bytes)
 void
 sl__exec_reserve(struct sl__exec *ex, size_t bytes)
 {
-    /* The peak counts chunk data staged in transactions too. */
-    size_t now = atomic_fetch_add(&ex->accounted, bytes) + bytes + sl__exec_staged(ex);
-    size_t peak = atomic_load_explicit(&ex->peak, memory_order_relaxed);
-    while (now > peak && !atomic_compare_exchange_weak(&ex->peak, &peak, now)) {
-    }
+    /* Relaxed: only the driver adds, and it reads its own additions;
+     * workers' subtractions reach it through the seq_cst loads in
+     * exec_ready.  The peak counts chunk data staged in transactions too;
+     * only the driver writes it, and reads it after the run. */
+    size_t now = atomic_fetch_add_explicit(&ex->accounted, bytes, memory_order_relaxed) + bytes +
+                 sl__exec_staged(ex);
+    if (now > atomic_load_explicit(&ex->peak, memory_order_relaxed))
+        atomic_store_explicit(&ex->peak, now, memory_order_relaxed);
 }
 
 void
 sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err)
 {
     int expected = SL_OK;
-    if (atomic_compare_exchange_strong(&ex->first_error, &expected, (int)code)) {
+    /* Relaxed: the CAS only elects the first failure; its message is
+     * published by `lock`, and the driver reads both after the run, which
+     * it orders after every task (in_flight) and writer thread (commit). */
+    if (atomic_compare_exchange_strong_explicit(&ex->first_error, &expected, (int)code,
+                                                memory_order_relaxed, memory_order_relaxed)) {
         pthread_mutex_lock(&ex->lock);
         ex->first_err = *err;
         pthread_mutex_unlock(&ex->lock);
     }
     if (ex->plan->opts.policy == SL_POLICY_FAIL_FAST)
-        atomic_store(&ex->cancel, true);
+        sl__exec_cancel(ex);
 }
 
 sl_txn *

@@ -43,12 +43,19 @@ sl__exec_progress(struct sl__exec *ex, uint64_t total, uint64_t bytes_total, boo
 static bool
 exec_ready(struct sl__exec *ex, enum sl__exec_wait what, size_t need, uint64_t max_tasks)
 {
-    uint64_t in_flight = atomic_load(&ex->in_flight);
+    /* Seq-cst: the second half of the Dekker pair in sl__exec_wake_driver
+     * (after the driver's seq_cst store of driver_waiting); as an acquire
+     * it also pairs with each task's release decrement of in_flight, so a
+     * driver that finds the run idle sees everything the tasks wrote. */
+    uint64_t in_flight = atomic_load_explicit(&ex->in_flight, memory_order_seq_cst);
     if (what == SL__WAIT_IDLE)
         return in_flight == 0;
     size_t budget = ex->plan->opts.memory_budget;
-    bool fits = budget == 0 || atomic_load(&ex->accounted) + sl__exec_staged(ex) + need <= budget;
-    return fits && in_flight < max_tasks;
+    if (budget == 0)
+        return in_flight < max_tasks;
+    /* Seq-cst: as the load of in_flight above. */
+    size_t alive = atomic_load_explicit(&ex->accounted, memory_order_seq_cst) + sl__exec_staged(ex);
+    return alive + need <= budget && in_flight < max_tasks;
 }
 
 sl_status
@@ -65,27 +72,41 @@ sl__exec_wait(struct sl__exec *ex, enum sl__exec_wait what, size_t need, uint64_
         }
         if (exec_ready(ex, what, need, max_tasks))
             return SL_OK;
-        if (what == SL__WAIT_ROOM && atomic_load(&ex->in_flight) == 0)
+        /* Nothing running will free budget any more.  Acquire: pairs with
+         * the tasks' release decrements of in_flight, so the re-check sees
+         * every byte they returned before they ended. */
+        if (what == SL__WAIT_ROOM &&
+            atomic_load_explicit(&ex->in_flight, memory_order_acquire) == 0 &&
+            !exec_ready(ex, what, need, max_tasks))
             return sl_error_set(err, SL_EBUDGET, NULL,
                                 "memory budget of %zu bytes exhausted: %zu bytes are held by "
                                 "intermediate chunks awaiting their readers and the next task "
                                 "needs %zu",
-                                ex->plan->opts.memory_budget, atomic_load(&ex->accounted), need);
-        /* Short runs end within microseconds: look again a few times
-         * before paying for a sleep and a wake-up. */
+                                ex->plan->opts.memory_budget,
+                                atomic_load_explicit(&ex->accounted, memory_order_relaxed), need);
+        /* A bounded spin before the sleep: short runs end, and tasks free
+         * their slots, within microseconds, and a sleeping driver costs
+         * every task that ends a look at driver_waiting plus, for the one
+         * that wakes it, a lock and a futex call, and the driver a context
+         * switch.  Each round yields the CPU (a worker sharing this core
+         * runs), and after EXEC_DRIVER_SPIN_NS the driver blocks on `cond`. */
         if (now - wait_start < EXEC_DRIVER_SPIN_NS) {
             sched_yield();
             continue;
         }
         pthread_mutex_lock(&ex->lock);
-        atomic_store(&ex->driver_waiting, (int)what);
+        /* Seq-cst: the driver's half of the Dekker pair in
+         * sl__exec_wake_driver, before exec_ready's seq_cst loads. */
+        atomic_store_explicit(&ex->driver_waiting, (int)what, memory_order_seq_cst);
         if (!exec_ready(ex, what, need, max_tasks)) {
             uint64_t until = tot->next_progress_ns;
             struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
                                   .tv_nsec = (long)(until % 1000000000u)};
             pthread_cond_timedwait(&ex->cond, &ex->lock, &ts);
         }
-        atomic_store(&ex->driver_waiting, 0);
+        /* Relaxed: a worker that still sees the driver waiting only
+         * signals once too often; the driver looks again before it sleeps. */
+        atomic_store_explicit(&ex->driver_waiting, 0, memory_order_relaxed);
         pthread_mutex_unlock(&ex->lock);
     }
 }
