@@ -204,17 +204,34 @@ void sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *o
 /* True when `a` and `b` are the same stored array (same store and path). */
 bool sl__array_same(const sl_array *a, const sl_array *b);
 
-/* ---- plans (plan.c) ------------------------------------------------------ */
+/* ---- plans (plan.c, plan_status.c, plan_merge.c) ------------------------ */
 
 /* Code of a chunk that has not finished in the current run. */
 #define SL__CODE_PENDING 0xffu
 
 /* The status array of one put or putter node. */
 struct sl__put_state {
-    uint32_t node;     /* node id */
-    uint64_t n_chunks; /* chunks of its grid */
-    uint8_t *codes;    /* sl_status per chunk (C-order linear index); owned */
+    uint32_t node;          /* node id */
+    uint64_t n_chunks;      /* chunks of its grid */
+    _Atomic uint8_t *codes; /* sl_status per chunk (C-order linear index); owned.  Settled
+                               during a run only by sl__exec_chunk_settle (graph/exec/) */
 };
+/* The public sl_put_status shows `codes` as plain bytes once no run writes them. */
+_Static_assert(sizeof(_Atomic uint8_t) == sizeof(uint8_t) &&
+                   _Alignof(_Atomic uint8_t) == _Alignof(uint8_t),
+               "status bytes are not plain bytes");
+
+/*
+ * Chunk `k`'s code in `ps`.  Relaxed: a status byte publishes nothing else,
+ * and its readers are ordered after its writers by the run itself (results
+ * are read after sl_plan_run waited for every task and writer thread; a
+ * get reads a put's codes in a later phase, after that put's tasks ended).
+ */
+static inline uint8_t
+sl__put_state_code(const struct sl__put_state *ps, uint64_t k)
+{
+    return atomic_load_explicit(&ps->codes[k], memory_order_relaxed);
+}
 
 struct sl_plan {
     sl_graph *graph;               /* retained */
@@ -236,23 +253,15 @@ struct sl_plan {
 struct sl__put_state *sl__plan_put(const sl_plan *plan, uint32_t node);
 
 /*
- * Record that chunk `linear` of put state `ps` ended with `code` (SL_OK or a
- * failure with `text`).  A failure claims an error slot with one atomic
- * increment; past max_errors only its code is kept.  Any thread; never
- * allocates.
+ * Keep the message of failed chunk `linear` of `ps`: claim an error slot
+ * with one atomic increment and fill it; past max_errors only the count
+ * grows.  Never allocates.  Thread-safety: any thread.
  */
-void sl__plan_record(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
-                     const char *text);
+void sl__plan_error_add(sl_plan *plan, const struct sl__put_state *ps, uint64_t linear,
+                        sl_status code, const char *text);
 
-/*
- * Fail chunk `linear` of `ps` with `code` and `text` unless it already
- * failed: an ok (or pending) chunk whose shard write failed after it was
- * staged.  @return true when the chunk changed.  Any thread.
- */
-bool sl__plan_fail_chunk(sl_plan *plan, struct sl__put_state *ps, uint64_t linear, sl_status code,
-                         const char *text);
-
-/* Reset every status array to pending and forget the last run's errors. */
+/* Reset every status array to pending and forget the last run's errors
+ * (no run in progress). */
 void sl__plan_reset(sl_plan *plan);
 
 /* Fill plan->summary's chunk counts from the status arrays (after a run). */

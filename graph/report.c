@@ -92,7 +92,7 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
             ps->n_chunks, st.n_ok, st.n_failed);
     bool first = true;
     for (uint64_t k = 0; k < ps->n_chunks; k++) {
-        uint8_t code = ps->codes[k];
+        uint8_t code = st.codes[k];
         if (code == SL_OK || code == SL_ESKIPPED)
             continue;
         uint64_t coords[SL_MAX_RANK];

@@ -42,6 +42,13 @@ external[graph]='^(jansson\.h|pthread\.h)$'
 external[launcher]='^mpi\.h$'
 forbidden_external='^(hwloc\.h|hwloc/.*|ck_.*\.h|zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|mpi\.h)$'
 
+# Private headers of a module's sub-folders (graph/json/load_json_internal.h):
+# open to that folder's files and to the module's tests only.
+declare -A subprivate
+while IFS= read -r h; do
+    subprivate[$(basename "$h")]=$(dirname "$h")
+done < <(find core runtime ops io graph -mindepth 2 -name '*_internal.h' 2>/dev/null)
+
 fail=0
 complain() {
     printf '%s:%s: %s\n' "$1" "$2" "$3"
@@ -102,8 +109,13 @@ check_file() {
                 uses_io=1
                 continue
             fi
-            # Private headers: <module>_internal.h or a file of the same folder.
-            if [[ $inc =~ ^([a-z]+)_internal\.h$ && -n ${allowed[${BASH_REMATCH[1]}]:-} ]]; then
+            # Private headers: <module>_internal.h, a sub-folder's own, or a
+            # file of the same folder.
+            local sub=${subprivate[$(basename "$inc")]:-}
+            if [[ -n $sub ]]; then
+                [[ $(dirname "$file") == "$sub" ]] ||
+                    complain "$file" "$n" "\"$inc\" is private to $sub/"
+            elif [[ $inc =~ ^([a-z]+)_internal\.h$ && -n ${allowed[${BASH_REMATCH[1]}]:-} ]]; then
                 local mod=${BASH_REMATCH[1]}
                 # A module's private header is its own; core's is the one
                 # every library module shares (core/core_internal.h says so).
@@ -128,8 +140,8 @@ check_file() {
         fi
     done <"$file"
     if [[ $module == graph && $file == graph/* && $uses_rt == 1 && $uses_io == 1 && $uses_ops == 1 ]]; then
-        [[ $(basename "$file") == exec* ]] ||
-            complain "$file" 1 "only graph/exec*.c sees runtime, io and ops together"
+        [[ $file == graph/exec/exec* ]] ||
+            complain "$file" 1 "only graph/exec/exec*.c sees runtime, io and ops together"
     fi
 }
 
@@ -139,6 +151,13 @@ for module in core runtime ops io graph launcher examples; do
         check_file "$module" "$f"
     done < <(find "$module" -name '*.[ch]' | sort)
 done
+# Tests: a sub-folder's private header only in the suites of its module.
+while IFS=: read -r f n line; do
+    [[ $line =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\"([^\"]+)\" ]] || continue
+    sub=${subprivate[$(basename "${BASH_REMATCH[1]}")]:-}
+    [[ -n $sub && $f != tests/${sub%%/*}/* && ! ( $sub == io/* && $f == tests/fuzz/* ) ]] &&
+        complain "$f" "$n" "\"${BASH_REMATCH[1]}\" is private to $sub/ (and tests/${sub%%/*}/)"
+done < <(grep -rn --include='*.[ch]' '#[[:space:]]*include[[:space:]]*"' tests)
 # Public headers may include only core headers and their own module's.
 for h in include/sluice/*.h; do
     name=$(basename "$h" .h)

@@ -14,12 +14,6 @@
 #include "core_internal.h"
 #include "load_json_internal.h"
 
-bool
-sl__jnode_built(const sl_graph_json *doc, int i)
-{
-    return i >= 0 && doc->nodes[i].mark == 2 && !doc->nodes[i].bad;
-}
-
 /* Report a graph error for node `n` at its field `field` ("" for the node). */
 static bool
 build_fail(sl_graph_json *doc, const struct sl__jnode *n, const char *field,

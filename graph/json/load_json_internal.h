@@ -6,8 +6,9 @@
  *
  * DESIGN: loading runs in passes over one parsed document.  The document
  * pass (load_json.c, load_json_arrays.c, load_json_nodes.c) checks every
- * field's type and value, resolves names, finds cycles and opens the
- * arrays that must exist; the build pass adds the nodes to a graph in
+ * field's type and value, resolves names and finds cycles, and
+ * load_json_array_open.c opens the arrays that must exist; the build pass
+ * (load_json_build.c) adds the nodes to a graph in
  * dependency order, creating new arrays in memory so that shapes, ranks
  * and dtypes are checked by the graph itself.  Only when both passes found
  * nothing wrong, and the caller asked for it, does a second build pass
@@ -227,8 +228,13 @@ struct sl_graph_json {
     sl_graph *graph;                /* the graph built by the last build pass */
 };
 
-/* The document pass over "arrays": fields, paths, existing arrays opened. */
+/* The document pass over "arrays": fields, paths, "create" and "like"
+ * (load_json_arrays.c). */
 void sl__jarrays_parse(sl_graph_json *doc, const json_t *arrays);
+
+/* After sl__jarrays_parse: open the arrays that must exist and check that
+ * new ones would replace nothing unless allowed (load_json_array_open.c). */
+void sl__jarrays_open(sl_graph_json *doc);
 
 /* Index of the array named `name`, or -1. */
 int sl__jarrays_find(const sl_graph_json *doc, const char *name);
@@ -264,7 +270,11 @@ void sl__jnodes_link(sl_graph_json *doc);
 bool sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk);
 
 /* True when node `i` is in the graph of this build pass. */
-bool sl__jnode_built(const sl_graph_json *doc, int i);
+static inline bool
+sl__jnode_built(const sl_graph_json *doc, int i)
+{
+    return i >= 0 && doc->nodes[i].mark == 2 && !doc->nodes[i].bad;
+}
 
 /* The fields of pyramid node `n` (load_json_pyramid.c). */
 void sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n);

@@ -206,8 +206,10 @@ doc_parse(sl_graph_json *doc)
     else if (!json_is_object(arrays))
         sl__jdiag_add(d, SL_EINVAL, "/arrays", "expected an object of named arrays, found %s",
                       sl__json_type_name(arrays));
-    else
+    else {
         sl__jarrays_parse(doc, arrays);
+        sl__jarrays_open(doc);
+    }
     const json_t *nodes = json_object_get(doc->root, "nodes");
     if (nodes == NULL)
         sl__jdiag_add(d, SL_EINVAL, "/nodes",

@@ -343,7 +343,7 @@ static sl_status
 get_check_writer(struct eval *ev, const struct sl__node *n, const struct sl__put_state *ps,
                  const uint64_t *coords)
 {
-    uint8_t code = ps->codes[sl_grid_linear_index(&n->grid, coords)];
+    uint8_t code = sl__put_state_code(ps, sl_grid_linear_index(&n->grid, coords));
     if (code == SL_OK)
         return SL_OK;
     char key[96];
@@ -629,11 +629,11 @@ finish_put_chunk(struct sl__exec *ex, const struct sl__node *root, const uint64_
 {
     struct sl__put_state *ps = sl__plan_put(ex->plan, root->id);
     uint64_t linear = sl_grid_linear_index(&root->grid, coords);
-    sl__plan_record(ex->plan, ps, linear, ev->code, ev->err.text);
+    (void)sl__exec_chunk_settle(ex, ps, linear, SL__CHUNK_RAN, ev->code, ev->err.text);
     sl__exec_count(&ev->w->chunks_done, 1);
     sl__exec_count(&ev->w->bytes_done, chunk_bytes(root, coords));
     if (ev->code != SL_OK) {
-        /* Shared with writer threads' reports (exec.c, exec_on_unit). */
+        /* Shared with writer threads' reports (exec_put.c, exec_on_unit). */
         atomic_fetch_add_explicit(&ev->w->chunks_failed, 1, memory_order_relaxed);
         if (ev->code != SL_EUPSTREAM && ev->code != SL_ECANCELED)
             sl__exec_note_failure(ex, ev->code, &ev->err);
@@ -728,7 +728,7 @@ sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker)
         out.buf = NULL;
         out.buf_bytes = 0;
         out.entry = NULL;
-        if (atomic_load_explicit(&ex->cancel, memory_order_relaxed))
+        if (sl__exec_is_canceled(ex))
             eval_fail(&ev, SL_ECANCELED, "not run: the run stopped at the first failure");
         else
             eval_node(&ev, root->id, coords, &out);

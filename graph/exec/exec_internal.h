@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private declarations of the executor (exec*.c, trace.c): one run's state,
- * its tasks, the table of intermediate chunks shared between stages, and the
- * per-worker trace buffers.
+ * Private declarations of the executor (graph/exec/): one run's state, its
+ * tasks, the table of intermediate chunks shared between stages, the
+ * per-worker trace buffers, and what each file of the executor offers the
+ * others.  Open to the graph tests, not to the rest of graph/.
  */
 #ifndef SL_EXEC_INTERNAL_H
 #define SL_EXEC_INTERNAL_H
@@ -76,7 +77,7 @@ void sl__inter_remove_locked(struct sl__inter_table *t, struct sl__entry *e);
 /* A recycled or new waiter; lock held.  NULL when out of memory. */
 struct sl__waiter *sl__inter_waiter_locked(struct sl__inter_table *t);
 
-/* ---- trace (trace.c) ------------------------------------------------------- */
+/* ---- trace (exec_trace.c) ------------------------------------------------------- */
 
 /* One task as the Chrome trace shows it. */
 struct sl__trace_event {
@@ -102,7 +103,7 @@ sl_status sl__trace_write(const char *path, const sl_graph *g, const struct sl__
                           const struct sl__exec_worker *workers, unsigned n_workers,
                           struct sl_error *err);
 
-/* ---- runs (exec.c, exec_eval.c) -------------------------------------------- */
+/* ---- runs ------------------------------------------------------------------ */
 
 /* A task: `count` chunks of one stage, walked from position `first` of box `box`. */
 struct sl__exec_task {
@@ -143,8 +144,11 @@ struct sl__exec_put {
     sl_txn *txn;         /* open while the put's phase runs; NULL for putters */
 };
 
-/* What the driver waits for. */
-enum { SL__WAIT_ROOM = 1, SL__WAIT_IDLE = 2 };
+/* What the driver waits for (0 in `driver_waiting`: nothing, it is awake). */
+enum sl__exec_wait {
+    SL__WAIT_ROOM = 1, /* budget for the next task and a free task slot */
+    SL__WAIT_IDLE = 2  /* every task finished */
+};
 
 /* One run of a plan. */
 struct sl__exec {
@@ -163,8 +167,19 @@ struct sl__exec {
     struct sl_store_stats *stats0;   /* their counters when the run started */
     uint64_t t0_ns;                  /* monotonic start of the run */
 
+    /* Memory orders (the pairs are named where each access is):
+     * - `accounted`, `in_flight` and `driver_waiting` form a Dekker pair
+     *   between a worker (update a counter, then look whether the driver
+     *   sleeps) and the driver (announce it sleeps, then look at the
+     *   counters): those four accesses are seq_cst, all others relaxed;
+     * - a worker's decrement of `in_flight` also releases what its task
+     *   wrote (status bytes, counters, returned tasks) to the driver's
+     *   loads that find the run idle; `n_exiting` and `returned` pair
+     *   release with acquire;
+     * - `peak`, `n_started`, `n_inline`, `cancel` and `first_error` publish
+     *   nothing and are relaxed. */
     _Alignas(SL_CACHELINE) _Atomic size_t accounted; /* budget bytes alive */
-    _Atomic size_t peak;                             /* highest `accounted` */
+    _Atomic size_t peak;                             /* highest `accounted` (the driver writes) */
     _Atomic uint64_t in_flight;                      /* tasks submitted and not finished */
     _Atomic uint64_t n_started;                      /* submitted tasks whose callback has begun */
     _Atomic uint64_t n_exiting; /* workers past their in_flight decrement that may still
@@ -183,6 +198,24 @@ struct sl__exec {
     struct sl_error first_err;                /* message of the first failure, under `lock` */
 };
 
+/*
+ * Stop the run: tasks not yet started run as cancelled.  Relaxed, as is
+ * every access to `cancel`: the flag publishes nothing, and a task that
+ * misses it only runs as it would have without it.
+ */
+static inline void
+sl__exec_cancel(struct sl__exec *ex)
+{
+    atomic_store_explicit(&ex->cancel, true, memory_order_relaxed);
+}
+
+/* Whether the run was stopped (see sl__exec_cancel). */
+static inline bool
+sl__exec_is_canceled(const struct sl__exec *ex)
+{
+    return atomic_load_explicit(&ex->cancel, memory_order_relaxed);
+}
+
 /* Add `n` to a counter only the calling worker writes. */
 static inline void
 sl__exec_count(_Atomic uint64_t *c, uint64_t n)
@@ -191,16 +224,7 @@ sl__exec_count(_Atomic uint64_t *c, uint64_t n)
                           memory_order_relaxed);
 }
 
-/* Sum a counter over the workers (and the driver's slot). */
-uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
-
-/* Compute every chunk of task `t` (exec_eval.c); runs on a worker. */
-void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
-
-/* Fail intermediate chunk `e`, whose task could not be made (out of
- * memory), and release the tasks waiting for it (exec_eval.c; the driver). */
-void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
-                            const char *text);
+/* ---- shared state (exec_state.c) ------------------------------------------ */
 
 /* Nanoseconds on the monotonic clock. */
 uint64_t sl__exec_now_ns(void);
@@ -209,8 +233,48 @@ uint64_t sl__exec_now_ns(void);
 void sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos,
                          uint64_t *coords);
 
-/* Return `bytes` of budget to the run and wake the driver if it waits. */
+/* Chunks in box `box` of stage `stage`. */
+uint64_t sl__exec_box_count(const struct sl__exec *ex, uint32_t stage, uint64_t box);
+
+/* Sum a counter over the workers (and the driver's slot). */
+uint64_t sl__exec_sum(const struct sl__exec *ex, size_t offset);
+
+/* Wake the driver if it sleeps for `why`: room (any finished task or freed
+ * byte may give it) or idleness (only the last task's end does).
+ * Thread-safety: any thread. */
+void sl__exec_wake_driver(struct sl__exec *ex, enum sl__exec_wait why);
+
+/* Return `bytes` of budget to the run and wake the driver if it waits.
+ * Thread-safety: any thread. */
 void sl__exec_release(struct sl__exec *ex, size_t bytes);
+
+/* Reserve `bytes` of budget and update the peak.  Thread-safety: the driver only. */
+void sl__exec_reserve(struct sl__exec *ex, size_t bytes);
+
+/* Note a failure for the run's first error (and fail_fast).  Thread-safety: any thread. */
+void sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err);
+
+/* What settled a chunk's status (sl__exec_chunk_settle). */
+enum sl__chunk_outcome {
+    SL__CHUNK_SKIPPED,     /* another part of a split run owns it */
+    SL__CHUNK_RAN,         /* its task evaluated it: `code` is its result */
+    SL__CHUNK_UNIT_FAILED, /* the shard (unit) holding it was not written */
+    SL__CHUNK_UNRUN        /* the run ended before it ran: SL_ECANCELED */
+};
+
+/*
+ * Settle the status of chunk `linear` of put `ps` after `how` (with `code`
+ * and, for a failure, `text`): the one place a run decides a chunk's
+ * status; a failure newly recorded keeps its message (sl__plan_error_add).
+ * Statuses start SL__CODE_PENDING; the reconciliation rule is in
+ * exec_state.c.
+ * @return true when the status changed.
+ * Thread-safety: any thread (workers, writer threads of transactions, the
+ * driver); SKIPPED before any task of the stage runs, UNRUN after the run
+ * went idle.
+ */
+bool sl__exec_chunk_settle(struct sl__exec *ex, struct sl__put_state *ps, uint64_t linear,
+                           enum sl__chunk_outcome how, sl_status code, const char *text);
 
 /* The transaction of put node `node`, or NULL. */
 sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
@@ -218,7 +282,96 @@ sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
 /* Bytes staged in the run's open transactions. */
 size_t sl__exec_staged(const struct sl__exec *ex);
 
-/* Note a failure for the run's first error (and fail_fast). */
-void sl__exec_note_failure(struct sl__exec *ex, sl_status code, const struct sl_error *err);
+/* ---- the driver's waits (exec_wait.c) --------------------------------------- */
+
+/* Progress totals, computed once per run. */
+struct sl__exec_totals {
+    uint64_t chunks;           /* output chunks of every put */
+    uint64_t bytes;            /* their decoded bytes */
+    uint64_t next_progress_ns; /* when the next progress call is due */
+};
+
+/* Call the progress callback with the run's counters (`final`: the last call). */
+void sl__exec_progress(struct sl__exec *ex, uint64_t total, uint64_t bytes_total, bool final);
+
+/*
+ * Sleep until `what` holds (room for `need` bytes and fewer than `max_tasks`
+ * tasks in flight, or no task in flight), calling the progress callback
+ * when due.
+ * @return SL_OK, or SL_EBUDGET when room is awaited with nothing running
+ * (intermediate chunks waiting for consumers hold the budget).
+ * Thread-safety: the driver only.
+ */
+sl_status sl__exec_wait(struct sl__exec *ex, enum sl__exec_wait what, size_t need,
+                        uint64_t max_tasks, struct sl__exec_totals *tot, struct sl_error *err);
+
+/* ---- emitting tasks (exec_emit.c) ------------------------------------------- */
+
+/* Scratch list of intermediate chunks one task reads. */
+struct sl__exec_needs {
+    uint32_t *node;   /* producer node ids */
+    uint64_t *coords; /* SL_MAX_RANK coordinates each */
+    size_t n;         /* in use */
+    size_t cap;       /* allocated */
+};
+
+/* The driver's state while emitting. */
+struct sl__exec_drive {
+    struct sl__exec_totals tot;  /* progress totals */
+    uint64_t max_tasks;          /* queued tasks at most */
+    struct sl__exec_needs needs; /* scratch */
+};
+
+/*
+ * Emit a task computing `count` chunks of stage `stage` from position `first`
+ * of box `box` (and `output`, the intermediate chunk it produces, or NULL):
+ * the intermediate chunks it reads first, then room in the budget, then
+ * the pool.  A task that could not be prepared still runs, as cancelled.
+ * @return SL_OK, SL_ENOMEM, SL_EOVERFLOW, SL_EBUDGET or the pool's refusal.
+ * Thread-safety: the driver only.
+ */
+sl_status sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stage,
+                             uint64_t box, uint64_t first, uint32_t count, struct sl__entry *output,
+                             struct sl_error *err);
+
+/* Wait for workers still leaving their last task, then free every task.
+ * Thread-safety: the driver only, after the run went idle. */
+void sl__exec_tasks_fini(struct sl__exec *ex);
+
+/* ---- parts of a split run (exec_parts.c) ------------------------------------ */
+
+/*
+ * The positions [lo, hi) of put stage `stage` that this part runs: the
+ * chunks split into n_parts runs of about equal count, cut at box (shard)
+ * boundaries when there are several boxes, so no shard is written by two
+ * parts.
+ */
+void sl__exec_part_range(const struct sl__exec *ex, uint32_t stage, uint64_t *lo, uint64_t *hi);
+
+/* Mark the chunks of put stage `stage` outside [lo, hi) as SL_ESKIPPED
+ * (before any task of the stage runs). */
+void sl__exec_part_mark_skipped(struct sl__exec *ex, uint32_t stage, uint64_t lo, uint64_t hi);
+
+/* ---- put transactions (exec_put.c) ------------------------------------------ */
+
+/* Open a transaction per put (see struct sl__exec_put).
+ * @return SL_OK, SL_ENOMEM or the transaction's failure. */
+sl_status sl__exec_puts_open(struct sl__exec *ex, struct sl_error *err);
+
+/* Commit the transactions of the puts of `phase`: write what is still staged. */
+void sl__exec_puts_commit(struct sl__exec *ex, uint32_t phase);
+
+/* Close (abort) what is still open and free the puts. */
+void sl__exec_puts_close(struct sl__exec *ex);
+
+/* ---- evaluating chunks (exec_eval.c) ---------------------------------------- */
+
+/* Compute every chunk of task `t`.  Thread-safety: a worker, or the driver. */
+void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
+
+/* Fail intermediate chunk `e`, whose task could not be made (out of
+ * memory), and release the tasks waiting for it.  Thread-safety: the driver. */
+void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
+                            const char *text);
 
 #endif /* SL_EXEC_INTERNAL_H */

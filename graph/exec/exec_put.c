@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The put transactions of a run: one shard write transaction per put,
+ * opened when the run starts, committed at the end of the put's phase, and
+ * the callback through which a shard (unit) write that failed fails the
+ * chunks it held.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "exec_internal.h"
+
+/*
+ * A put's shard (or unsharded chunk) write ended: on failure, every chunk
+ * of the unit that was ok fails with the shard's error, as what was
+ * reported ok must read back.  Runs on the thread that wrote the unit.
+ */
+static void
+exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_error *uerr)
+{
+    struct sl__exec_put *xp = arg;
+    struct sl__exec *ex = xp->ex;
+    if (status == SL_OK)
+        return;
+    const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
+    struct sl__put_state *ps = sl__plan_put(ex->plan, xp->node);
+    struct sl_array_iter it;
+    if (sl_array_iter_shard_chunks(n->u.io.array, unit, &it, NULL) != SL_OK ||
+        !sl_array_iter_next(&it))
+        return;
+    /* The unit's key, from its first chunk. */
+    char key[SL_STORE_KEY_MAX];
+    sl_array_chunk_key(n->u.io.array, it.iter.coords, key, sizeof(key));
+    char text[160];
+    snprintf(text, sizeof(text), "put \"%s\": shard %s not written: %s: %s", n->name, key,
+             sl_status_name(status), uerr != NULL ? uerr->text : sl_status_message(status));
+    uint64_t changed = 0;
+    do
+        changed += sl__exec_chunk_settle(ex, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
+                                         SL__CHUNK_UNIT_FAILED, status, text);
+    while (sl_array_iter_next(&it));
+    /* Not sl__exec_count: besides workers and the driver, the writer
+     * threads of transactions (several at once) report here. */
+    int w = sl_pool_worker_index(ex->pool);
+    atomic_fetch_add_explicit(&ex->workers[w >= 0 ? (unsigned)w : ex->n_workers].chunks_failed,
+                              changed, memory_order_relaxed);
+    if (status != SL_ECANCELED) {
+        struct sl_error e = SL_ERROR_INIT;
+        sl_error_set(&e, status, NULL, "%s", text);
+        sl__exec_note_failure(ex, status, &e);
+    }
+}
+
+/* Nodes of `kind` (get or put) in `g` on array `a`. */
+static uint32_t
+nodes_on_array(const sl_graph *g, sl_node_kind kind, const sl_array *a)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < g->n_nodes; k++)
+        n += g->nodes[k].kind == kind && sl__array_same(g->nodes[k].u.io.array, a);
+    return n;
+}
+
+/* A transaction per put, writing each shard once (see struct sl__exec_put). */
+sl_status
+sl__exec_puts_open(struct sl__exec *ex, struct sl_error *err)
+{
+    sl_plan *plan = ex->plan;
+    ex->puts = sl_alloc_zeroed(&plan->alloc, plan->n_puts, sizeof(*ex->puts), 0);
+    if (ex->puts == NULL && plan->n_puts > 0)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for %" PRIu32 " puts", plan->n_puts);
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        struct sl__exec_put *xp = &ex->puts[i];
+        xp->ex = ex;
+        xp->node = plan->puts[i].node;
+        const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
+        if (n->kind != SL_NODE_PUT)
+            continue;
+        struct sl_txn_opts to = SL_TXN_OPTS_DEFAULT;
+        ex->parallel = sl_pool_parallel(ex->pool);
+        to.par = &ex->parallel;
+        to.on_unit = exec_on_unit;
+        to.on_unit_arg = xp;
+        /* Another process of a split run may be writing its own shards
+         * here: only a run alone removes what killed writers left. */
+        to.clean_leftovers = plan->opts.n_parts == 1;
+        /* Shards completed early are written by a writer thread where the
+         * store waits for a device, so pool workers go on encoding.  Safe
+         * while this put is the only writer of its array: gets of it run
+         * in a later phase, after commit waited for that thread. */
+        const sl_array *a = n->u.io.array;
+        to.write_behind =
+            nodes_on_array(ex->graph, SL_NODE_PUT, a) == 1 ? SL_TXN_WRITE_BEHIND_AUTO : 0;
+        /* A get of the array runs in a later phase (the levels of a
+         * pyramid are read back for the next): the page cache saves
+         * reading it from the device. */
+        to.reread = nodes_on_array(ex->graph, SL_NODE_GET, a) > 0;
+        /* Pool workers write the chunks: each encodes its own as it stages
+         * it, so staging holds compressed bytes and a completed shard only
+         * needs assembling. */
+        to.encode_on_write = true;
+        xp->txn = sl_txn_open(n->u.io.array, &to, err);
+        if (xp->txn == NULL)
+            return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
+    }
+    return SL_OK;
+}
+
+/* Commit the transactions of the puts of `phase`: write what is still staged. */
+void
+sl__exec_puts_commit(struct sl__exec *ex, uint32_t phase)
+{
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++) {
+        struct sl__exec_put *xp = &ex->puts[i];
+        if (xp->txn == NULL || ex->fusion->stages[ex->fusion->stage_of[xp->node]].phase != phase)
+            continue;
+        struct sl_error e = SL_ERROR_INIT;
+        /* A unit's failure reaches its chunks through exec_on_unit; a
+         * commit that could not start (out of memory) fails what it held. */
+        sl_status st = sl_txn_commit(xp->txn, ex->workers[ex->n_workers].codec, &e);
+        struct sl_txn_stats ts;
+        sl_txn_get_stats(xp->txn, &ts);
+        /* (Units, not bytes: chunks of fill staged encoded count none.) */
+        if (st != SL_OK && ts.staged_units > 0)
+            sl__exec_note_failure(ex, st, &e);
+        sl_txn_close(xp->txn);
+        xp->txn = NULL;
+    }
+}
+
+void
+sl__exec_puts_close(struct sl__exec *ex)
+{
+    for (uint32_t i = 0; ex->puts != NULL && i < ex->plan->n_puts; i++)
+        sl_txn_close(ex->puts[i].txn); /* aborts what an early stop left staged */
+    sl_free(&ex->plan->alloc, ex->puts, ex->plan->n_puts * sizeof(*ex->puts));
+    ex->puts = NULL;
+}
