@@ -298,9 +298,6 @@ SL_API uint32_t sl_op_count(void);
 /** The `i`-th operation in name order; NULL when `i` >= sl_op_count(). */
 SL_API const struct sl_op_desc *sl_op_at(uint32_t i);
 
-/** The operation called `name`, or NULL. */
-SL_API const struct sl_op_desc *sl_op_find(const char *name);
-
 /**
  * Look up an operation by name.
  * @return SL_OK, or SL_ENOTFOUND with `unknown op "dwnsample"; known:

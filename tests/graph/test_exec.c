@@ -272,7 +272,8 @@ Test(graph_exec, shared_chunks_are_read_once)
 static const struct sl_op *
 bind_downsample(struct sl_op *op, const uint64_t *factors, uint32_t rank, const char *method)
 {
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", rank, factors, NULL), SL_OK);

@@ -99,7 +99,8 @@ build_and_run(struct attempt *at, sl_pool *pool, sl_plan **plan_out)
     sl_status st = sl_graph_add_get(g, "src", at->src, &get, &err);
     if (st == SL_OK && at->two_consumers)
         st = sl_graph_add_put(g, "copy", get, at->copy, &at->put_copy, &err);
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     struct sl_op op;

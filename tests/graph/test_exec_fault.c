@@ -169,7 +169,8 @@ add_graph_nodes(sl_graph *g, sl_array *src, sl_array *copy, sl_array *pyr, uint3
     uint32_t get, ds;
     cr_assert_eq(sl_graph_add_get(g, "src", src, &get, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "copy", get, copy, &puts[0], NULL), SL_OK);
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),

@@ -240,7 +240,8 @@ copy_then_downsample(sl_store *s, sl_array *src, sl_array *mid, sl_array **low, 
     cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),

@@ -267,7 +267,8 @@ add_random_node(sl_graph *g, struct ref_node *refs, uint32_t n, uint32_t *ids)
     }
     case 1: { /* built-in scale */
         r->kind = REF_SCALE;
-        const struct sl_op_desc *d = sl_op_find("scale");
+        const struct sl_op_desc *d = NULL;
+        cr_assert_eq(sl_op_lookup("scale", &d, NULL), SL_OK);
         struct sl_op_args args;
         memset(&args, 0, sizeof(args));
         cr_assert_eq(sl_op_args_set_number(&args, d, "scale", 2, NULL), SL_OK);
@@ -293,7 +294,8 @@ add_random_node(sl_graph *g, struct ref_node *refs, uint32_t n, uint32_t *ids)
         r->max = rnd(0, 1) == 1;
         for (uint32_t d = 0; d < grid->rank; d++)
             r->factor[d] = rnd(1, 3);
-        const struct sl_op_desc *d = sl_op_find("downsample");
+        const struct sl_op_desc *d = NULL;
+        cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
         struct sl_op_args args;
         memset(&args, 0, sizeof(args));
         cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", grid->rank, r->factor, NULL),
