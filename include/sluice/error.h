@@ -40,15 +40,19 @@ struct sl_error {
 };
 #define SL_ERROR_INIT ((struct sl_error){.code = SL_OK, .line = -1, .column = -1})
 
-/*
- * Make `err` an empty record, as `*err = SL_ERROR_INIT` does for every
- * reader, writing only what readers look at (the numbers, the chunk's rank,
- * the first byte of each string) instead of all ~480 bytes: for records
- * made once per chunk in hot loops.
+/**
+ * Forget any recorded error: make `err` an empty record, as
+ * `*err = SL_ERROR_INIT` does for every reader.  Inline, writing only what
+ * readers look at (the numbers, the chunk's rank, the first byte of each
+ * string) instead of all ~480 bytes, so records made once per chunk in hot
+ * loops stay cheap.  `err` may be NULL.
+ * Thread-safety: one record per thread.
  */
 static inline void
-sl_error_reset(struct sl_error *err)
+sl_error_clear(struct sl_error *err)
 {
+    if (err == NULL)
+        return;
     err->code = SL_OK;
     err->line = -1;
     err->column = -1;
@@ -95,9 +99,6 @@ SL_API sl_status sl_error_set_at(struct sl_error *err, sl_status code, int line,
  * a source wins.  `err` may be NULL.
  */
 SL_API void sl_error_set_source(struct sl_error *err, const char *source);
-
-/** Forget any recorded error.  `err` may be NULL. */
-SL_API void sl_error_clear(struct sl_error *err);
 
 /**
  * Write one human-readable line for the record, e.g.
