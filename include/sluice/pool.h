@@ -119,7 +119,7 @@ struct sl_task_group {
 
 #undef SL_POOL_ATOMIC_
 
-/* Scheduling counters, summed over workers (see sl_pool_stats). */
+/* Scheduling counters, summed over workers (see sl_pool_get_stats). */
 struct sl_pool_stats {
     uint64_t n_tasks_run;      /* callbacks called, cancelled ones included */
     uint64_t n_tasks_canceled; /* callbacks called with SL_ECANCELED */
@@ -140,7 +140,7 @@ struct sl_pool_stats {
     uint64_t n_task_slabs; /* slabs of pool-owned tasks allocated (the only malloc of tasks) */
 };
 
-/* NUMA-local buffer counters (see sl_pool_buf_stats). */
+/* NUMA-local buffer counters (see sl_pool_buf_get_stats). */
 struct sl_pool_buf_stats {
     uint64_t n_allocs;     /* sl_pool_buf_alloc calls that succeeded */
     uint64_t n_hits;       /* ... served from a cache without allocating */
@@ -337,18 +337,23 @@ SL_API void *sl_pool_buf_alloc(sl_pool *pool, size_t n_bytes);
  */
 SL_API void sl_pool_buf_free(sl_pool *pool, void *buf, size_t n_bytes);
 
-/** The pool's buffer counters (a snapshot; counters of busy workers move). */
-SL_API struct sl_pool_buf_stats sl_pool_buf_stats(const sl_pool *pool);
+/**
+ * Copy the pool's buffer counters into `out` (a snapshot; counters of busy
+ * workers move).
+ */
+SL_API void sl_pool_buf_get_stats(const sl_pool *pool, struct sl_pool_buf_stats *out);
 
-/** The pool's scheduling counters, summed over workers (a snapshot). */
-SL_API struct sl_pool_stats sl_pool_stats(const sl_pool *pool);
+/** Copy the pool's scheduling counters, summed over workers, into `out` (a snapshot). */
+SL_API void sl_pool_get_stats(const sl_pool *pool, struct sl_pool_stats *out);
 
 /**
- * The counters of worker `worker` alone.
- * @return SL_OK, or SL_EINVAL (worker out of range).
+ * Copy the counters of worker `worker` alone into `out`.
+ * @return SL_OK, or SL_EINVAL (worker out of range, naming it and the
+ *         worker count; `out` is untouched).
  */
-SL_API SL_NODISCARD sl_status sl_pool_worker_stats(const sl_pool *pool, unsigned worker,
-                                                   struct sl_pool_stats *out);
+SL_API SL_NODISCARD sl_status sl_pool_worker_get_stats(const sl_pool *pool, unsigned worker,
+                                                       struct sl_pool_stats *out,
+                                                       struct sl_error *err);
 
 /**
  * Where worker `worker` runs and whether it is pinned.
