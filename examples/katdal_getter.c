@@ -112,7 +112,7 @@ main(int argc, char **argv)
     sl_graph *g = sl_graph_create(NULL, &err);
     if (g == NULL || build(g, shape, &put, &err) != SL_OK)
         goto out;
-    plan = sl_graph_prepare(g, NULL, &err);
+    plan = sl_plan_create(g, NULL, &err);
     pool = plan != NULL ? sl_pool_create(NULL, &err) : NULL;
     if (pool == NULL || sl_plan_explain(plan, stdout) != SL_OK)
         goto out;

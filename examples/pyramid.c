@@ -84,7 +84,7 @@ run(sl_graph *g, const uint32_t *level_puts, struct sl_error *err)
     po.memory_budget = (size_t)1 << 30;
     if (sl_graph_seal(g, err) != SL_OK)
         return 1;
-    sl_plan *plan = sl_graph_prepare(g, &po, err);
+    sl_plan *plan = sl_plan_create(g, &po, err);
     if (plan == NULL)
         return 1;
     struct sl_pool_opts pool_opts = SL_POOL_OPTS_DEFAULT;

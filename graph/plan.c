@@ -251,7 +251,7 @@ plan_check_budget(const sl_plan *plan, struct sl_error *err)
 }
 
 sl_plan *
-sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err)
+sl_plan_create(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err)
 {
     if (g == NULL || !g->sealed) {
         sl_error_set(err, SL_ESTATE, NULL, "graph must be sealed before it is prepared");

@@ -63,7 +63,7 @@ explain_doc(const sl_graph_json *doc, size_t memory, const char *dot, const char
     opts.policy = run.policy;
     opts.missing_is_error = run.missing_is_error;
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(sl_graph_json_graph(doc), &opts, &err);
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), &opts, &err);
     if (plan == NULL)
         return cmd_fail("explain", path, &err);
     int rc = 0;

@@ -124,7 +124,7 @@ dry_run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const 
     struct sl_error err = SL_ERROR_INIT;
     if (sl_graph_seal(g, &err) != SL_OK)
         return cmd_fail(c->name, what, &err);
-    sl_plan *plan = sl_graph_prepare(g, &opts, &err);
+    sl_plan *plan = sl_plan_create(g, &opts, &err);
     if (plan == NULL)
         return cmd_fail(c->name, what, &err);
     sl_plan_destroy(plan);

@@ -12,7 +12,7 @@
  * and fusion never changes what a getter is asked for.
  *
  * Lifecycle: sl_graph_create → sl_graph_add_* → sl_graph_seal →
- * sl_graph_prepare (plan: fusion, sizing) → sl_plan_run (any number of times).
+ * sl_plan_create (plan: fusion, sizing) → sl_plan_run (any number of times).
  */
 #ifndef SL_GRAPH_H
 #define SL_GRAPH_H
@@ -387,13 +387,12 @@ struct sl_put_status {
 
 /**
  * Plan the sealed graph `g` (retained by the plan): fuse, size the status
- * arrays and check the budget.
+ * arrays and check the budget.  Free the plan with sl_plan_destroy.
  * @return the plan, or NULL with SL_ESTATE (graph not sealed), SL_EBUDGET
  * (the budget is smaller than what one task needs, with both numbers and
  * the stage), SL_EINVAL (bad options), SL_ENOMEM.
  */
-SL_API sl_plan *sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts,
-                                 struct sl_error *err);
+SL_API sl_plan *sl_plan_create(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err);
 
 /** The sealed graph a plan runs (borrowed from the plan). */
 SL_API const sl_graph *sl_plan_graph(const sl_plan *plan);

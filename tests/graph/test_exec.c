@@ -161,7 +161,7 @@ prepare(sl_graph *g, const struct sl_plan_opts *opts)
 {
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_seal(g, &err), SL_OK, "%s", err.text);
-    sl_plan *plan = sl_graph_prepare(g, opts, &err);
+    sl_plan *plan = sl_plan_create(g, opts, &err);
     cr_assert_not_null(plan, "%s", err.text);
     return plan;
 }
@@ -450,13 +450,13 @@ Test(graph_exec, budget_is_honoured_and_too_small_is_refused)
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.memory_budget = 2000;
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_null(sl_graph_prepare(g, &o, &err));
+    cr_assert_null(sl_plan_create(g, &o, &err));
     cr_assert_eq(err.code, SL_EBUDGET);
     cr_assert_not_null(strstr(err.text, "2000 bytes is below the 2560 bytes"), "%s", err.text);
     cr_assert_not_null(strstr(err.text, "512 for its own chunks and 2048 for the input"), "%s",
                        err.text);
     o.memory_budget = 3072;
-    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    sl_plan *plan = sl_plan_create(g, &o, &err);
     cr_assert_not_null(plan, "%s", err.text);
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &e2), SL_OK, "%s", e2.text);
@@ -465,7 +465,7 @@ Test(graph_exec, budget_is_honoured_and_too_small_is_refused)
     cr_assert_leq(sum.peak_bytes, 3072, "peak %zu", sum.peak_bytes);
     cr_assert_gt(sum.peak_bytes, 0);
     o.memory_budget = 1 << 20;
-    sl_plan *roomy = sl_graph_prepare(g, &o, &err);
+    sl_plan *roomy = sl_plan_create(g, &o, &err);
     cr_assert_eq(sl_plan_run(roomy, pool, &e2), SL_OK, "%s", e2.text);
     sl_plan_summary(roomy, &sum);
     cr_assert_leq(sum.peak_bytes, 1 << 20);

@@ -116,7 +116,7 @@ build_and_run(struct attempt *at, sl_pool *pool, sl_plan **plan_out)
         st = sl_graph_seal(g, &err);
     sl_plan *plan = NULL;
     if (st == SL_OK) {
-        plan = sl_graph_prepare(g, NULL, &err);
+        plan = sl_plan_create(g, NULL, &err);
         st = plan != NULL ? SL_OK : err.code;
     }
     sl_graph_unref(g);

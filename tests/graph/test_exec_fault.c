@@ -189,7 +189,7 @@ make_plan(sl_array *src, sl_array *copy, sl_array *pyr, uint32_t *puts)
     cr_assert_not_null(g);
     add_graph_nodes(g, src, copy, pyr, puts);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     sl_graph_unref(g);
     return plan;

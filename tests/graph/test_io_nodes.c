@@ -76,7 +76,7 @@ copy(sl_pool *pool, sl_array *src, sl_array *dst, const struct sl_plan_opts *opt
     cr_assert_eq(sl_graph_add_get(g, "src", src, &get, err), SL_OK, "%s", err->text);
     cr_assert_eq(sl_graph_add_put(g, "dst", get, dst, &put, err), SL_OK, "%s", err->text);
     cr_assert_eq(sl_graph_seal(g, err), SL_OK, "%s", err->text);
-    sl_plan *plan = sl_graph_prepare(g, opts, err);
+    sl_plan *plan = sl_plan_create(g, opts, err);
     cr_assert_not_null(plan, "%s", err->text);
     sl_graph_unref(g);
     sl_status st = sl_plan_run(plan, pool, err);
@@ -299,7 +299,7 @@ Test(graph_io_nodes, arrays_read_back_later_are_written_through_the_page_cache)
     cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "write_out", b, out, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     sl_pool *pool = sl_test_pool(2);
     sl_fault_io_reset(&fio);
@@ -346,7 +346,7 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
     sl_array *low;
     sl_graph *g = copy_then_downsample(s, src, mid, &low, NULL);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     float out[16 * 16];
@@ -367,7 +367,7 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
     cr_assert_eq(sl_graph_add_put(cyc, "w", r, mid, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_seal(cyc, NULL), SL_OK);
     struct sl_error e3 = SL_ERROR_INIT;
-    cr_assert_null(sl_graph_prepare(cyc, NULL, &e3));
+    cr_assert_null(sl_plan_create(cyc, NULL, &e3));
     cr_assert_not_null(strstr(e3.text, "a cycle through storage"), "%s", e3.text);
     sl_graph_unref(cyc);
     sl_array_unref(src);
@@ -412,7 +412,7 @@ Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
     sl_graph *g = copy_then_downsample(s, src, mid, &low, &low_put);
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.missing_is_error = true;
-    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    sl_plan *plan = sl_plan_create(g, &o, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ECORRUPT, "%s", err.text);
     struct sl_put_status ps;

@@ -337,7 +337,7 @@ Test(graph_load_json, a_loaded_graph_runs_end_to_end)
     sl_pool *pool = sl_pool_create(&po, NULL);
     cr_assert_not_null(pool);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(sl_graph_json_graph(doc), NULL, &err);
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     sl_plan_destroy(plan);
@@ -437,7 +437,7 @@ Test(graph_load_json, writing_into_an_existing_array_reopens_it_for_writing)
     po.pin = SL_PIN_NONE;
     sl_pool *pool = sl_pool_create(&po, NULL);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(sl_graph_json_graph(doc), NULL, &err);
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     sl_plan_destroy(plan);

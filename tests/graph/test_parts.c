@@ -50,7 +50,7 @@ Test(graph_parts, parts_cover_every_chunk_once_along_shards)
         struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
         o.n_parts = n_parts;
         o.part = p;
-        plans[p] = sl_graph_prepare(g, &o, &err);
+        plans[p] = sl_plan_create(g, &o, &err);
         cr_assert_not_null(plans[p], "%s", err.text);
         cr_assert_eq(sl_plan_run(plans[p], pool, &err), SL_OK, "part %u: %s", p, err.text);
         struct sl_run_summary sum;
@@ -140,7 +140,7 @@ Test(graph_parts, failures_of_other_parts_merge_into_the_report)
         struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
         o.n_parts = 2;
         o.part = p;
-        plans[p] = sl_graph_prepare(g, &o, NULL);
+        plans[p] = sl_plan_create(g, &o, NULL);
         cr_assert_not_null(plans[p]);
         struct sl_error err = SL_ERROR_INIT;
         cr_assert_eq(sl_plan_run(plans[p], pool, &err), SL_OK, "%s", err.text);
@@ -208,7 +208,7 @@ Test(graph_parts, phase_callback_sees_every_phase_and_can_stop_the_run)
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.phase_done = on_phase;
     o.phase_ctx = &log;
-    sl_plan *plan = sl_graph_prepare(g, &o, NULL);
+    sl_plan *plan = sl_plan_create(g, &o, NULL);
     cr_assert_not_null(plan);
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
@@ -219,7 +219,7 @@ Test(graph_parts, phase_callback_sees_every_phase_and_can_stop_the_run)
 
     memset(&log, 0, sizeof(log));
     log.answer = SL_EREMOTE;
-    plan = sl_graph_prepare(g, &o, NULL);
+    plan = sl_plan_create(g, &o, NULL);
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &e2), SL_EREMOTE);
     cr_assert_eq(log.calls[1], 0, "the second phase never ran");

@@ -135,7 +135,7 @@ run_pyramid(sl_pool *pool, sl_array *src, sl_store *out, const char *group,
     cr_assert_eq(sl_graph_add_pyramid(g, "pyr", get, out, group, o, puts, err), SL_OK, "%s",
                  err->text);
     cr_assert_eq(sl_graph_seal(g, err), SL_OK, "%s", err->text);
-    sl_plan *plan = sl_graph_prepare(g, po, err);
+    sl_plan *plan = sl_plan_create(g, po, err);
     cr_assert_not_null(plan, "%s", err->text);
     sl_graph_unref(g);
     sl_status st = sl_plan_run(plan, pool, err);

@@ -386,7 +386,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_seal(g, &err), SL_OK, "trial %u: %s", trial, err.text);
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
-    sl_plan *probe = sl_graph_prepare(g, &o, &err);
+    sl_plan *probe = sl_plan_create(g, &o, &err);
     cr_assert_not_null(probe, "trial %u: %s", trial, err.text);
     /* No budget, or one a few times what the most demanding task needs.  A
      * tight budget may not hold the intermediate chunks a graph keeps for
@@ -394,7 +394,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
      * it, and the graph is run again without a budget. */
     o.memory_budget = rnd(0, 2) == 0 ? 0 : probe->min_budget * (size_t)rnd(1, 6);
     sl_plan_destroy(probe);
-    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    sl_plan *plan = sl_plan_create(g, &o, &err);
     cr_assert_not_null(plan, "trial %u: %s", trial, err.text);
     sl_status st = sl_plan_run(plan, pool, &err);
     struct sl_run_summary sum;
@@ -410,7 +410,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
                 sinks[k].got.v[i] = NAN;
         sl_plan_destroy(plan);
         o.memory_budget = 0;
-        plan = sl_graph_prepare(g, &o, &err);
+        plan = sl_plan_create(g, &o, &err);
         cr_assert_not_null(plan);
         err = SL_ERROR_INIT;
         st = sl_plan_run(plan, pool, &err);
