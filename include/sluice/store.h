@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include <sluice/alloc.h>
+#include <sluice/buf.h>
 #include <sluice/common.h>
 #include <sluice/error.h>
 #include <sluice/status.h>
@@ -29,34 +30,6 @@ extern "C" {
 /* The longest key a store accepts, in bytes, and the longest component. */
 #define SL_STORE_KEY_MAX 1024
 #define SL_STORE_KEY_COMPONENT_MAX 255
-
-/* ---- growable byte buffers ------------------------------------------------ */
-
-/*
- * A byte buffer owned by the caller that stores fill and grow.  Reusing one
- * across calls keeps reads free of allocation once it has grown.  A zeroed
- * buffer (SL_BUF_INIT) is empty and uses the default allocator.
- */
-struct sl_buf {
-    uint8_t *data;             /* `capacity` bytes, or NULL */
-    size_t size;               /* bytes in use */
-    size_t capacity;           /* bytes allocated */
-    struct sl_allocator alloc; /* where `data` comes from; zeroed: the default */
-};
-#define SL_BUF_INIT ((struct sl_buf){.data = NULL, .size = 0, .capacity = 0})
-
-/**
- * Make room for at least `n` bytes, keeping the first `size` bytes.
- * @return SL_OK or SL_ENOMEM (the buffer is unchanged).
- */
-SL_API SL_NODISCARD sl_status sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err);
-
-/** Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW. */
-SL_API SL_NODISCARD sl_status sl_buf_append(struct sl_buf *b, const void *data, size_t n,
-                                            struct sl_error *err);
-
-/** Free the buffer's memory and make it empty.  NULL is a no-op. */
-SL_API void sl_buf_fini(struct sl_buf *b);
 
 /* ---- byte ranges ---------------------------------------------------------- */
 

@@ -6,7 +6,8 @@
  * "compute a shard's inner chunks one by one, write the shard once": a
  * shard whose chunks are all staged is written at once, so memory stays
  * bounded by the shards in progress.  Iterators over the shards of a region
- * and the inner chunks of a shard make that loop short:
+ * and the inner chunks of a shard (<sluice/array_iter.h>) make that loop
+ * short:
  *
  *     sl_txn *t = sl_txn_open(a, NULL, &err);
  *     struct sl_array_iter shards, chunks;
@@ -74,7 +75,6 @@
 #include <sluice/codec.h>
 #include <sluice/common.h>
 #include <sluice/error.h>
-#include <sluice/grid.h>
 #include <sluice/parallel.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
@@ -280,41 +280,6 @@ SL_API void sl_txn_get_stats(const sl_txn *t, struct sl_txn_stats *out);
  */
 SL_API SL_NODISCARD sl_status sl_txn_clean_leftovers(sl_array *a, uint64_t *n_removed,
                                                      struct sl_error *err);
-
-/* ---- iterating shards and their chunks --------------------------------------- */
-
-/*
- * An iteration over the shards of a selection, or the inner chunks of one
- * shard.  `iter.coords` are the grid coordinates (shard grid or chunk
- * grid), `iter.chunk` the region (clipped at the array edge), `iter.part`
- * its intersection with the selection.  It points into itself: do not copy
- * it once started.  It owns nothing.
- */
-struct sl_array_iter {
-    struct sl_grid grid;      /* the grid walked */
-    struct sl_grid_iter iter; /* the position */
-};
-
-/**
- * Start iterating the shards of `a` (its chunks when unsharded) that meet
- * `sel` (NULL: the whole array), in C order.
- * @return SL_OK, SL_EINVAL (NULL argument) or SL_EBOUNDS (`sel` outside the
- * array).
- */
-SL_API SL_NODISCARD sl_status sl_array_iter_shards(const sl_array *a, const struct sl_region *sel,
-                                                   struct sl_array_iter *it, struct sl_error *err);
-
-/**
- * Start iterating the chunks of shard `shard` (shard grid coordinates) that
- * lie inside the array, in C order: chunk grid coordinates and regions.
- * @return SL_OK, SL_EINVAL or SL_EBOUNDS (`shard` outside the grid).
- */
-SL_API SL_NODISCARD sl_status sl_array_iter_shard_chunks(const sl_array *a, const uint64_t *shard,
-                                                         struct sl_array_iter *it,
-                                                         struct sl_error *err);
-
-/** Advance.  @return false when there is nothing more. */
-SL_API bool sl_array_iter_next(struct sl_array_iter *it);
 
 #ifdef __cplusplus
 }
