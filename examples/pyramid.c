@@ -97,7 +97,7 @@ run(sl_graph *g, const uint32_t *level_puts, struct sl_error *err)
     sl_pool_destroy(pool);
     for (uint32_t k = 0; k < N_LEVELS; k++) {
         struct sl_put_status ps;
-        if (sl_plan_put_status(plan, level_puts[k], &ps) != SL_OK)
+        if (sl_plan_put_status(plan, level_puts[k], &ps, NULL) != SL_OK)
             continue;
         char text[128];
         sl_shape_format(ps.grid->rank, ps.grid->shape, text, sizeof(text));

@@ -410,7 +410,7 @@ sl__plan_count(sl_plan *plan)
 }
 
 sl_status
-sl_plan_explain(const sl_plan *plan, FILE *out)
+sl_plan_explain(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
     sl__fusion_explain(plan->graph, &plan->fusion, out);
     if (plan->opts.memory_budget != 0)
@@ -418,14 +418,22 @@ sl_plan_explain(const sl_plan *plan, FILE *out)
                 plan->min_budget);
     else
         fprintf(out, "budget: none (one task needs at most %zu bytes)\n", plan->min_budget);
-    return ferror(out) ? SL_EIO : SL_OK;
+    if (ferror(out))
+        return sl_error_set(err, SL_EIO, NULL,
+                            "explain: writing the plan of %" PRIu32 " nodes to the stream failed",
+                            plan->graph->n_nodes);
+    return SL_OK;
 }
 
 sl_status
-sl_plan_write_dot(const sl_plan *plan, FILE *out)
+sl_plan_write_dot(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
     sl__fusion_write_dot(plan->graph, &plan->fusion, out);
-    return ferror(out) ? SL_EIO : SL_OK;
+    if (ferror(out))
+        return sl_error_set(err, SL_EIO, NULL,
+                            "dot: writing the plan of %" PRIu32 " nodes to the stream failed",
+                            plan->graph->n_nodes);
+    return SL_OK;
 }
 
 void
@@ -435,11 +443,15 @@ sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out)
 }
 
 sl_status
-sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out)
+sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out,
+                   struct sl_error *err)
 {
     const struct sl__put_state *ps = sl__plan_put(plan, node);
     if (ps == NULL)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "put status: node %" PRIu32 " is not one of the plan's %" PRIu32
+                            " puts",
+                            node, plan->n_puts);
     const struct sl__node *n = sl__graph_node(plan->graph, node);
     *out = (struct sl_put_status){.name = n->name, .grid = &n->grid, .codes = ps->codes};
     for (uint64_t k = 0; k < ps->n_chunks; k++) {

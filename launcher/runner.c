@@ -229,7 +229,7 @@ write_report(const sl_plan *plan, const char *path)
         fprintf(stderr, "sluice: cannot write report %s: %s\n", path, strerror(errno));
         return 1;
     }
-    sl_status st = sl_plan_write_report(plan, f);
+    sl_status st = sl_plan_write_report(plan, f, NULL);
     if (fclose(f) != 0 || st != SL_OK) {
         fprintf(stderr, "sluice: cannot write report %s\n", path);
         return 1;

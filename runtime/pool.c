@@ -303,10 +303,13 @@ sl_pool_worker_get_stats(const sl_pool *pool, unsigned worker, struct sl_pool_st
 }
 
 sl_status
-sl_pool_worker_info(const sl_pool *pool, unsigned worker, struct sl_pool_worker_info *out)
+sl_pool_worker_info(const sl_pool *pool, unsigned worker, struct sl_pool_worker_info *out,
+                    struct sl_error *err)
 {
     if (worker >= pool->n_workers)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "worker info: worker %u out of range (%u workers)", worker,
+                            pool->n_workers);
     const struct sl__worker *w = &pool->workers[worker];
     out->place = w->place;
     out->pinned = atomic_load_explicit((_Atomic bool *)&w->pinned, memory_order_relaxed);

@@ -126,10 +126,10 @@ SL_API SL_NODISCARD sl_status sl_dtype_from_typestr(const char *typestr, sl_dtyp
 /**
  * Write the v2 typestr of `dt` in byte order `endian` into `buf` ("<u2",
  * ">f8"; one-byte types use '|').  @return SL_OK, or SL_EINVAL when `dt` is
- * invalid or `size` is under 8.
+ * invalid or `size` is under 8 (naming the value).
  */
 SL_API SL_NODISCARD sl_status sl_dtype_typestr(sl_dtype dt, sl_endian endian, char *buf,
-                                               size_t size);
+                                               size_t size, struct sl_error *err);
 
 #ifdef __cplusplus
 }

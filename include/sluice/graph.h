@@ -249,10 +249,11 @@ SL_API SL_NODISCARD sl_status sl_graph_add_putter(sl_graph *g, const char *name,
 
 /**
  * Mark node `id` as never fused with its producers or consumers (e.g. to see
- * its chunks in a trace).  @return SL_OK, SL_EINVAL (no such node) or
- * SL_ESTATE (sealed).
+ * its chunks in a trace).  @return SL_OK, SL_EINVAL (no such node, naming
+ * the id and the node count) or SL_ESTATE (sealed).
  */
-SL_API SL_NODISCARD sl_status sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable);
+SL_API SL_NODISCARD sl_status sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable,
+                                                   struct sl_error *err);
 
 /**
  * Seal the graph: check it is complete (at least one put, every node's
@@ -272,9 +273,9 @@ SL_API SL_NODISCARD sl_status sl_graph_find(const sl_graph *g, const char *name,
                                             struct sl_error *err);
 
 /** Describe node `id`; pointers stay valid while the graph lives.
- *  @return SL_OK or SL_EINVAL (no such node). */
+ *  @return SL_OK or SL_EINVAL (no such node, naming the id and the node count). */
 SL_API SL_NODISCARD sl_status sl_graph_node_info(const sl_graph *g, uint32_t id,
-                                                 struct sl_node_info *out);
+                                                 struct sl_node_info *out, struct sl_error *err);
 
 /* ---- plans and runs ------------------------------------------------------- */
 
@@ -402,12 +403,14 @@ SL_API void sl_plan_destroy(sl_plan *plan);
 
 /**
  * Write the plan for people: nodes, stages with their task counts and
- * bytes, and every edge with "fused" or why not.  @return SL_OK or SL_EIO.
+ * bytes, and every edge with "fused" or why not.  @return SL_OK or SL_EIO
+ * (the stream's error flag is set).
  */
-SL_API SL_NODISCARD sl_status sl_plan_explain(const sl_plan *plan, FILE *out);
+SL_API SL_NODISCARD sl_status sl_plan_explain(const sl_plan *plan, FILE *out, struct sl_error *err);
 
-/** Write the plan as Graphviz DOT.  @return SL_OK or SL_EIO. */
-SL_API SL_NODISCARD sl_status sl_plan_write_dot(const sl_plan *plan, FILE *out);
+/** Write the plan as Graphviz DOT.  @return SL_OK or SL_EIO (the stream's error flag is set). */
+SL_API SL_NODISCARD sl_status sl_plan_write_dot(const sl_plan *plan, FILE *out,
+                                                struct sl_error *err);
 
 /** The counts of the last run (zeros before the first). */
 SL_API void sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out);
@@ -427,10 +430,11 @@ SL_API SL_NODISCARD sl_status sl_plan_run(sl_plan *plan, sl_pool *pool, struct s
 
 /**
  * The status array of put (or putter) node `node` from the last run.
- * @return SL_OK, or SL_EINVAL when `node` is not a put of the plan's graph.
+ * @return SL_OK, or SL_EINVAL when `node` is not a put of the plan's graph
+ * (naming it and the number of puts).
  */
 SL_API SL_NODISCARD sl_status sl_plan_put_status(const sl_plan *plan, uint32_t node,
-                                                 struct sl_put_status *out);
+                                                 struct sl_put_status *out, struct sl_error *err);
 
 /**
  * The failed chunks of the last run that kept their message, in the order
@@ -472,9 +476,11 @@ SL_API void sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *ot
 /**
  * Write the last run's report as JSON: the summary, and per put its counts
  * and each failed chunk with coordinates, code and message.
- * @return SL_OK or SL_EIO.
+ * @return SL_OK, SL_ENOMEM (no memory to sort the failed chunks; nothing
+ * written) or SL_EIO (the stream's error flag is set).
  */
-SL_API SL_NODISCARD sl_status sl_plan_write_report(const sl_plan *plan, FILE *out);
+SL_API SL_NODISCARD sl_status sl_plan_write_report(const sl_plan *plan, FILE *out,
+                                                   struct sl_error *err);
 
 #ifdef __cplusplus
 }

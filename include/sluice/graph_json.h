@@ -141,9 +141,10 @@ SL_API void sl_graph_json_run_opts(const sl_graph_json *doc, struct sl_graph_jso
 /**
  * Write one line per array of the file: its name, path, whether it is read,
  * created or overwritten, its dtype, shape and chunking.
- * @return SL_OK or SL_EIO.
+ * @return SL_OK or SL_EIO (the stream's error flag is set).
  */
-SL_API SL_NODISCARD sl_status sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out);
+SL_API SL_NODISCARD sl_status sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out,
+                                                         struct sl_error *err);
 
 /* ---- dry runs -------------------------------------------------------------- */
 

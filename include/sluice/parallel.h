@@ -37,6 +37,8 @@ struct sl_parallel {
 /**
  * Run `body` for every index in [0, n) on `par`, or in a plain loop with
  * worker 0 when `par` is NULL.  @return what `par->run` returns, or SL_OK.
+ * No `struct sl_error`: the one failure, SL_ECANCELED (the executor shut
+ * down), has nothing more to say, and `run` has no room for one.
  */
 SL_API SL_NODISCARD sl_status sl_parallel_run(const struct sl_parallel *par, size_t n,
                                               sl_parallel_body *body, void *arg);

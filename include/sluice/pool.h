@@ -218,6 +218,8 @@ SL_API sl_pool *sl_pool_current(void);
  * @param arg   borrowed user data, passed to `fn` untouched.
  * @return SL_OK, SL_EINVAL (`pool` or `fn` NULL), SL_ENOMEM (no task could
  *         be allocated) or SL_ECANCELED (pool shutting down).
+ *         No `struct sl_error`: each code has the one cause named here,
+ *         so a message would add nothing, and submitting is the hot path.
  * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_pool_submit(sl_pool *pool, sl_task_fn *fn, void *arg);
@@ -233,6 +235,7 @@ SL_API void sl_task_group_init(struct sl_task_group *group, sl_pool *pool);
  * Queue `fn(arg, status)` as a task of `group`; as sl_pool_submit otherwise.
  * @return SL_OK, SL_EINVAL, SL_ENOMEM, SL_EOVERFLOW (2^29 unfinished tasks in
  *         the group) or SL_ECANCELED (group cancelled or pool shutting down).
+ *         No `struct sl_error`, as sl_pool_submit.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit(struct sl_task_group *group, sl_task_fn *fn,
                                                    void *arg);
@@ -243,7 +246,9 @@ SL_API SL_NODISCARD sl_status sl_task_group_submit(struct sl_task_group *group, 
  * tasks meanwhile, any tasks, so this never deadlocks the pool; another
  * thread sleeps.  The group can be reused afterwards.
  *
- * @return SL_OK, or SL_ECANCELED when the group was cancelled.
+ * @return SL_OK, or SL_ECANCELED when the group was cancelled.  No `struct
+ *         sl_error`: cancelling is the caller's own act, there is nothing
+ *         more to say.
  * Thread-safety: any thread; one waiter per group at a time.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_wait(struct sl_task_group *group);
@@ -274,13 +279,15 @@ SL_API void sl_task_init(struct sl_task *task, sl_task_fn *fn, void *arg);
  *
  * @return SL_OK, SL_EINVAL (NULL or `pred` == `succ`), SL_ESTATE (`pred`
  *         already has a successor, or either task was submitted) or
- *         SL_EOVERFLOW (2^32 - 2 dependencies).
+ *         SL_EOVERFLOW (2^32 - 2 dependencies).  No `struct sl_error`, as
+ *         sl_pool_submit.
  */
 SL_API SL_NODISCARD sl_status sl_task_precede(struct sl_task *pred, struct sl_task *succ);
 
 /**
  * Add `n` dependencies to `task`, each removed by one sl_task_release call.
  * @return SL_OK, SL_EINVAL, SL_ESTATE (already submitted) or SL_EOVERFLOW.
+ *         No `struct sl_error`, as sl_pool_submit.
  */
 SL_API SL_NODISCARD sl_status sl_task_add_deps(struct sl_task *task, uint32_t n);
 
@@ -297,13 +304,15 @@ SL_API void sl_task_release(struct sl_task *task);
  * Submit a caller-provided task to `pool` without a group.  It runs once all
  * its dependencies are released.
  * @return SL_OK, SL_EINVAL, SL_ESTATE (already submitted) or SL_ECANCELED.
+ *         No `struct sl_error`, as sl_pool_submit.
  */
 SL_API SL_NODISCARD sl_status sl_pool_submit_task(sl_pool *pool, struct sl_task *task);
 
 /**
  * Submit a caller-provided task as a task of `group`: the group counts it
  * from now on, even while it waits for its dependencies.
- * @return as sl_pool_submit_task, plus SL_EOVERFLOW.
+ * @return as sl_pool_submit_task, plus SL_EOVERFLOW.  No `struct
+ *         sl_error`, as sl_pool_submit.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit_task(struct sl_task_group *group,
                                                         struct sl_task *task);
@@ -325,7 +334,9 @@ SL_API struct sl_parallel sl_pool_parallel(sl_pool *pool);
  * and then to memory bound to the node with hwloc.  Threads outside the pool
  * use the cache of the node they run on.  Buffers over 1 GiB bypass caches.
  *
- * @return the buffer, or NULL when out of memory or `n_bytes` is 0.
+ * @return the buffer, or NULL when out of memory or `n_bytes` is 0.  No
+ *         `struct sl_error`, as with malloc: the caller knows what the
+ *         buffer was for and says so.
  * Thread-safety: any thread.
  */
 SL_API void *sl_pool_buf_alloc(sl_pool *pool, size_t n_bytes);
@@ -357,10 +368,12 @@ SL_API SL_NODISCARD sl_status sl_pool_worker_get_stats(const sl_pool *pool, unsi
 
 /**
  * Where worker `worker` runs and whether it is pinned.
- * @return SL_OK, or SL_EINVAL (worker out of range).
+ * @return SL_OK, or SL_EINVAL (worker out of range, naming it and the
+ *         worker count).
  */
 SL_API SL_NODISCARD sl_status sl_pool_worker_info(const sl_pool *pool, unsigned worker,
-                                                  struct sl_pool_worker_info *out);
+                                                  struct sl_pool_worker_info *out,
+                                                  struct sl_error *err);
 
 /**
  * The order in which worker `worker` tries victims (see sl_topo_victims):

@@ -56,11 +56,16 @@ SL_API const char *sl_status_name(sl_status code);
  */
 SL_API const char *sl_status_message(sl_status code);
 
+/* Defined in <sluice/error.h>, which includes this header. */
+struct sl_error;
+
 /**
  * Parse a name as printed by sl_status_name ("ECORRUPT" or "SL_ECORRUPT").
- * @return SL_OK and the code in `*out`, or SL_EINVAL when the name is unknown.
+ * @return SL_OK and the code in `*out`, or SL_EINVAL when the name is
+ * unknown (naming it) or an argument is NULL.
  */
-SL_API SL_NODISCARD sl_status sl_status_from_name(const char *name, sl_status *out);
+SL_API SL_NODISCARD sl_status sl_status_from_name(const char *name, sl_status *out,
+                                                  struct sl_error *err);
 
 #ifdef __cplusplus
 }

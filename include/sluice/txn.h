@@ -237,10 +237,11 @@ SL_API SL_NODISCARD sl_status sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct
  * SL_ECANCELED.  Storage is left untouched (units already flushed early
  * stay written; with `write_behind`, units in the writer thread's hands
  * are written, and reported, before this returns).
- * @return SL_OK, or SL_ESTATE when writes are still running or the
- * transaction is not open.
+ * @return SL_OK; SL_EINVAL (`t` is NULL); SL_ESTATE when writes are still
+ * running (naming how many) or the transaction is not open (naming its
+ * state).
  */
-SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t);
+SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t, struct sl_error *err);
 
 /**
  * Abort when still open, release the array and free.  NULL is a no-op.

@@ -42,9 +42,9 @@ plan_and_explain(sl_graph_json *doc)
     }
     FILE *null = fopen("/dev/null", "w");
     if (null != NULL) {
-        FUZZ_CHECK(sl_plan_explain(plan, null) == SL_OK, "explain");
-        FUZZ_CHECK(sl_plan_write_dot(plan, null) == SL_OK, "dot");
-        FUZZ_CHECK(sl_graph_json_write_arrays(doc, null) == SL_OK, "arrays summary");
+        FUZZ_CHECK(sl_plan_explain(plan, null, NULL) == SL_OK, "explain");
+        FUZZ_CHECK(sl_plan_write_dot(plan, null, NULL) == SL_OK, "dot");
+        FUZZ_CHECK(sl_graph_json_write_arrays(doc, null, NULL) == SL_OK, "arrays summary");
         fclose(null);
     }
     sl_plan_destroy(plan);

@@ -179,7 +179,7 @@ check_put(sl_plan *plan, uint32_t node, sl_array *a, uint64_t chunk, uint64_t n,
 {
     (void)fail; /* messages only: io_test.h's stand-in drops them */
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, node, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, node, &ps, NULL), SL_OK);
     for (uint64_t k = 0; k < ps.grid->n_total; k++) {
         if (ps.codes[k] != SL_OK)
             continue;

@@ -340,7 +340,7 @@ static uint64_t
 check_output(struct sweep *sw, struct output *o, const char *what, sl_status injected)
 {
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(sw->plan, o->put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(sw->plan, o->put, &ps, NULL), SL_OK);
     uint16_t *back = read_whole(o->plain); /* fails the test if anything does not decode */
     uint64_t n_units[2] = {(o->shape[0] + o->unit[0] - 1) / o->unit[0],
                            (o->shape[1] + o->unit[1] - 1) / o->unit[1]};
@@ -384,7 +384,7 @@ check_errors(struct sweep *sw, const char *what)
     size_t n_failed = 0;
     for (int i = 0; i < N_OUT; i++) {
         struct sl_put_status ps;
-        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps), SL_OK);
+        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps, NULL), SL_OK);
         n_failed += (size_t)ps.n_failed;
         for (size_t e = 0; e < n; e++) {
             if (errs[e].node != sw->out[i].put)
@@ -416,7 +416,7 @@ check_report(struct sweep *sw, sl_status st, const char *what)
     uint64_t ok = 0, failed = 0;
     for (int i = 0; i < N_OUT; i++) {
         struct sl_put_status ps;
-        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps), SL_OK);
+        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps, NULL), SL_OK);
         ok += ps.n_ok;
         failed += ps.n_failed;
     }
@@ -427,7 +427,7 @@ check_report(struct sweep *sw, sl_status st, const char *what)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    cr_assert_eq(sl_plan_write_report(sw->plan, f), SL_OK);
+    cr_assert_eq(sl_plan_write_report(sw->plan, f, NULL), SL_OK);
     fclose(f);
     json_error_t jerr;
     json_t *rep = json_loads(text, 0, &jerr);

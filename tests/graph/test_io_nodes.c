@@ -149,7 +149,7 @@ Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
     cr_assert_eq(copy(pool, src, dst, &o, &plan, &put, &e2), SL_ENOTFOUND);
     cr_assert_not_null(strstr(e2.text, "chunk (1, 0) of array \"src\" is absent"), "%s", e2.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     cr_assert_eq(ps.codes[2], SL_ENOTFOUND);
     cr_assert_eq(ps.n_ok, 3);
     sl_plan_destroy(plan);
@@ -174,7 +174,7 @@ Test(graph_io_nodes, corrupt_chunk_fails_alone_naming_the_key)
     cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &err), SL_ECORRUPT);
     cr_assert_not_null(strstr(err.text, "src/c/0/1"), "%s", err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     cr_assert_eq(ps.codes[1], SL_ECORRUPT);
     cr_assert_eq(ps.n_ok, 3, "the other chunks are written");
     struct sl_run_summary sum;
@@ -416,7 +416,7 @@ Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ECORRUPT, "%s", err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, low_put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, low_put, &ps, NULL), SL_OK);
     /* low chunk (0, 1) reads mid chunks (0..1, 2..3), among them (1, 2). */
     cr_assert_eq(ps.codes[1], SL_EUPSTREAM);
     cr_assert_eq(ps.n_ok, 3, "the chunk over the elided fill chunk is fine");
@@ -485,7 +485,7 @@ Test(graph_io_nodes, sharded_put_writes_each_shard_once_and_reports_its_failure)
     cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &e2), SL_ENOSPC);
     cr_assert_not_null(strstr(e2.text, "shard dst/c/1/0 not written"), "%s", e2.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     for (uint64_t k = 0; k < ps.grid->n_total; k++) {
         uint64_t c[2];
         sl_grid_coords_of(ps.grid, k, c);

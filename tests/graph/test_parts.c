@@ -61,7 +61,7 @@ Test(graph_parts, parts_cover_every_chunk_once_along_shards)
     /* Every chunk in exactly one part; every shard (4 x 5 chunks) in one part. */
     struct sl_put_status ps[3];
     for (uint32_t p = 0; p < n_parts; p++)
-        cr_assert_eq(sl_plan_put_status(plans[p], put, &ps[p]), SL_OK);
+        cr_assert_eq(sl_plan_put_status(plans[p], put, &ps[p], NULL), SL_OK);
     const struct sl_grid *grid = ps[0].grid;
     int shard_part[4][2];
     memset(shard_part, -1, sizeof(shard_part));
@@ -147,7 +147,7 @@ Test(graph_parts, failures_of_other_parts_merge_into_the_report)
     }
     /* Pretend part 1 failed a chunk: its record and code travel to part 0. */
     struct sl_put_status p1;
-    cr_assert_eq(sl_plan_put_status(plans[1], put, &p1), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plans[1], put, &p1, NULL), SL_OK);
     uint8_t codes[10];
     memcpy(codes, p1.codes, sizeof(codes));
     cr_assert_eq(codes[9], SL_OK);
@@ -167,7 +167,7 @@ Test(graph_parts, failures_of_other_parts_merge_into_the_report)
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
-    cr_assert_eq(sl_plan_write_report(plans[0], mem), SL_OK);
+    cr_assert_eq(sl_plan_write_report(plans[0], mem, NULL), SL_OK);
     fclose(mem);
     cr_assert_not_null(strstr(text, "disk full on the other host"), "%s", text);
     free(text);

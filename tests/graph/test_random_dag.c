@@ -232,7 +232,7 @@ add_random_node(sl_graph *g, struct ref_node *refs, uint32_t n, uint32_t *ids)
 {
     uint32_t src = (uint32_t)rnd(0, n - 1);
     struct sl_node_info info;
-    cr_assert_eq(sl_graph_node_info(g, ids[src], &info), SL_OK);
+    cr_assert_eq(sl_graph_node_info(g, ids[src], &info, NULL), SL_OK);
     const struct sl_grid *grid = info.grid;
     struct ref_node *r = &refs[n];
     memset(r, 0, sizeof(*r));
@@ -368,7 +368,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
     uint32_t checks[MAX_NODES], n_sinks = 0, extra = (uint32_t)rnd(0, n - 1);
     for (uint32_t i = 0; i < n; i++) {
         struct sl_node_info info;
-        cr_assert_eq(sl_graph_node_info(g, ids[i], &info), SL_OK);
+        cr_assert_eq(sl_graph_node_info(g, ids[i], &info, NULL), SL_OK);
         if (info.n_consumers > 0 && i != extra)
             continue;
         struct sink *s = &sinks[n_sinks];
@@ -416,7 +416,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
         st = sl_plan_run(plan, pool, &err);
     }
     if (st != SL_OK) {
-        if (sl_plan_explain(plan, stderr) != SL_OK)
+        if (sl_plan_explain(plan, stderr, NULL) != SL_OK)
             fprintf(stderr, "(explain failed)\n");
         cr_assert_fail("trial %u: run failed: %s", trial, err.text);
     }
@@ -425,7 +425,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
         for (uint64_t i = 0; i < dense_count(want_arr); i++) {
             double w = want_arr->v[i], v = got->v[i];
             if (!(fabs(v - w) <= 1e-9 * (fabs(w) + 1))) {
-                if (sl_plan_explain(plan, stderr) != SL_OK)
+                if (sl_plan_explain(plan, stderr, NULL) != SL_OK)
                     fprintf(stderr, "(explain failed)\n");
                 cr_assert_fail("trial %u: node n%u element %llu is %g, want %g", trial, checks[k],
                                (unsigned long long)i, v, w);

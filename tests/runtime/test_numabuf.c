@@ -135,7 +135,7 @@ Test(runtime_numabuf, worker_cache_hits_without_locks)
     run_on_worker0(pool, &o);
     cr_assert_eq(o.buf, first, "freed on its worker, reused from its worker's cache");
     struct sl_pool_worker_info info;
-    cr_assert_eq(sl_pool_worker_info(pool, 0, &info), SL_OK);
+    cr_assert_eq(sl_pool_worker_info(pool, 0, &info, NULL), SL_OK);
     cr_assert_eq(o.node, info.place.numa_node);
     struct sl_pool_buf_stats s = pool_buf_stats(pool);
     cr_assert_eq(s.n_misses, 1);
@@ -151,7 +151,7 @@ Test(runtime_numabuf, buffers_stay_on_their_node_when_freed_elsewhere)
     sl_pool *pool = pool_make("numa:2 core:2 pu:1", 4, (size_t)64 << 20);
     for (unsigned w = 0; w < 4; w++) {
         struct sl_pool_worker_info info;
-        cr_assert_eq(sl_pool_worker_info(pool, w, &info), SL_OK);
+        cr_assert_eq(sl_pool_worker_info(pool, w, &info, NULL), SL_OK);
         cr_assert_eq(info.place.numa_node, w / 2);
     }
     size_t n = 64 * 1024;
