@@ -39,6 +39,7 @@ struct sl_array_iter {
  * `sel` (NULL: the whole array), in C order.
  * @return SL_OK, SL_EINVAL (NULL argument) or SL_EBOUNDS (`sel` outside the
  * array).
+ * Thread-safety: any thread; an iterator is used by one thread at a time.
  */
 SL_API SL_NODISCARD sl_status sl_array_iter_shards(const sl_array *a, const struct sl_region *sel,
                                                    struct sl_array_iter *it, struct sl_error *err);
@@ -47,12 +48,16 @@ SL_API SL_NODISCARD sl_status sl_array_iter_shards(const sl_array *a, const stru
  * Start iterating the chunks of shard `shard` (shard grid coordinates) that
  * lie inside the array, in C order: chunk grid coordinates and regions.
  * @return SL_OK, SL_EINVAL or SL_EBOUNDS (`shard` outside the grid).
+ * Thread-safety: any thread; an iterator is used by one thread at a time.
  */
 SL_API SL_NODISCARD sl_status sl_array_iter_shard_chunks(const sl_array *a, const uint64_t *shard,
                                                          struct sl_array_iter *it,
                                                          struct sl_error *err);
 
-/** Advance.  @return false when there is nothing more. */
+/**
+ * Advance.  @return false when there is nothing more.
+ * Thread-safety: one thread per iterator at a time.
+ */
 SL_API bool sl_array_iter_next(struct sl_array_iter *it);
 
 #ifdef __cplusplus

@@ -35,14 +35,21 @@ struct sl_buf {
 /**
  * Make room for at least `n` bytes, keeping the first `size` bytes.
  * @return SL_OK or SL_ENOMEM (the buffer is unchanged).
+ * Thread-safety: one thread per buffer at a time.
  */
 SL_API SL_NODISCARD sl_status sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err);
 
-/** Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW. */
+/**
+ * Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW.
+ * Thread-safety: one thread per buffer at a time.
+ */
 SL_API SL_NODISCARD sl_status sl_buf_append(struct sl_buf *b, const void *data, size_t n,
                                             struct sl_error *err);
 
-/** Free the buffer's memory and make it empty.  NULL is a no-op. */
+/**
+ * Free the buffer's memory and make it empty.  NULL is a no-op.
+ * Thread-safety: one thread per buffer at a time.
+ */
 SL_API void sl_buf_fini(struct sl_buf *b);
 
 #ifdef __cplusplus

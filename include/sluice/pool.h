@@ -180,7 +180,8 @@ SL_API SL_NODISCARD sl_status sl_pool_opts_from_env(struct sl_pool_opts *opts,
  *
  * @param opts  NULL for SL_POOL_OPTS_DEFAULT; borrowed for the call.
  * @return the pool, or NULL with SL_EINVAL (an option out of range, named),
- *         SL_ENOMEM, or the status of sl_topo_create.
+ *         SL_ENOMEM, or the status of sl_topo_create (SL_EINVAL,
+ *         SL_EUNSUPPORTED).
  * Thread-safety: any thread.
  */
 SL_API sl_pool *sl_pool_create(const struct sl_pool_opts *opts, struct sl_error *err);
@@ -192,6 +193,8 @@ SL_API sl_pool *sl_pool_create(const struct sl_pool_opts *opts, struct sl_error 
  * sl_pool_buf_alloc must all be freed before.  NULL is a no-op.
  * Must not be called from one of the pool's tasks, nor while another
  * thread may still submit to, wait on or otherwise use the pool.
+ * Thread-safety: one thread, outside the pool's tasks, once no other thread
+ * uses the pool.
  */
 SL_API void sl_pool_destroy(sl_pool *pool);
 
@@ -202,10 +205,11 @@ SL_API unsigned sl_pool_worker_count(const sl_pool *pool);
  * The index in [0, sl_pool_worker_count) of the calling worker of `pool`,
  * stable for the pool's life, or -1 when the caller is not one of its
  * workers.  Per-worker scratch (codec contexts) can be an array indexed by it.
+ * Thread-safety: any thread.
  */
 SL_API int sl_pool_worker_index(const sl_pool *pool);
 
-/** The pool whose worker is calling, or NULL outside every pool. */
+/** The pool whose worker is calling, or NULL outside every pool.  Thread-safety: any thread. */
 SL_API sl_pool *sl_pool_current(void);
 
 /**
@@ -228,6 +232,7 @@ SL_API SL_NODISCARD sl_status sl_pool_submit(sl_pool *pool, sl_task_fn *fn, void
  * Initialise a group whose tasks run on `pool`.  Groups need no _fini: a
  * group whose tasks have all finished holds nothing.  The storage must stay
  * valid until sl_task_group_wait has returned.
+ * Thread-safety: one thread, before any task is submitted to the group.
  */
 SL_API void sl_task_group_init(struct sl_task_group *group, sl_pool *pool);
 
@@ -236,6 +241,7 @@ SL_API void sl_task_group_init(struct sl_task_group *group, sl_pool *pool);
  * @return SL_OK, SL_EINVAL, SL_ENOMEM, SL_EOVERFLOW (2^29 unfinished tasks in
  *         the group) or SL_ECANCELED (group cancelled or pool shutting down).
  *         No `struct sl_error`, as sl_pool_submit.
+ * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit(struct sl_task_group *group, sl_task_fn *fn,
                                                    void *arg);
@@ -261,12 +267,13 @@ SL_API SL_NODISCARD sl_status sl_task_group_wait(struct sl_task_group *group);
  */
 SL_API void sl_task_group_cancel(struct sl_task_group *group);
 
-/** True once `group` has been cancelled. */
+/** True once `group` has been cancelled.  Thread-safety: any thread. */
 SL_API bool sl_task_group_is_canceled(const struct sl_task_group *group);
 
 /**
  * Initialise a task in caller storage: `fn(arg, status)`, no group, no
  * dependencies.  Submit it with sl_pool_submit_task or sl_task_group_submit_task.
+ * Thread-safety: one thread, before the task is submitted.
  */
 SL_API void sl_task_init(struct sl_task *task, sl_task_fn *fn, void *arg);
 
@@ -281,6 +288,7 @@ SL_API void sl_task_init(struct sl_task *task, sl_task_fn *fn, void *arg);
  *         already has a successor, or either task was submitted) or
  *         SL_EOVERFLOW (2^32 - 2 dependencies).  No `struct sl_error`, as
  *         sl_pool_submit.
+ * Thread-safety: one thread, before either task is submitted.
  */
 SL_API SL_NODISCARD sl_status sl_task_precede(struct sl_task *pred, struct sl_task *succ);
 
@@ -288,6 +296,7 @@ SL_API SL_NODISCARD sl_status sl_task_precede(struct sl_task *pred, struct sl_ta
  * Add `n` dependencies to `task`, each removed by one sl_task_release call.
  * @return SL_OK, SL_EINVAL, SL_ESTATE (already submitted) or SL_EOVERFLOW.
  *         No `struct sl_error`, as sl_pool_submit.
+ * Thread-safety: one thread, before the task is submitted.
  */
 SL_API SL_NODISCARD sl_status sl_task_add_deps(struct sl_task *task, uint32_t n);
 
@@ -305,14 +314,17 @@ SL_API void sl_task_release(struct sl_task *task);
  * its dependencies are released.
  * @return SL_OK, SL_EINVAL, SL_ESTATE (already submitted) or SL_ECANCELED.
  *         No `struct sl_error`, as sl_pool_submit.
+ * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_pool_submit_task(sl_pool *pool, struct sl_task *task);
 
 /**
  * Submit a caller-provided task as a task of `group`: the group counts it
  * from now on, even while it waits for its dependencies.
- * @return as sl_pool_submit_task, plus SL_EOVERFLOW.  No `struct
- *         sl_error`, as sl_pool_submit.
+ * @return as sl_pool_submit_task (SL_OK, SL_EINVAL, SL_ESTATE,
+ *         SL_ECANCELED), plus SL_EOVERFLOW.  No `struct sl_error`, as
+ *         sl_pool_submit.
+ * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit_task(struct sl_task_group *group,
                                                         struct sl_task *task);
@@ -325,6 +337,7 @@ SL_API SL_NODISCARD sl_status sl_task_group_submit_task(struct sl_task_group *gr
  * nested loops never deadlock.  `run` returns SL_OK, or SL_ECANCELED when
  * the pool shut down before every iteration ran.
  * The returned value borrows `pool`.
+ * Thread-safety: any thread.
  */
 SL_API struct sl_parallel sl_pool_parallel(sl_pool *pool);
 
@@ -345,22 +358,28 @@ SL_API void *sl_pool_buf_alloc(sl_pool *pool, size_t n_bytes);
  * Return a buffer from sl_pool_buf_alloc of the same `pool` and `n_bytes`.
  * Any thread may free it, not only the allocating one: it goes back to the
  * cache of its own NUMA node.  NULL is a no-op.
+ * Thread-safety: any thread.
  */
 SL_API void sl_pool_buf_free(sl_pool *pool, void *buf, size_t n_bytes);
 
 /**
  * Copy the pool's buffer counters into `out` (a snapshot; counters of busy
  * workers move).
+ * Thread-safety: any thread.
  */
 SL_API void sl_pool_buf_get_stats(const sl_pool *pool, struct sl_pool_buf_stats *out);
 
-/** Copy the pool's scheduling counters, summed over workers, into `out` (a snapshot). */
+/**
+ * Copy the pool's scheduling counters, summed over workers, into `out` (a snapshot).
+ * Thread-safety: any thread.
+ */
 SL_API void sl_pool_get_stats(const sl_pool *pool, struct sl_pool_stats *out);
 
 /**
  * Copy the counters of worker `worker` alone into `out`.
  * @return SL_OK, or SL_EINVAL (worker out of range, naming it and the
  *         worker count; `out` is untouched).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_pool_worker_get_stats(const sl_pool *pool, unsigned worker,
                                                        struct sl_pool_stats *out,
@@ -370,6 +389,7 @@ SL_API SL_NODISCARD sl_status sl_pool_worker_get_stats(const sl_pool *pool, unsi
  * Where worker `worker` runs and whether it is pinned.
  * @return SL_OK, or SL_EINVAL (worker out of range, naming it and the
  *         worker count).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_pool_worker_info(const sl_pool *pool, unsigned worker,
                                                   struct sl_pool_worker_info *out,
@@ -380,11 +400,12 @@ SL_API SL_NODISCARD sl_status sl_pool_worker_info(const sl_pool *pool, unsigned 
  * up to `cap` worker indices and, when `distances` is not NULL, their classes.
  * @return the number of victims (sl_pool_worker_count - 1), even if > cap;
  *         0 when `worker` is out of range.
+ * Thread-safety: any thread.
  */
 SL_API unsigned sl_pool_victims(const sl_pool *pool, unsigned worker, unsigned *victims,
                                 sl_topo_distance *distances, unsigned cap);
 
-/** The pool's topology (borrowed; lives as long as the pool). */
+/** The pool's topology (borrowed; lives as long as the pool).  Thread-safety: any thread. */
 SL_API const sl_topo *sl_pool_topo(const sl_pool *pool);
 
 #ifdef __cplusplus
