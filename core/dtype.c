@@ -178,10 +178,13 @@ sl_dtype_from_typestr(const char *ts, sl_dtype *out, sl_endian *endian, struct s
 }
 
 sl_status
-sl_dtype_typestr(sl_dtype dt, sl_endian endian, char *buf, size_t size)
+sl_dtype_typestr(sl_dtype dt, sl_endian endian, char *buf, size_t size, struct sl_error *err)
 {
-    if (!dtype_valid(dt) || buf == NULL || size < 8)
-        return SL_EINVAL;
+    if (!dtype_valid(dt))
+        return sl_error_set(err, SL_EINVAL, NULL, "typestr: invalid dtype %d", (int)dt);
+    if (buf == NULL || size < 8)
+        return sl_error_set(err, SL_EINVAL, NULL, "typestr: a buffer of %zu bytes; it needs 8",
+                            buf == NULL ? 0 : size);
     const struct dtype_info *info = &dtype_table[dt];
     char order = info->size == 1 ? '|' : endian == SL_ENDIAN_BIG ? '>' : '<';
     buf[0] = order;

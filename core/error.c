@@ -107,13 +107,6 @@ sl_error_set_source(struct sl_error *err, const char *source)
     sl__strlcpy(err->source, source, sizeof(err->source));
 }
 
-void
-sl_error_clear(struct sl_error *err)
-{
-    if (err != NULL)
-        *err = SL_ERROR_INIT;
-}
-
 size_t
 sl_chunk_key_format(const struct sl_chunk_key *key, char *buf, size_t size)
 {

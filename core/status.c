@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include <sluice/error.h>
 #include <sluice/status.h>
 
 static const char *const status_names[SL_STATUS_COUNT_] = {
@@ -35,10 +36,10 @@ sl_status_message(sl_status code)
 }
 
 sl_status
-sl_status_from_name(const char *name, sl_status *out)
+sl_status_from_name(const char *name, sl_status *out, struct sl_error *err)
 {
     if (name == NULL || out == NULL)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL, "status from name: NULL argument");
     if (strncmp(name, "SL_", 3) == 0)
         name += 3;
     for (unsigned i = 0; i < SL_STATUS_COUNT_; i++) {
@@ -47,5 +48,5 @@ sl_status_from_name(const char *name, sl_status *out)
             return SL_OK;
         }
     }
-    return SL_EINVAL;
+    return sl_error_set(err, SL_EINVAL, NULL, "unknown status name \"%.60s\"", name);
 }

@@ -104,7 +104,7 @@ main(int argc, char **argv)
     float *check = malloc(shape[0] * shape[1] * sizeof(float));
     if (g == NULL || check == NULL || build(g, shape, dst, phases, &err) != SL_OK)
         goto done;
-    plan = sl_graph_prepare(g, NULL, &err);
+    plan = sl_plan_create(g, NULL, &err);
     pool = plan != NULL ? sl_pool_create(NULL, &err) : NULL;
     if (pool == NULL || sl_plan_run(plan, pool, &err) != SL_OK)
         goto done;

@@ -81,7 +81,7 @@ static void
 print_status(const sl_plan *plan, uint32_t put)
 {
     struct sl_put_status ps;
-    if (sl_plan_put_status(plan, put, &ps) != SL_OK)
+    if (sl_plan_put_status(plan, put, &ps, NULL) != SL_OK)
         return;
     for (uint64_t i = 0; i < ps.grid->n_total; i++) {
         uint64_t c[2];
@@ -112,9 +112,9 @@ main(int argc, char **argv)
     sl_graph *g = sl_graph_create(NULL, &err);
     if (g == NULL || build(g, shape, &put, &err) != SL_OK)
         goto out;
-    plan = sl_graph_prepare(g, NULL, &err);
+    plan = sl_plan_create(g, NULL, &err);
     pool = plan != NULL ? sl_pool_create(NULL, &err) : NULL;
-    if (pool == NULL || sl_plan_explain(plan, stdout) != SL_OK)
+    if (pool == NULL || sl_plan_explain(plan, stdout, NULL) != SL_OK)
         goto out;
     struct sl_error run_err = SL_ERROR_INIT;
     sl_status st = sl_plan_run(plan, pool, &run_err);

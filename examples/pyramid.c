@@ -84,7 +84,7 @@ run(sl_graph *g, const uint32_t *level_puts, struct sl_error *err)
     po.memory_budget = (size_t)1 << 30;
     if (sl_graph_seal(g, err) != SL_OK)
         return 1;
-    sl_plan *plan = sl_graph_prepare(g, &po, err);
+    sl_plan *plan = sl_plan_create(g, &po, err);
     if (plan == NULL)
         return 1;
     struct sl_pool_opts pool_opts = SL_POOL_OPTS_DEFAULT;
@@ -97,7 +97,7 @@ run(sl_graph *g, const uint32_t *level_puts, struct sl_error *err)
     sl_pool_destroy(pool);
     for (uint32_t k = 0; k < N_LEVELS; k++) {
         struct sl_put_status ps;
-        if (sl_plan_put_status(plan, level_puts[k], &ps) != SL_OK)
+        if (sl_plan_put_status(plan, level_puts[k], &ps, NULL) != SL_OK)
             continue;
         char text[128];
         sl_shape_format(ps.grid->rank, ps.grid->shape, text, sizeof(text));

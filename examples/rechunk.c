@@ -82,7 +82,7 @@ main(int argc, char **argv)
     struct sl_plan_opts opts = SL_PLAN_OPTS_DEFAULT;
     opts.memory_budget = (size_t)256 << 20;
     opts.progress = on_progress;
-    plan = sl_graph_prepare(g, &opts, &err);
+    plan = sl_plan_create(g, &opts, &err);
     pool = plan != NULL ? sl_pool_create(NULL, &err) : NULL;
     if (pool == NULL || sl_plan_run(plan, pool, &err) != SL_OK)
         goto done;

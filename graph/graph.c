@@ -244,13 +244,16 @@ sl_graph_add_getter(sl_graph *g, const char *name, const struct sl_getter_desc *
 }
 
 sl_status
-sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable)
+sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable, struct sl_error *err)
 {
     struct sl__node *n = sl__graph_node(g, id);
     if (n == NULL)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "set fusable: no node %" PRIu32 " (the graph has %" PRIu32 ")", id,
+                            g->n_nodes);
     if (g->sealed)
-        return SL_ESTATE;
+        return sl_error_set(err, SL_ESTATE, NULL, "set fusable: node \"%s\": the graph is sealed",
+                            n->name);
     n->fusable = fusable;
     return SL_OK;
 }
@@ -302,11 +305,13 @@ sl_graph_find(const sl_graph *g, const char *name, uint32_t *id, struct sl_error
 }
 
 sl_status
-sl_graph_node_info(const sl_graph *g, uint32_t id, struct sl_node_info *out)
+sl_graph_node_info(const sl_graph *g, uint32_t id, struct sl_node_info *out, struct sl_error *err)
 {
     const struct sl__node *n = sl__graph_node(g, id);
     if (n == NULL)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "node info: no node %" PRIu32 " (the graph has %" PRIu32 ")", id,
+                            g->n_nodes);
     *out = (struct sl_node_info){
         .name = n->name,
         .kind = n->kind,

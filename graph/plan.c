@@ -249,7 +249,7 @@ plan_check_budget(const sl_plan *plan, struct sl_error *err)
 }
 
 sl_plan *
-sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err)
+sl_plan_create(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err)
 {
     if (g == NULL || !g->sealed) {
         sl_error_set(err, SL_ESTATE, NULL, "graph must be sealed before it is prepared");
@@ -309,7 +309,7 @@ sl_plan_graph(const sl_plan *plan)
 }
 
 sl_status
-sl_plan_explain(const sl_plan *plan, FILE *out)
+sl_plan_explain(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
     sl__fusion_explain(plan->graph, &plan->fusion, out);
     if (plan->opts.memory_budget != 0)
@@ -317,12 +317,20 @@ sl_plan_explain(const sl_plan *plan, FILE *out)
                 plan->min_budget);
     else
         fprintf(out, "budget: none (one task needs at most %zu bytes)\n", plan->min_budget);
-    return ferror(out) ? SL_EIO : SL_OK;
+    if (ferror(out))
+        return sl_error_set(err, SL_EIO, NULL,
+                            "explain: writing the plan of %" PRIu32 " nodes to the stream failed",
+                            plan->graph->n_nodes);
+    return SL_OK;
 }
 
 sl_status
-sl_plan_write_dot(const sl_plan *plan, FILE *out)
+sl_plan_write_dot(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
     sl__fusion_write_dot(plan->graph, &plan->fusion, out);
-    return ferror(out) ? SL_EIO : SL_OK;
+    if (ferror(out))
+        return sl_error_set(err, SL_EIO, NULL,
+                            "dot: writing the plan of %" PRIu32 " nodes to the stream failed",
+                            plan->graph->n_nodes);
+    return SL_OK;
 }

@@ -6,12 +6,13 @@
  * settles each status byte (sl__exec_chunk_settle in graph/exec/) and keeps
  * failures' messages here.
  *
- * DESIGN: everything a run writes per chunk was sized by sl_graph_prepare,
+ * DESIGN: everything a run writes per chunk was sized by sl_plan_create,
  * before any task exists: one status byte per output chunk of every put
  * and a fixed array of error records.  Recording a result is an atomic
  * update of the status byte and, for a failure, one atomic increment to
  * claim a record slot, so workers never allocate or lock to report.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "core_internal.h"
@@ -90,11 +91,15 @@ sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out)
 }
 
 sl_status
-sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out)
+sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out,
+                   struct sl_error *err)
 {
     const struct sl__put_state *ps = sl__plan_put(plan, node);
     if (ps == NULL)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "put status: node %" PRIu32 " is not one of the plan's %" PRIu32
+                            " puts",
+                            node, plan->n_puts);
     const struct sl__node *n = sl__graph_node(plan->graph, node);
     /* Plain bytes for the caller, who reads them when no run writes them. */
     *out = (struct sl_put_status){

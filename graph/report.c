@@ -82,7 +82,7 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
 {
     const struct sl__node *n = sl__graph_node(plan->graph, ps->node);
     struct sl_put_status st;
-    if (sl_plan_put_status(plan, ps->node, &st) != SL_OK)
+    if (sl_plan_put_status(plan, ps->node, &st, NULL) != SL_OK)
         return;
     fputs("    {\"name\": ", out);
     json_string(out, n->name);
@@ -118,7 +118,7 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
 }
 
 sl_status
-sl_plan_write_report(const sl_plan *plan, FILE *out)
+sl_plan_write_report(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
     size_t n_rec;
     const struct sl_chunk_error *recs = sl_plan_errors(plan, &n_rec);
@@ -126,7 +126,8 @@ sl_plan_write_report(const sl_plan *plan, FILE *out)
     if (n_rec > 0) {
         index = malloc(n_rec * sizeof(*index));
         if (index == NULL)
-            return SL_ENOMEM;
+            return sl_error_set(err, SL_ENOMEM, NULL,
+                                "report: no memory to sort %zu failed-chunk records", n_rec);
         for (size_t i = 0; i < n_rec; i++) {
             const struct sl__node *n = sl__graph_node(plan->graph, recs[i].node);
             index[i] =
@@ -147,5 +148,10 @@ sl_plan_write_report(const sl_plan *plan, FILE *out)
     }
     fputs("  ]\n}\n", out);
     free(index);
-    return ferror(out) ? SL_EIO : SL_OK;
+    if (ferror(out))
+        return sl_error_set(err, SL_EIO, NULL,
+                            "report: writing %" PRIu32 " puts and %zu failed chunks to the stream "
+                            "failed",
+                            plan->n_puts, n_rec);
+    return SL_OK;
 }

@@ -8,8 +8,10 @@
 
 #include <sluice/alloc.h>
 #include <sluice/array.h>
+#include <sluice/array_iter.h>
 #include <sluice/batch.h>
 #include <sluice/block.h>
+#include <sluice/buf.h>
 #include <sluice/checked.h>
 #include <sluice/codec.h>
 #include <sluice/common.h>

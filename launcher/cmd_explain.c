@@ -45,7 +45,7 @@ write_dot(const sl_plan *plan, const char *path)
         fprintf(stderr, "sluice explain: cannot write %s: %s\n", path, strerror(errno));
         return 1;
     }
-    sl_status st = sl_plan_write_dot(plan, f);
+    sl_status st = sl_plan_write_dot(plan, f, NULL);
     if (fclose(f) != 0 || st != SL_OK) {
         fprintf(stderr, "sluice explain: cannot write %s\n", path);
         return 1;
@@ -63,11 +63,12 @@ explain_doc(const sl_graph_json *doc, size_t memory, const char *dot, const char
     opts.policy = run.policy;
     opts.missing_is_error = run.missing_is_error;
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(sl_graph_json_graph(doc), &opts, &err);
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), &opts, &err);
     if (plan == NULL)
         return cmd_fail("explain", path, &err);
     int rc = 0;
-    if (sl_graph_json_write_arrays(doc, stdout) != SL_OK || sl_plan_explain(plan, stdout) != SL_OK)
+    if (sl_graph_json_write_arrays(doc, stdout, NULL) != SL_OK ||
+        sl_plan_explain(plan, stdout, NULL) != SL_OK)
         rc = 1;
     if (dot != NULL)
         rc |= write_dot(plan, dot);

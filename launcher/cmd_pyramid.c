@@ -270,7 +270,7 @@ print_levels(const sl_graph *g, const uint32_t *puts, uint32_t n_levels, const c
 {
     for (uint32_t k = 0; k < n_levels; k++) {
         struct sl_node_info info;
-        if (sl_graph_node_info(g, puts[k], &info) != SL_OK)
+        if (sl_graph_node_info(g, puts[k], &info, NULL) != SL_OK)
             return;
         char shape[160], chunks[160];
         sl_shape_format(info.grid->rank, info.grid->shape, shape, sizeof(shape));

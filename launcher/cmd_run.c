@@ -93,7 +93,7 @@ run_run(int argc, char **argv)
     const char *name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
     sl_graph *g = sl_graph_json_graph(doc);
     if (dry_run) {
-        if (sl_graph_json_write_arrays(doc, stdout) != SL_OK)
+        if (sl_graph_json_write_arrays(doc, stdout, NULL) != SL_OK)
             rc = 1;
         rc |= dry_run_graph(&cmd_run, g, &ro, name);
     } else {

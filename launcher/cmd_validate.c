@@ -55,7 +55,7 @@ run_validate(int argc, char **argv)
     if (rc != 0)
         return rc;
     printf("%s: valid, %u nodes\n", path, sl_graph_node_count(sl_graph_json_graph(doc)));
-    if (sl_graph_json_write_arrays(doc, stdout) != SL_OK)
+    if (sl_graph_json_write_arrays(doc, stdout, NULL) != SL_OK)
         rc = 1;
     sl_graph_json_destroy(doc);
     return rc;

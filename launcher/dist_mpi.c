@@ -220,7 +220,7 @@ gather_codes(sl_plan *plan, MPI_Op op, int root)
     const sl_graph *g = sl_plan_graph(plan);
     for (uint32_t id = 0; id < sl_graph_node_count(g); id++) {
         struct sl_put_status ps;
-        if (sl_plan_put_status(plan, id, &ps) != SL_OK)
+        if (sl_plan_put_status(plan, id, &ps, NULL) != SL_OK)
             continue;
         uint64_t n = ps.grid->n_total;
         uint8_t *send = malloc(n ? n : 1), *recv = malloc(n ? n : 1);

@@ -30,11 +30,12 @@ int
 downsample_opts_bind(const struct cmd *c, const struct downsample_opts *o, const sl_array *src,
                      struct sl_op *op)
 {
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     struct sl_error err = SL_ERROR_INIT;
-    if (sl_op_args_set_factors(&args, d, "factors", o->n_factors, o->factors, &err) != SL_OK ||
+    if (sl_op_lookup("downsample", &d, &err) != SL_OK ||
+        sl_op_args_set_factors(&args, d, "factors", o->n_factors, o->factors, &err) != SL_OK ||
         (o->method != NULL &&
          sl_op_args_set_string(&args, d, "method", o->method, &err) != SL_OK) ||
         sl_op_bind(op, d, &args, sl_array_dtype(src), sl_array_rank(src), &err) != SL_OK)

@@ -50,7 +50,7 @@ dry_node_done(struct dry_state *s)
     if (s->node == UINT32_MAX)
         return;
     struct sl_node_info info;
-    if (sl_graph_node_info(s->g, s->node, &info) != SL_OK)
+    if (sl_graph_node_info(s->g, s->node, &info, NULL) != SL_OK)
         return;
     printf("get \"%s\": %" PRIu64 " chunks to read, %" PRIu64 " missing\n", info.name, s->n_read,
            s->n_missing);
@@ -66,7 +66,7 @@ dry_on_chunk(void *ctx, uint32_t node, const struct sl_chunk_key *chunk, bool st
 {
     struct dry_state *s = ctx;
     struct sl_node_info info;
-    if (sl_graph_node_info(s->g, node, &info) != SL_OK)
+    if (sl_graph_node_info(s->g, node, &info, NULL) != SL_OK)
         return SL_EINVAL;
     if (node != s->node) {
         bool first = s->node == UINT32_MAX;
@@ -104,7 +104,7 @@ dry_print_plan(const sl_graph *g, const char *what)
     uint64_t n_chunks = 0;
     for (uint32_t id = 0; id < sl_graph_node_count(g); id++) {
         struct sl_node_info info;
-        if (sl_graph_node_info(g, id, &info) != SL_OK ||
+        if (sl_graph_node_info(g, id, &info, NULL) != SL_OK ||
             (info.kind != SL_NODE_PUT && info.kind != SL_NODE_PUTTER))
             continue;
         n_puts++;
@@ -124,7 +124,7 @@ dry_run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const 
     struct sl_error err = SL_ERROR_INIT;
     if (sl_graph_seal(g, &err) != SL_OK)
         return cmd_fail(c->name, what, &err);
-    sl_plan *plan = sl_graph_prepare(g, &opts, &err);
+    sl_plan *plan = sl_plan_create(g, &opts, &err);
     if (plan == NULL)
         return cmd_fail(c->name, what, &err);
     sl_plan_destroy(plan);

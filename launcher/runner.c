@@ -229,7 +229,7 @@ write_report(const sl_plan *plan, const char *path)
         fprintf(stderr, "sluice: cannot write report %s: %s\n", path, strerror(errno));
         return 1;
     }
-    sl_status st = sl_plan_write_report(plan, f);
+    sl_status st = sl_plan_write_report(plan, f, NULL);
     if (fclose(f) != 0 || st != SL_OK) {
         fprintf(stderr, "sluice: cannot write report %s\n", path);
         return 1;
@@ -284,7 +284,7 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     dist_plan_opts(&opts, show && dist_rank() == 0 ? on_progress : NULL, &view);
     if (sl_graph_seal(g, &err) != SL_OK)
         return cmd_fail(c->name, what, &err);
-    sl_plan *plan = sl_graph_prepare(g, &opts, &err);
+    sl_plan *plan = sl_plan_create(g, &opts, &err);
     if (plan == NULL)
         return cmd_fail(c->name, what, &err);
     dist_set_plan(plan);

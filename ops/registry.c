@@ -226,15 +226,6 @@ sl_op_at(uint32_t i)
     return i < SL_ARRAY_LEN(op_table) ? &op_table[i] : NULL;
 }
 
-const struct sl_op_desc *
-sl_op_find(const char *name)
-{
-    for (size_t i = 0; name != NULL && i < SL_ARRAY_LEN(op_table); i++)
-        if (strcmp(op_table[i].name, name) == 0)
-            return &op_table[i];
-    return NULL;
-}
-
 size_t
 sl_op_names(char *buf, size_t size)
 {
@@ -251,15 +242,16 @@ sl_op_lookup(const char *name, const struct sl_op_desc **out, struct sl_error *e
 {
     if (out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op lookup: NULL argument");
-    const struct sl_op_desc *d = sl_op_find(name);
-    if (d == NULL) {
-        char known[96];
-        sl_op_names(known, sizeof known);
-        return sl_error_set(err, SL_ENOTFOUND, NULL, "unknown op \"%.40s\"; known: %s",
-                            name == NULL ? "(null)" : name, known);
+    for (size_t i = 0; name != NULL && i < SL_ARRAY_LEN(op_table); i++) {
+        if (strcmp(op_table[i].name, name) == 0) {
+            *out = &op_table[i];
+            return SL_OK;
+        }
     }
-    *out = d;
-    return SL_OK;
+    char known[96];
+    sl_op_names(known, sizeof known);
+    return sl_error_set(err, SL_ENOTFOUND, NULL, "unknown op \"%.40s\"; known: %s",
+                        name == NULL ? "(null)" : name, known);
 }
 
 int

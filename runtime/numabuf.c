@@ -262,8 +262,8 @@ stats_add(struct sl_pool_buf_stats *s, const struct sl__buf_cache *c)
         atomic_load_explicit((_Atomic int64_t *)&c->bytes_in_use, memory_order_relaxed);
 }
 
-struct sl_pool_buf_stats
-sl_pool_buf_stats(const sl_pool *pool)
+void
+sl_pool_buf_get_stats(const sl_pool *pool, struct sl_pool_buf_stats *out)
 {
     struct sl_pool_buf_stats s = {0};
     for (unsigned i = 0; i < pool->n_workers; i++)
@@ -273,7 +273,7 @@ sl_pool_buf_stats(const sl_pool *pool)
     /* Holders' byte counters are signed; their sums are not. */
     int64_t cached = (int64_t)s.bytes_system - s.bytes_in_use;
     s.bytes_cached = cached > 0 ? (uint64_t)cached : 0;
-    return s;
+    *out = s;
 }
 
 sl_status

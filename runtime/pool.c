@@ -276,8 +276,8 @@ stats_add_worker(struct sl_pool_stats *s, const struct sl__worker *w)
     s->n_wakeups += sl__counter_get(&ws->n_wakeups);
 }
 
-struct sl_pool_stats
-sl_pool_stats(const sl_pool *pool)
+void
+sl_pool_get_stats(const sl_pool *pool, struct sl_pool_stats *out)
 {
     struct sl_pool_stats s = {0};
     for (unsigned i = 0; i < pool->n_workers; i++)
@@ -285,14 +285,17 @@ sl_pool_stats(const sl_pool *pool)
     s.n_injected = sl__counter_get(&pool->n_injected);
     s.n_inject_overflow = sl__counter_get(&pool->n_inject_overflow);
     s.n_task_slabs = sl__counter_get(&pool->depot.n_slabs);
-    return s;
+    *out = s;
 }
 
 sl_status
-sl_pool_worker_stats(const sl_pool *pool, unsigned worker, struct sl_pool_stats *out)
+sl_pool_worker_get_stats(const sl_pool *pool, unsigned worker, struct sl_pool_stats *out,
+                         struct sl_error *err)
 {
     if (worker >= pool->n_workers)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "worker stats: worker %u out of range (%u workers)", worker,
+                            pool->n_workers);
     *out = (struct sl_pool_stats){0};
     stats_add_worker(out, &pool->workers[worker]);
     out->n_injected = sl__counter_get(&pool->workers[worker].stats.n_injected_taken);
@@ -300,10 +303,13 @@ sl_pool_worker_stats(const sl_pool *pool, unsigned worker, struct sl_pool_stats 
 }
 
 sl_status
-sl_pool_worker_info(const sl_pool *pool, unsigned worker, struct sl_pool_worker_info *out)
+sl_pool_worker_info(const sl_pool *pool, unsigned worker, struct sl_pool_worker_info *out,
+                    struct sl_error *err)
 {
     if (worker >= pool->n_workers)
-        return SL_EINVAL;
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "worker info: worker %u out of range (%u workers)", worker,
+                            pool->n_workers);
     const struct sl__worker *w = &pool->workers[worker];
     out->place = w->place;
     out->pinned = atomic_load_explicit((_Atomic bool *)&w->pinned, memory_order_relaxed);

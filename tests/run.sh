@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The test command: install what is missing, check formatting and layering,
-# build twice (plain with -Werror, then ASan+UBSan) and run every suite in
-# both; then run the runtime's stress suites under ThreadSanitizer.
+# The test command: install what is missing, check formatting, layering and
+# the public headers' doc comments, build twice (plain with -Werror, then
+# ASan+UBSan) and run every suite in both; then run the runtime's stress
+# suites under ThreadSanitizer.
 #
 #   tests/run.sh            everything (what .ci/run calls)
 #   SL_NO_INSTALL=1 tests/run.sh   never call apt-get
@@ -47,6 +48,7 @@ for s in $stages; do
         # shellcheck disable=SC2086
         clang-format --dry-run --Werror $files
         echo "format: $(echo "$files" | wc -w) files formatted per .clang-format"
+        tests/check_headers.sh
         ;;
     plain)
         stage "plain build, -Werror"

@@ -53,7 +53,7 @@ eval_fail(struct eval *ev, sl_status code, const char *fmt, ...)
     ev->code = code;
     va_list ap;
     va_start(ap, fmt);
-    sl_error_reset(&ev->err);
+    sl_error_clear(&ev->err);
     sl_error_setv(&ev->err, code, NULL, fmt, ap);
     va_end(ap);
     return code;
@@ -109,7 +109,7 @@ out_alloc(struct eval *ev, sl_dtype dtype, const struct sl_region *region, const
     sl_region_shape(region, shape);
     size_t bytes;
     struct sl_error err;
-    sl_error_reset(&err);
+    sl_error_clear(&err);
     if (sl_shape_bytes(region->rank, shape, sl_dtype_size(dtype), &bytes, &err) != SL_OK)
         return eval_fail(ev, err.code, "%s", err.text);
     o->entry = NULL;
@@ -173,7 +173,7 @@ input_from_entry(struct eval *ev, const struct sl__node *p, struct sl__entry *e,
     o->buf = NULL;
     o->entry = NULL;
     struct sl_error err;
-    sl_error_reset(&err);
+    sl_error_clear(&err);
     if (sl_block_slice(&e->block, rin, &o->block, &err) != SL_OK) {
         entry_release(ev->ex, e);
         return eval_fail(ev, err.code, "%s", err.text);
@@ -214,7 +214,7 @@ input_assemble(struct eval *ev, const struct sl__node *p, const struct sl_region
             break;
         struct sl_block dst;
         struct sl_error err;
-        sl_error_reset(&err);
+        sl_error_clear(&err);
         sl_status st = sl_block_slice(&o->block, &it.part, &dst, &err);
         if (st == SL_OK)
             st = sl_view_copy(&dst.view, &part.block.view, &err);
@@ -270,7 +270,7 @@ eval_input(struct eval *ev, const struct sl__node *n, uint32_t i, const struct s
         if (sl_region_equal(&o->block.region, rin))
             return SL_OK;
         struct sl_error err;
-        sl_error_reset(&err);
+        sl_error_clear(&err);
         if (sl_block_slice(&o->block, rin, &o->block, &err) != SL_OK) {
             out_release(ev->ex, o);
             return eval_fail(ev, err.code, "%s", err.text);
@@ -297,7 +297,7 @@ eval_getter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
 {
     SL_TRY(out_alloc(ev, n->dtype, r, coords, out));
     struct sl_error err;
-    sl_error_reset(&err);
+    sl_error_clear(&err);
     sl_status st = n->u.getter.fn(n->u.getter.ctx, n->u.getter.array_name, r, &out->block, &err);
     if (st == SL_OK)
         return SL_OK;
@@ -368,7 +368,7 @@ eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     SL_TRY(out_alloc(ev, n->dtype, &full, coords, out));
     bool missing = false;
     struct sl_error err;
-    sl_error_reset(&err);
+    sl_error_clear(&err);
     sl_status st =
         sl_array_read_chunk(a, coords, out->buf, out->buf_bytes, ev->w->codec, &missing, &err);
     char key[96];
@@ -402,7 +402,7 @@ eval_put(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     struct sl_region full;
     array_full_chunk(a, coords, &full);
     struct sl_error err;
-    sl_error_reset(&err);
+    sl_error_clear(&err);
     sl_status st = SL_OK;
     const void *data = out->block.view.data;
     struct eval_out whole = {.buf = NULL, .entry = NULL};
@@ -452,7 +452,7 @@ eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
         st = out_alloc(ev, n->dtype, r, coords, out);
     if (st == SL_OK) {
         struct sl_error err;
-        sl_error_reset(&err);
+        sl_error_clear(&err);
         if (n->has_op)
             st = sl_op_apply(&n->op, &blocks[0].view, &out->block.view, ev->w->scratch,
                              ev->w->scratch_bytes, &err);
@@ -492,7 +492,7 @@ eval_regrid_piecewise(struct eval *ev, const struct sl__node *n, const struct sl
         }
         struct sl_block dst;
         struct sl_error err;
-        sl_error_reset(&err);
+        sl_error_clear(&err);
         sl_status st = sl_block_slice(&out->block, &sub, &dst, &err);
         if (st == SL_OK)
             st = sl_op_apply(&n->op, &part.block.view, &dst.view, ev->w->scratch,
@@ -532,7 +532,7 @@ eval_regrid(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     sl_status st = out_alloc(ev, n->dtype, r, coords, out);
     if (st == SL_OK) {
         struct sl_error err;
-        sl_error_reset(&err);
+        sl_error_clear(&err);
         if (n->has_op)
             st = sl_op_apply(&n->op, &in.block.view, &out->block.view, ev->w->scratch,
                              ev->w->scratch_bytes, &err);
@@ -573,7 +573,7 @@ eval_putter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     out->block.chunk.rank = r->rank;
     memcpy(out->block.chunk.idx, coords, r->rank * sizeof(uint64_t));
     struct sl_error err;
-    sl_error_reset(&err);
+    sl_error_clear(&err);
     sl_status st = n->u.putter.fn(n->u.putter.ctx, n->name, &out->block, &err);
     if (st == SL_OK)
         return SL_OK;
@@ -655,7 +655,7 @@ finish_entry(struct sl__exec *ex, struct sl__entry *e, struct eval *ev, struct e
         if (out_alloc(ev, out->block.view.dtype, &out->block.region, out->block.chunk.idx, &own) ==
             SL_OK) {
             struct sl_error err;
-            sl_error_reset(&err);
+            sl_error_clear(&err);
             if (sl_view_copy(&own.block.view, &out->block.view, &err) != SL_OK)
                 eval_fail(ev, err.code, "%s", err.text);
         }

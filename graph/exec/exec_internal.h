@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sluice/array_iter.h>
 #include <sluice/codec.h>
 #include <sluice/pool.h>
 #include <sluice/store.h>

@@ -280,7 +280,7 @@ spec_sources_get(sl_graph_json *doc, struct sl__jarray *a, bool on_disk, struct 
     if (!sl__jnode_built(doc, w->input))
         return false;
     struct sl_node_info info;
-    if (sl_graph_node_info(doc->graph, doc->nodes[w->input].gid, &info) != SL_OK)
+    if (sl_graph_node_info(doc->graph, doc->nodes[w->input].gid, &info, NULL) != SL_OK)
         return false;
     src->has_writer = true;
     src->w_dtype = info.dtype;
@@ -380,7 +380,7 @@ sl__jarrays_fini(sl_graph_json *doc)
 /* ---- describing ------------------------------------------------------------------- */
 
 sl_status
-sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out)
+sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out, struct sl_error *err)
 {
     for (size_t i = 0; i < doc->n_arrays; i++) {
         const struct sl__jarray *a = &doc->arrays[i];
@@ -402,5 +402,8 @@ sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out)
                 sl_array_zarr_format(arr), sl_dtype_name(sl_array_dtype(arr)), shape, chunks,
                 shards);
     }
-    return ferror(out) ? SL_EIO : SL_OK;
+    if (ferror(out))
+        return sl_error_set(err, SL_EIO, NULL, "arrays: writing %zu arrays to the stream failed",
+                            doc->n_arrays);
+    return SL_OK;
 }

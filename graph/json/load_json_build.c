@@ -34,7 +34,7 @@ build_input_info(const sl_graph_json *doc, const struct sl__jnode *n, struct sl_
 {
     /* The loader added the input itself, so this cannot fail; should it
      * ever, the input describes as empty rather than as garbage. */
-    if (sl_graph_node_info(doc->graph, doc->nodes[n->input].gid, info) != SL_OK)
+    if (sl_graph_node_info(doc->graph, doc->nodes[n->input].gid, info, NULL) != SL_OK)
         memset(info, 0, sizeof(*info));
 }
 

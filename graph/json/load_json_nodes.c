@@ -88,8 +88,8 @@ node_parse_kind(sl_graph_json *doc, struct sl__jnode *n, const char *const **key
             return true;
         }
     }
-    n->op = sl_op_find(name);
-    if (n->op != NULL) {
+    n->op = NULL;
+    if (sl_op_lookup(name, &n->op, NULL) == SL_OK) {
         n->kind = SL__JNODE_OP;
         *keys = n->op->kind == SL_OP_KIND_REGRID ? regrid_keys : map_keys;
         return true;

@@ -230,7 +230,7 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
 {
     struct sl__jpyramid *p = &n->pyramid;
     struct sl_node_info in;
-    if (sl_graph_node_info(doc->graph, doc->nodes[n->input].gid, &in) != SL_OK)
+    if (sl_graph_node_info(doc->graph, doc->nodes[n->input].gid, &in, NULL) != SL_OK)
         return false;
     struct sl_pyramid_opts o;
     if (!pyramid_opts(doc, n, in.dtype, in.grid->rank, &o))

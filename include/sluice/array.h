@@ -86,6 +86,7 @@ struct sl_array_spec {
  * SL_EPARSE (malformed metadata: line and column, or a JSON pointer);
  * SL_EUNSUPPORTED naming the codec, filter or data type sluice lacks;
  * SL_EOVERFLOW (sizes beyond the caps above); SL_EIO; SL_ENOMEM.
+ * Thread-safety: any thread.
  */
 SL_API sl_array *sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opts,
                                struct sl_error *err);
@@ -94,7 +95,9 @@ SL_API sl_array *sl_array_open(sl_store *store, const char *path, const struct s
  * Create an array at `path` from `spec`, writing its metadata, and open it.
  * @return the open array, or NULL with SL_EINVAL (inconsistent spec, naming
  * the field), SL_EEXIST (an array or group is there and `overwrite` is
- * false), SL_EUNSUPPORTED (e.g. sharding or crc32c in v2), or a store error.
+ * false), SL_EUNSUPPORTED (e.g. sharding or crc32c in v2), or a store error
+ * (SL_EACCES, SL_ENOSPC, SL_EIO, SL_ENOMEM).
+ * Thread-safety: any thread.
  */
 SL_API sl_array *sl_array_create(sl_store *store, const char *path,
                                  const struct sl_array_spec *spec, const struct sl_array_opts *opts,
@@ -103,59 +106,91 @@ SL_API sl_array *sl_array_create(sl_store *store, const char *path,
 /** Take a reference.  Thread-safety: any thread. */
 SL_API void sl_array_ref(sl_array *a);
 
-/** Drop a reference; the last one frees the array.  NULL is a no-op. */
+/** Drop a reference; the last one frees the array.  NULL is a no-op.  Thread-safety: any thread. */
 SL_API void sl_array_unref(sl_array *a);
 
 /* ---- metadata (immutable; any thread) ------------------------------------ */
 
-/** 2 or 3. */
+/** 2 or 3.  Thread-safety: any thread (the metadata is immutable). */
 SL_API int sl_array_zarr_format(const sl_array *a);
-/** Number of dimensions. */
+/** Number of dimensions.  Thread-safety: any thread (the metadata is immutable). */
 SL_API uint32_t sl_array_rank(const sl_array *a);
-/** Shape, rank entries; valid while the array lives. */
+/**
+ * Shape, rank entries; valid while the array lives.
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const uint64_t *sl_array_shape(const sl_array *a);
-/** Element type. */
+/** Element type.  Thread-safety: any thread (the metadata is immutable). */
 SL_API sl_dtype sl_array_dtype(const sl_array *a);
-/** Shape of the chunks read and written: the inner chunk when sharded. */
+/**
+ * Shape of the chunks read and written: the inner chunk when sharded.
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const uint64_t *sl_array_chunk_shape(const sl_array *a);
-/** Shape of a shard, or NULL when the array is not sharded. */
+/**
+ * Shape of a shard, or NULL when the array is not sharded.
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const uint64_t *sl_array_shard_shape(const sl_array *a);
-/** Bytes of one chunk buffer (the product of the chunk shape and the element size). */
+/**
+ * Bytes of one chunk buffer (the product of the chunk shape and the element size).
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API size_t sl_array_chunk_bytes(const sl_array *a);
-/** The fill value: one element, native byte order (zero for a v2 null). */
+/**
+ * The fill value: one element, native byte order (zero for a v2 null).
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const void *sl_array_fill_value(const sl_array *a);
-/** Name of dimension `dim`, or NULL when it has none. */
+/**
+ * Name of dimension `dim`, or NULL when it has none.
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const char *sl_array_dimension_name(const sl_array *a, uint32_t dim);
-/** The attributes as compact JSON object text ("{}" when none). */
+/**
+ * The attributes as compact JSON object text ("{}" when none).
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const char *sl_array_attributes(const sl_array *a);
-/** The array's path in its store, "" for the store's root (borrowed). */
+/**
+ * The array's path in its store, "" for the store's root (borrowed).
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API const char *sl_array_path(const sl_array *a);
-/** The store the array lives in (borrowed). */
+/**
+ * The store the array lives in (borrowed).
+ * Thread-safety: any thread (the metadata is immutable).
+ */
 SL_API sl_store *sl_array_store(const sl_array *a);
 
 /**
  * Describe the codecs, e.g. "bytes(little) > zstd(level=1)" or
  * "sharding_indexed(inner=[32,32], index=end: bytes(little) > crc32c) >
  * bytes(little) > zstd(level=1)".  @return the length the full text needs.
+ * Thread-safety: any thread (the metadata is immutable).
  */
 SL_API size_t sl_array_codecs_describe(const sl_array *a, char *buf, size_t size);
 
 /**
  * Describe the fill value as zarr.json would spell it ("0", "NaN",
  * "[1.0, 0.0]", "null").  @return the length the full text needs.
+ * Thread-safety: any thread (the metadata is immutable).
  */
 SL_API size_t sl_array_fill_describe(const sl_array *a, char *buf, size_t size);
 
 /**
  * The grid of chunks read and written (inner chunks when sharded).
- * The grid allocates nothing.  @return SL_OK.
+ * The grid allocates nothing.  @return SL_OK always; the status keeps the
+ * shape of the grid calls.
+ * Thread-safety: any thread (the metadata is immutable).
  */
 SL_API SL_NODISCARD sl_status sl_array_chunk_grid(const sl_array *a, struct sl_grid *out,
                                                   struct sl_error *err);
 
 /**
  * The grid of stored objects: shards when sharded, else the chunk grid.
- * @return SL_OK.
+ * @return SL_OK always, as sl_array_chunk_grid.
+ * Thread-safety: any thread (the metadata is immutable).
  */
 SL_API SL_NODISCARD sl_status sl_array_shard_grid(const sl_array *a, struct sl_grid *out,
                                                   struct sl_error *err);
@@ -163,6 +198,7 @@ SL_API SL_NODISCARD sl_status sl_array_shard_grid(const sl_array *a, struct sl_g
 /**
  * The store key of the object holding chunk `coords` (its shard when
  * sharded), e.g. "arr/c/0/1".  @return the length the full key needs.
+ * Thread-safety: any thread (the metadata is immutable).
  */
 SL_API size_t sl_array_chunk_key(const sl_array *a, const uint64_t *coords, char *buf, size_t size);
 
@@ -195,6 +231,8 @@ SL_API SL_NODISCARD sl_status sl_array_read_chunk(const sl_array *a, const uint6
  * same shard are serialized.
  * @return SL_OK, SL_EBOUNDS, SL_EINVAL, SL_ECORRUPT (the existing shard),
  * SL_EACCES (read-only store), SL_ENOSPC, SL_EIO, SL_ENOMEM.
+ * Thread-safety: any thread, concurrently with reads and writes of any chunk
+ * (writers of one shard are serialized).
  */
 SL_API SL_NODISCARD sl_status sl_array_write_chunk(sl_array *a, const uint64_t *coords,
                                                    const void *buf, size_t buf_bytes,
@@ -231,6 +269,7 @@ SL_API SL_NODISCARD sl_status sl_array_shard_chunks_exist(const sl_array *a, con
  * @param par  runs chunks (shards) in parallel; NULL: a plain loop.
  * @return SL_OK, SL_EBOUNDS (region outside the array), SL_EINVAL
  * (`buf_bytes` too small), or the first failing chunk's error.
+ * Thread-safety: any thread, as sl_array_read_chunk.
  */
 SL_API SL_NODISCARD sl_status sl_array_read_region(const sl_array *a,
                                                    const struct sl_region *region, void *buf,
@@ -243,7 +282,10 @@ SL_API SL_NODISCARD sl_status sl_array_read_region(const sl_array *a,
  * the region covers only partly are read, merged and rewritten; each shard
  * touched is written once.  Not atomic across chunks: after a failure some
  * chunks may hold the new data.
- * @return as sl_array_read_region, plus the errors of sl_array_write_chunk.
+ * @return SL_OK, SL_EBOUNDS, SL_EINVAL, SL_ECORRUPT, SL_EACCES, SL_ENOSPC,
+ * SL_EIO or SL_ENOMEM: those of sl_array_read_region and
+ * sl_array_write_chunk.
+ * Thread-safety: any thread, as sl_array_write_chunk.
  */
 SL_API SL_NODISCARD sl_status sl_array_write_region(sl_array *a, const struct sl_region *region,
                                                     const void *buf, size_t buf_bytes,
@@ -259,7 +301,8 @@ SL_API SL_NODISCARD sl_status sl_array_write_region(sl_array *a, const struct sl
  * 0x7e00, float32 0x7fc00000, float64 0x7ff8000000000000; complex parts
  * each), absent chunks as the fill value.  What `sluice checksum` prints.
  * Reads a slab of whole chunk rows at a time.
- * @return SL_OK or the first read error.
+ * @return SL_OK or the first read error (SL_ECORRUPT, SL_EIO, SL_ENOMEM).
+ * Thread-safety: any thread, concurrently with reads.
  */
 SL_API SL_NODISCARD sl_status sl_array_checksum(const sl_array *a, uint8_t digest[SL_SHA256_BYTES],
                                                 const struct sl_parallel *par,
@@ -273,7 +316,9 @@ struct sl_array_stored {
 
 /**
  * Count the chunk (or shard) objects stored and their bytes, by listing
- * the array's keys.  @return SL_OK or the store's error.
+ * the array's keys.  @return SL_OK or the store's error (SL_EACCES,
+ * SL_EIO, SL_ENOMEM).
+ * Thread-safety: any thread, concurrently with reads.
  */
 SL_API SL_NODISCARD sl_status sl_array_stored(const sl_array *a, struct sl_array_stored *out,
                                               struct sl_error *err);
@@ -291,7 +336,9 @@ typedef enum sl_zarr_kind {
 /**
  * Look at `path` in `store`: an array or group, and which Zarr format.
  * `zarr_format` may be NULL.  @return SL_OK (with SL_ZARR_NONE when nothing
- * is there), SL_EPARSE for an unreadable zarr.json, or a store error.
+ * is there), SL_EPARSE for an unreadable zarr.json, or a store error
+ * (SL_EACCES, SL_EIO, SL_ENOMEM).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind,
                                             int *zarr_format, struct sl_error *err);
@@ -299,7 +346,9 @@ SL_API SL_NODISCARD sl_status sl_zarr_probe(sl_store *store, const char *path, s
 /**
  * Create a group at `path` (zarr.json with node_type "group", or v2
  * .zgroup and .zattrs).  `attributes_json` may be NULL.
- * @return SL_OK, SL_EINVAL (not a JSON object), SL_EEXIST or a store error.
+ * @return SL_OK, SL_EINVAL (not a JSON object), SL_EEXIST or a store error
+ * (SL_EACCES, SL_ENOSPC, SL_EIO, SL_ENOMEM).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_group_create(sl_store *store, const char *path, int zarr_format,
                                               const char *attributes_json, struct sl_error *err);

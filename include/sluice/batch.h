@@ -88,7 +88,9 @@ struct sl_batch_opts {
  * @param errors  NULL, or `n` records: each selection's error (code SL_OK
  *                when it was read), its text starting "selection I: ".
  * @return SL_OK when every selection was read; else the status of the
- * lowest-numbered failed selection, whose error `err` records; SL_EINVAL
+ * lowest-numbered failed selection (as in `status` above: SL_EBOUNDS,
+ * SL_EINVAL, SL_EOVERFLOW, SL_ECORRUPT, SL_EIO, SL_ENOMEM), whose error
+ * `err` records; SL_EINVAL
  * (`regions`, `bufs` or `buf_bytes` NULL with n > 0, or bad options) or
  * SL_ENOMEM for the plan, when nothing is read.
  * Thread-safety: any thread, concurrently with other reads and with writes
@@ -108,6 +110,7 @@ SL_API SL_NODISCARD sl_status sl_array_read_batch(const sl_array *a, size_t n,
  * @return SL_OK; SL_EINVAL (n == 0, `axis` not below the rank, a selection
  * of another rank, or selections whose extents differ outside `axis`,
  * naming the selection and dimension); SL_EOVERFLOW.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_array_batch_concat_shape(const sl_array *a, size_t n,
                                                           const struct sl_region *regions,
@@ -120,10 +123,12 @@ SL_API SL_NODISCARD sl_status sl_array_batch_concat_shape(const sl_array *a, siz
  * the slab after those of selections 0..i-1 along `axis`.  Otherwise as
  * sl_array_read_batch; a selection that fails leaves its slab unspecified
  * and does not stop the others.
- * @return as sl_array_read_batch; the errors of sl_array_batch_concat_shape
- * (every status set to SL_EINVAL for the offending selection, SL_ECANCELED
- * for the others), or SL_EINVAL when `buf_bytes` is smaller than the output,
- * before anything is read.
+ * @return as sl_array_read_batch (SL_OK, or the lowest failed selection's
+ * status); SL_EINVAL or SL_EOVERFLOW as sl_array_batch_concat_shape (every
+ * status set to SL_EINVAL for the offending selection, SL_ECANCELED for the
+ * others); SL_EINVAL when `buf_bytes` is smaller than the output, before
+ * anything is read.
+ * Thread-safety: as sl_array_read_batch.
  */
 SL_API SL_NODISCARD sl_status sl_array_read_batch_concat(const sl_array *a, size_t n,
                                                          const struct sl_region *regions,

@@ -32,8 +32,9 @@ struct sl_block {
  * Describe `data` as a C-order contiguous block of `shape` (rank entries)
  * lying at `region` in its array (NULL: at [0, shape)); `chunk` is left at
  * rank 0.
- * @return SL_OK, the errors of sl_view_init, or SL_EINVAL when `region`'s
- * extents differ from `shape`.
+ * @return SL_OK; SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW as
+ * sl_view_init; SL_EINVAL when `region`'s extents differ from `shape`.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_block_init(struct sl_block *b, sl_dtype dtype, uint32_t rank,
                                             const uint64_t *shape, void *data,
@@ -43,6 +44,7 @@ SL_API SL_NODISCARD sl_status sl_block_init(struct sl_block *b, sl_dtype dtype, 
  * The part of `b` covering `sub` (array coordinates, inside `b->region`),
  * sharing `b`'s memory; `chunk` is kept.
  * @return SL_OK or SL_EBOUNDS naming both regions.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_block_slice(const struct sl_block *b, const struct sl_region *sub,
                                              struct sl_block *out, struct sl_error *err);

@@ -19,7 +19,10 @@
 extern "C" {
 #endif
 
-/** Store a × b in `*out` and return true, or return false when it overflows. */
+/**
+ * Store a × b in `*out` and return true, or return false when it overflows.
+ * Thread-safety: any thread.
+ */
 SL_NODISCARD static inline bool
 sl_u64_mul_fits(uint64_t a, uint64_t b, uint64_t *out)
 {
@@ -29,7 +32,10 @@ sl_u64_mul_fits(uint64_t a, uint64_t b, uint64_t *out)
     return true;
 }
 
-/** Store a + b in `*out` and return true, or return false when it overflows. */
+/**
+ * Store a + b in `*out` and return true, or return false when it overflows.
+ * Thread-safety: any thread.
+ */
 SL_NODISCARD static inline bool
 sl_u64_add_fits(uint64_t a, uint64_t b, uint64_t *out)
 {
@@ -39,7 +45,10 @@ sl_u64_add_fits(uint64_t a, uint64_t b, uint64_t *out)
     return true;
 }
 
-/** Store a × b in `*out` and return true, or return false when it overflows. */
+/**
+ * Store a × b in `*out` and return true, or return false when it overflows.
+ * Thread-safety: any thread.
+ */
 SL_NODISCARD static inline bool
 sl_size_mul_fits(size_t a, size_t b, size_t *out)
 {
@@ -49,7 +58,10 @@ sl_size_mul_fits(size_t a, size_t b, size_t *out)
     return true;
 }
 
-/** Store a + b in `*out` and return true, or return false when it overflows. */
+/**
+ * Store a + b in `*out` and return true, or return false when it overflows.
+ * Thread-safety: any thread.
+ */
 SL_NODISCARD static inline bool
 sl_size_add_fits(size_t a, size_t b, size_t *out)
 {
@@ -63,6 +75,7 @@ sl_size_add_fits(size_t a, size_t b, size_t *out)
  * Number of elements of a `rank`-dimensional shape (1 for rank 0).
  * @return SL_OK, or SL_EOVERFLOW with the shape in the message when the
  * product exceeds 2^64 - 1.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_shape_count(uint32_t rank, const uint64_t *shape, uint64_t *count,
                                              struct sl_error *err);
@@ -71,6 +84,7 @@ SL_API SL_NODISCARD sl_status sl_shape_count(uint32_t rank, const uint64_t *shap
  * Bytes needed for a shape of `elem_bytes`-byte elements.
  * @return SL_OK, or SL_EOVERFLOW with the shape, element size and limit in
  * the message when the count does not fit in size_t.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_shape_bytes(uint32_t rank, const uint64_t *shape,
                                              size_t elem_bytes, size_t *bytes,
@@ -79,6 +93,7 @@ SL_API SL_NODISCARD sl_status sl_shape_bytes(uint32_t rank, const uint64_t *shap
 /**
  * Write a shape as "[a, b, c]" into `buf`.
  * @return the length the full text needs, as snprintf does.
+ * Thread-safety: any thread.
  */
 SL_API size_t sl_shape_format(uint32_t rank, const uint64_t *shape, char *buf, size_t size);
 

@@ -35,7 +35,10 @@ typedef struct sl_codec_ctx sl_codec_ctx;
  */
 SL_API sl_codec_ctx *sl_codec_ctx_create(const struct sl_allocator *alloc, struct sl_error *err);
 
-/** Free a context and its buffers.  NULL is a no-op. */
+/**
+ * Free a context and its buffers.  NULL is a no-op.
+ * Thread-safety: the thread using `ctx`, once it is done with it.
+ */
 SL_API void sl_codec_ctx_destroy(sl_codec_ctx *ctx);
 
 /* Compressors for new arrays. */
@@ -77,6 +80,7 @@ struct sl_codec_spec {
  * `blosc:CNAME:CLEVEL[:shuffle|noshuffle|bitshuffle]` (default shuffle).
  * @return SL_OK; SL_EPARSE naming the text and what was expected;
  * SL_EUNSUPPORTED when the compressor is not in this build.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_codec_spec_parse(const char *text, struct sl_codec_spec *out,
                                                   struct sl_error *err);
@@ -84,6 +88,7 @@ SL_API SL_NODISCARD sl_status sl_codec_spec_parse(const char *text, struct sl_co
 /**
  * Write a spec back in the syntax sl_codec_spec_parse reads.
  * @return the length the full text needs, as snprintf does.
+ * Thread-safety: any thread.
  */
 SL_API size_t sl_codec_spec_format(const struct sl_codec_spec *spec, char *buf, size_t size);
 
@@ -92,6 +97,7 @@ SL_API size_t sl_codec_spec_format(const struct sl_codec_spec *spec, char *buf, 
  * ("bytes", "transpose", "crc32c", "zstd", "gzip", "blosc",
  * "sharding_indexed", or the v2 compressor ids "zlib", "gzip", "zstd",
  * "blosc").
+ * Thread-safety: any thread.
  */
 SL_API bool sl_codec_available(const char *name);
 

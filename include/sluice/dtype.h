@@ -81,33 +81,40 @@ typedef enum sl_dtype {
 /* Byte order of stored elements. */
 typedef enum sl_endian { SL_ENDIAN_LITTLE, SL_ENDIAN_BIG } sl_endian;
 
-/** The byte order of this machine. */
+/** The byte order of this machine.  Thread-safety: any thread. */
 SL_API sl_endian sl_endian_native(void);
 
-/** Size of one element in bytes; 0 for a value outside the enum. */
+/** Size of one element in bytes; 0 for a value outside the enum.  Thread-safety: any thread. */
 SL_API size_t sl_dtype_size(sl_dtype dt);
 
-/** The type's class; SL_DTYPE_CLASS_BOOL for a value outside the enum. */
+/**
+ * The type's class; SL_DTYPE_CLASS_BOOL for a value outside the enum.
+ * Thread-safety: any thread.
+ */
 SL_API sl_dtype_class sl_dtype_get_class(sl_dtype dt);
 
-/** Zarr v3 name ("uint16"); "invalid" for a value outside the enum. */
+/** Zarr v3 name ("uint16"); "invalid" for a value outside the enum.  Thread-safety: any thread. */
 SL_API const char *sl_dtype_name(sl_dtype dt);
 
-/** True for SL_DTYPE_I8 … SL_DTYPE_U64. */
+/** True for SL_DTYPE_I8 … SL_DTYPE_U64.  Thread-safety: any thread. */
 SL_API bool sl_dtype_is_integer(sl_dtype dt);
-/** True for signed integers, floats and complex types. */
+/** True for signed integers, floats and complex types.  Thread-safety: any thread. */
 SL_API bool sl_dtype_is_signed(sl_dtype dt);
-/** True for float16, float32 and float64. */
+/** True for float16, float32 and float64.  Thread-safety: any thread. */
 SL_API bool sl_dtype_is_float(sl_dtype dt);
-/** True for complex64 and complex128. */
+/** True for complex64 and complex128.  Thread-safety: any thread. */
 SL_API bool sl_dtype_is_complex(sl_dtype dt);
-/** True for types listed in SL_DTYPE_REAL_MAP (what kernels compute on). */
+/**
+ * True for types listed in SL_DTYPE_REAL_MAP (what kernels compute on).
+ * Thread-safety: any thread.
+ */
 SL_API bool sl_dtype_is_real(sl_dtype dt);
 
 /**
  * Parse a Zarr v3 data type name ("int16", "float64", "bool", ...).
  * @return SL_OK, SL_EINVAL (`name` or `out` NULL) or SL_EUNSUPPORTED naming
  * the type when it is not one sluice stores.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_dtype_from_name(const char *name, sl_dtype *out,
                                                  struct sl_error *err);
@@ -119,6 +126,7 @@ SL_API SL_NODISCARD sl_status sl_dtype_from_name(const char *name, sl_dtype *out
  * @return SL_OK, SL_EPARSE for a malformed string, or SL_EUNSUPPORTED for a
  * well-formed type sluice does not store ("<U7", "|O", "<M8[ns]"), each
  * naming the string.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_dtype_from_typestr(const char *typestr, sl_dtype *out,
                                                     sl_endian *endian, struct sl_error *err);
@@ -126,10 +134,11 @@ SL_API SL_NODISCARD sl_status sl_dtype_from_typestr(const char *typestr, sl_dtyp
 /**
  * Write the v2 typestr of `dt` in byte order `endian` into `buf` ("<u2",
  * ">f8"; one-byte types use '|').  @return SL_OK, or SL_EINVAL when `dt` is
- * invalid or `size` is under 8.
+ * invalid or `size` is under 8 (naming the value).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_dtype_typestr(sl_dtype dt, sl_endian endian, char *buf,
-                                               size_t size);
+                                               size_t size, struct sl_error *err);
 
 #ifdef __cplusplus
 }

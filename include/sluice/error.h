@@ -40,15 +40,19 @@ struct sl_error {
 };
 #define SL_ERROR_INIT ((struct sl_error){.code = SL_OK, .line = -1, .column = -1})
 
-/*
- * Make `err` an empty record, as `*err = SL_ERROR_INIT` does for every
- * reader, writing only what readers look at (the numbers, the chunk's rank,
- * the first byte of each string) instead of all ~480 bytes: for records
- * made once per chunk in hot loops.
+/**
+ * Forget any recorded error: make `err` an empty record, as
+ * `*err = SL_ERROR_INIT` does for every reader.  Inline, writing only what
+ * readers look at (the numbers, the chunk's rank, the first byte of each
+ * string) instead of all ~480 bytes, so records made once per chunk in hot
+ * loops stay cheap.  `err` may be NULL.
+ * Thread-safety: one record per thread.
  */
 static inline void
-sl_error_reset(struct sl_error *err)
+sl_error_clear(struct sl_error *err)
 {
+    if (err == NULL)
+        return;
     err->code = SL_OK;
     err->line = -1;
     err->column = -1;
@@ -64,27 +68,36 @@ sl_error_reset(struct sl_error *err)
  * unless an error is already recorded; then return `code`, so callers can
  * write `return sl_error_set(...)`.  `err` and `chunk` may be NULL.  The
  * message is truncated to fit `text`.
+ * @return `code` unchanged: any status, SL_OK included.
  * Thread-safety: one record per thread; recording never allocates.
  */
 SL_API sl_status sl_error_set(struct sl_error *err, sl_status code,
                               const struct sl_chunk_key *chunk, const char *fmt, ...)
     SL_PRINTF(4, 5);
 
-/** sl_error_set with a va_list. */
+/**
+ * sl_error_set with a va_list.
+ * @return `code` unchanged: any status, SL_OK included.
+ * Thread-safety: one record per thread; recording never allocates.
+ */
 SL_API sl_status sl_error_setv(struct sl_error *err, sl_status code,
                                const struct sl_chunk_key *chunk, const char *fmt, va_list ap)
     SL_PRINTF(4, 0);
 
 /**
  * Record `code` at JSON pointer `path` (e.g. "/nodes/3/input"), unless an
- * error is already recorded.  @return `code`.
+ * error is already recorded.  @return `code` unchanged: any status, SL_OK
+ * included.
+ * Thread-safety: one record per thread; recording never allocates.
  */
 SL_API sl_status sl_error_set_path(struct sl_error *err, sl_status code, const char *path,
                                    const char *fmt, ...) SL_PRINTF(4, 5);
 
 /**
  * Record `code` at a text location (1-based line and column, byte offset),
- * unless an error is already recorded.  @return `code`.
+ * unless an error is already recorded.  @return `code` unchanged: any
+ * status, SL_OK included.
+ * Thread-safety: one record per thread; recording never allocates.
  */
 SL_API sl_status sl_error_set_at(struct sl_error *err, sl_status code, int line, int column,
                                  size_t position, const char *fmt, ...) SL_PRINTF(6, 7);
@@ -93,30 +106,33 @@ SL_API sl_status sl_error_set_at(struct sl_error *err, sl_status code, int line,
  * Name the file, store key or node the recorded error concerns, when an
  * error is recorded and names no source yet; the innermost caller that knows
  * a source wins.  `err` may be NULL.
+ * Thread-safety: one record per thread; recording never allocates.
  */
 SL_API void sl_error_set_source(struct sl_error *err, const char *source);
-
-/** Forget any recorded error.  `err` may be NULL. */
-SL_API void sl_error_clear(struct sl_error *err);
 
 /**
  * Write one human-readable line for the record, e.g.
  * `ECORRUPT: a/c/0/1: chunk (0, 1): crc32c mismatch ...`, into `buf`
  * (always NUL-terminated when `size` > 0).
  * @return the length the full line needs, as snprintf does.
+ * Thread-safety: any thread.
  */
 SL_API size_t sl_error_format(const struct sl_error *err, char *buf, size_t size);
 
 /**
  * Write `key` as "(i, j, k)" into `buf` ("()" for rank 0).
  * @return the length the full text needs, as snprintf does.
+ * Thread-safety: any thread.
  */
 SL_API size_t sl_chunk_key_format(const struct sl_chunk_key *key, char *buf, size_t size);
 
-/** Build a key from `rank` coordinates; rank is clamped to SL_MAX_RANK. */
+/**
+ * Build a key from `rank` coordinates; rank is clamped to SL_MAX_RANK.
+ * Thread-safety: any thread.
+ */
 SL_API struct sl_chunk_key sl_chunk_key_make(uint32_t rank, const uint64_t *idx);
 
-/** True when both keys have the same rank and coordinates. */
+/** True when both keys have the same rank and coordinates.  Thread-safety: any thread. */
 SL_API bool sl_chunk_key_equal(const struct sl_chunk_key *a, const struct sl_chunk_key *b);
 
 #ifdef __cplusplus

@@ -12,7 +12,7 @@
  * and fusion never changes what a getter is asked for.
  *
  * Lifecycle: sl_graph_create → sl_graph_add_* → sl_graph_seal →
- * sl_graph_prepare (plan: fusion, sizing) → sl_plan_run (any number of times).
+ * sl_plan_create (plan: fusion, sizing) → sl_plan_run (any number of times).
  */
 #ifndef SL_GRAPH_H
 #define SL_GRAPH_H
@@ -53,7 +53,7 @@ typedef enum sl_node_kind {
     SL_NODE_KIND_COUNT_
 } sl_node_kind;
 
-/** Lower-case name of a node kind ("get", "select", ...). */
+/** Lower-case name of a node kind ("get", "select", ...).  Thread-safety: any thread. */
 SL_API const char *sl_node_kind_name(sl_node_kind kind);
 
 /**
@@ -166,13 +166,17 @@ struct sl_node_info {
 /**
  * Make an empty graph that allocates with `alloc` (NULL for the default).
  * @return the graph (refcount 1), or NULL with SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
  */
 SL_API sl_graph *sl_graph_create(const struct sl_allocator *alloc, struct sl_error *err);
 
 /** Take a reference.  Thread-safety: any thread, once sealed. */
 SL_API sl_graph *sl_graph_ref(sl_graph *g);
 
-/** Drop a reference; the last one frees the graph.  NULL is a no-op. */
+/**
+ * Drop a reference; the last one frees the graph.  NULL is a no-op.
+ * Thread-safety: any thread once sealed; before, the thread building it.
+ */
 SL_API void sl_graph_unref(sl_graph *g);
 
 /*
@@ -181,7 +185,9 @@ SL_API void sl_graph_unref(sl_graph *g);
  * success stores the new node's id in `*id` (may be NULL).  Names must be
  * unique, 1..63 characters.  Failures leave the graph unchanged and return
  * SL_EINVAL (with the node name and the numbers: shapes, ranks, dtypes),
- * SL_EEXIST (duplicate name), SL_ESTATE (graph sealed), SL_ENOMEM.
+ * SL_EEXIST (duplicate name), SL_ESTATE (graph sealed), SL_ENOMEM; those
+ * that derive an output grid also SL_EOVERFLOW or SL_EUNSUPPORTED (a grid
+ * beyond the limits, naming the numbers).
  * Thread-safety: one thread per graph until sealed.
  */
 
@@ -189,6 +195,8 @@ SL_API void sl_graph_unref(sl_graph *g);
  * A node reading the stored chunks of `array` (inner chunks when sharded),
  * in its chunk grid.  Absent chunks read as the fill value unless the plan
  * says missing_is_error.  `array` is retained.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE or SL_ENOMEM (see above).
+ * Thread-safety: one thread per graph until sealed.
  */
 SL_API SL_NODISCARD sl_status sl_graph_add_get(sl_graph *g, const char *name, sl_array *array,
                                                uint32_t *id, struct sl_error *err);
@@ -199,33 +207,61 @@ SL_API SL_NODISCARD sl_status sl_graph_add_get(sl_graph *g, const char *name, sl
  * array's dtype and shape (SL_EINVAL naming both otherwise; cast with an
  * op first); when its chunk grid differs from the array's, a rechunk node
  * "<name>.rechunk" is added in front.  `array` is retained.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
  */
 SL_API SL_NODISCARD sl_status sl_graph_add_put(sl_graph *g, const char *name, uint32_t input,
                                                sl_array *array, uint32_t *id, struct sl_error *err);
 
-/** A node reading a user getter's stored chunks. */
+/**
+ * A node reading a user getter's stored chunks.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_add_getter(sl_graph *g, const char *name,
                                                   const struct sl_getter_desc *desc, uint32_t *id,
                                                   struct sl_error *err);
 
-/** A node selecting slices of `input`; its chunk grid is the slices' intersection
- *  with the input's grid (every output chunk lies inside one input chunk). */
+/**
+ * A node selecting slices of `input`; its chunk grid is the slices' intersection
+ * with the input's grid (every output chunk lies inside one input chunk).
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW,
+ * SL_EUNSUPPORTED (see above) or SL_EBOUNDS (a slice outside the input).
+ * Thread-safety: one thread per graph until sealed.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_add_select(sl_graph *g, const char *name, uint32_t input,
                                                   const struct sl_select_desc *desc, uint32_t *id,
                                                   struct sl_error *err);
 
-/** A blockwise node over inputs that share one chunk grid. */
+/**
+ * A blockwise node over inputs that share one chunk grid.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_add_map(sl_graph *g, const char *name, size_t n_inputs,
                                                const uint32_t *inputs,
                                                const struct sl_map_desc *desc, uint32_t *id,
                                                struct sl_error *err);
 
-/** A regrid node: see struct sl_regrid_desc. */
+/**
+ * A regrid node: see struct sl_regrid_desc.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_add_regrid(sl_graph *g, const char *name, uint32_t input,
                                                   const struct sl_regrid_desc *desc, uint32_t *id,
                                                   struct sl_error *err);
 
-/** A regrid that only changes the chunk shape (copying elements). */
+/**
+ * A regrid that only changes the chunk shape (copying elements).
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_add_rechunk(sl_graph *g, const char *name, uint32_t input,
                                                    const uint64_t *chunk_shape, uint32_t *id,
                                                    struct sl_error *err);
@@ -237,44 +273,65 @@ SL_API SL_NODISCARD sl_status sl_graph_add_rechunk(sl_graph *g, const char *name
  * (NULL: the input's chunk shape, which must then be regular).  The op is
  * copied.  Besides the errors of every add: SL_EINVAL when the op was bound
  * for another dtype or rank, naming both.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
  */
 SL_API SL_NODISCARD sl_status sl_graph_add_op(sl_graph *g, const char *name, uint32_t input,
                                               const struct sl_op *op, const uint64_t *chunk_shape,
                                               uint32_t *id, struct sl_error *err);
 
-/** A node handing every chunk of `input` to a user putter. */
+/**
+ * A node handing every chunk of `input` to a user putter.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_add_putter(sl_graph *g, const char *name, uint32_t input,
                                                   const struct sl_putter_desc *desc, uint32_t *id,
                                                   struct sl_error *err);
 
 /**
  * Mark node `id` as never fused with its producers or consumers (e.g. to see
- * its chunks in a trace).  @return SL_OK, SL_EINVAL (no such node) or
- * SL_ESTATE (sealed).
+ * its chunks in a trace).  @return SL_OK, SL_EINVAL (no such node, naming
+ * the id and the node count) or SL_ESTATE (sealed).
+ * Thread-safety: one thread per graph until sealed.
  */
-SL_API SL_NODISCARD sl_status sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable);
+SL_API SL_NODISCARD sl_status sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable,
+                                                   struct sl_error *err);
 
 /**
  * Seal the graph: check it is complete (at least one put, every node's
- * output used; SL_EINVAL naming the first unused node otherwise) and make it
- * immutable.  Sealing twice is allowed.
+ * output used) and make it immutable.  Sealing twice is allowed.
+ * @return SL_OK, or SL_EINVAL naming the first unused node (or saying that
+ * there is no put).
+ * Thread-safety: one thread per graph until sealed.
  */
 SL_API SL_NODISCARD sl_status sl_graph_seal(sl_graph *g, struct sl_error *err);
 
-/** True once sealed. */
+/** True once sealed.  Thread-safety: any thread once sealed; before, the thread building it. */
 SL_API bool sl_graph_is_sealed(const sl_graph *g);
 
-/** Number of nodes; ids are 0 .. count-1 in the order they were added. */
+/**
+ * Number of nodes; ids are 0 .. count-1 in the order they were added.
+ * Thread-safety: any thread once sealed; before, the thread building it.
+ */
 SL_API uint32_t sl_graph_node_count(const sl_graph *g);
 
-/** Find a node by name.  @return SL_OK or SL_ENOTFOUND naming it. */
+/**
+ * Find a node by name.  @return SL_OK or SL_ENOTFOUND naming it.
+ * Thread-safety: any thread once sealed; before, the thread building it.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_find(const sl_graph *g, const char *name, uint32_t *id,
                                             struct sl_error *err);
 
-/** Describe node `id`; pointers stay valid while the graph lives.
- *  @return SL_OK or SL_EINVAL (no such node). */
+/**
+ * Describe node `id`; pointers stay valid while the graph lives.
+ * @return SL_OK or SL_EINVAL (no such node, naming the id and the node count).
+ * Thread-safety: any thread once sealed; before, the thread building it.
+ */
 SL_API SL_NODISCARD sl_status sl_graph_node_info(const sl_graph *g, uint32_t id,
-                                                 struct sl_node_info *out);
+                                                 struct sl_node_info *out, struct sl_error *err);
 
 /* ---- plans and runs ------------------------------------------------------- */
 
@@ -387,30 +444,46 @@ struct sl_put_status {
 
 /**
  * Plan the sealed graph `g` (retained by the plan): fuse, size the status
- * arrays and check the budget.
+ * arrays and check the budget.  Free the plan with sl_plan_destroy.
  * @return the plan, or NULL with SL_ESTATE (graph not sealed), SL_EBUDGET
  * (the budget is smaller than what one task needs, with both numbers and
  * the stage), SL_EINVAL (bad options), SL_ENOMEM.
+ * Thread-safety: any thread; plans of one sealed graph may be made at once.
  */
-SL_API sl_plan *sl_graph_prepare(sl_graph *g, const struct sl_plan_opts *opts,
-                                 struct sl_error *err);
+SL_API sl_plan *sl_plan_create(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err);
 
-/** The sealed graph a plan runs (borrowed from the plan). */
+/**
+ * The sealed graph a plan runs (borrowed from the plan).
+ * Thread-safety: any thread, even while the plan runs.
+ */
 SL_API const sl_graph *sl_plan_graph(const sl_plan *plan);
 
-/** Free a plan (not while it runs).  NULL is a no-op. */
+/**
+ * Free a plan (not while it runs).  NULL is a no-op.
+ * Thread-safety: one thread, once no other thread uses the plan and it does
+ * not run.
+ */
 SL_API void sl_plan_destroy(sl_plan *plan);
 
 /**
  * Write the plan for people: nodes, stages with their task counts and
- * bytes, and every edge with "fused" or why not.  @return SL_OK or SL_EIO.
+ * bytes, and every edge with "fused" or why not.  @return SL_OK or SL_EIO
+ * (the stream's error flag is set).
+ * Thread-safety: any thread, even while the plan runs.
  */
-SL_API SL_NODISCARD sl_status sl_plan_explain(const sl_plan *plan, FILE *out);
+SL_API SL_NODISCARD sl_status sl_plan_explain(const sl_plan *plan, FILE *out, struct sl_error *err);
 
-/** Write the plan as Graphviz DOT.  @return SL_OK or SL_EIO. */
-SL_API SL_NODISCARD sl_status sl_plan_write_dot(const sl_plan *plan, FILE *out);
+/**
+ * Write the plan as Graphviz DOT.  @return SL_OK or SL_EIO (the stream's error flag is set).
+ * Thread-safety: any thread, even while the plan runs.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_write_dot(const sl_plan *plan, FILE *out,
+                                                struct sl_error *err);
 
-/** The counts of the last run (zeros before the first). */
+/**
+ * The counts of the last run (zeros before the first).
+ * Thread-safety: any thread, not while the plan runs.
+ */
 SL_API void sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out);
 
 /**
@@ -428,14 +501,17 @@ SL_API SL_NODISCARD sl_status sl_plan_run(sl_plan *plan, sl_pool *pool, struct s
 
 /**
  * The status array of put (or putter) node `node` from the last run.
- * @return SL_OK, or SL_EINVAL when `node` is not a put of the plan's graph.
+ * @return SL_OK, or SL_EINVAL when `node` is not a put of the plan's graph
+ * (naming it and the number of puts).
+ * Thread-safety: any thread, not while the plan runs.
  */
 SL_API SL_NODISCARD sl_status sl_plan_put_status(const sl_plan *plan, uint32_t node,
-                                                 struct sl_put_status *out);
+                                                 struct sl_put_status *out, struct sl_error *err);
 
 /**
  * The failed chunks of the last run that kept their message, in the order
  * they failed; `*count` receives how many.
+ * Thread-safety: any thread, not while the plan runs.
  */
 SL_API const struct sl_chunk_error *sl_plan_errors(const sl_plan *plan, size_t *count);
 
@@ -452,6 +528,8 @@ SL_API const struct sl_chunk_error *sl_plan_errors(const sl_plan *plan, size_t *
  * other parts.
  * @return SL_OK; SL_EINVAL when `node` is not a put, the count differs, or
  * a chunk has different codes in both (naming it and the codes).
+ * Thread-safety: the thread running the plan, from its phase callback, or one
+ * thread between runs.
  */
 SL_API SL_NODISCARD sl_status sl_plan_merge_codes(sl_plan *plan, uint32_t node,
                                                   const uint8_t *codes, uint64_t n_codes,
@@ -460,6 +538,7 @@ SL_API SL_NODISCARD sl_status sl_plan_merge_codes(sl_plan *plan, uint32_t node,
 /**
  * Append another part's failed-chunk records (as sl_plan_errors returns
  * them); those beyond max_errors are counted as dropped.
+ * Thread-safety: one thread, not while the plan runs.
  */
 SL_API void sl_plan_merge_errors(sl_plan *plan, const struct sl_chunk_error *errors, size_t n);
 
@@ -467,15 +546,19 @@ SL_API void sl_plan_merge_errors(sl_plan *plan, const struct sl_chunk_error *err
  * Add another part's summary: bytes and tasks add, peak and elapsed time
  * take the larger, the first error is kept if this plan has none; the chunk
  * counts are recounted from the merged status arrays.
+ * Thread-safety: one thread, not while the plan runs.
  */
 SL_API void sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other);
 
 /**
  * Write the last run's report as JSON: the summary, and per put its counts
  * and each failed chunk with coordinates, code and message.
- * @return SL_OK or SL_EIO.
+ * @return SL_OK, SL_ENOMEM (no memory to sort the failed chunks; nothing
+ * written) or SL_EIO (the stream's error flag is set).
+ * Thread-safety: any thread, not while the plan runs.
  */
-SL_API SL_NODISCARD sl_status sl_plan_write_report(const sl_plan *plan, FILE *out);
+SL_API SL_NODISCARD sl_status sl_plan_write_report(const sl_plan *plan, FILE *out,
+                                                   struct sl_error *err);
 
 #ifdef __cplusplus
 }

@@ -113,17 +113,22 @@ SL_API sl_graph_json *sl_graph_json_load_file(const char *path,
 /**
  * Load a graph file from the `len` bytes at `text`, as sl_graph_json_load_file
  * does; `source` (may be NULL) names it in error records.
+ * Thread-safety: any thread; loads of different texts are independent.
  */
 SL_API sl_graph_json *sl_graph_json_load_string(const char *text, size_t len, const char *source,
                                                 const struct sl_graph_json_opts *opts,
                                                 struct sl_graph_json_errors *errors);
 
-/** Free a loaded file and release its graph and arrays.  NULL is a no-op. */
+/**
+ * Free a loaded file and release its graph and arrays.  NULL is a no-op.
+ * Thread-safety: one thread, once no other thread uses `doc`.
+ */
 SL_API void sl_graph_json_destroy(sl_graph_json *doc);
 
 /**
  * The sealed graph (borrowed: valid while `doc` lives; take a reference with
  * sl_graph_ref to keep it longer).  Node names are the file's node ids.
+ * Thread-safety: any thread.
  */
 SL_API sl_graph *sl_graph_json_graph(const sl_graph_json *doc);
 
@@ -135,15 +140,17 @@ struct sl_graph_json_run {
     bool missing_is_error;  /* "missing": "error"; false ("fill") when not given */
 };
 
-/** Copy the file's run options into `out`. */
+/** Copy the file's run options into `out`.  Thread-safety: any thread. */
 SL_API void sl_graph_json_run_opts(const sl_graph_json *doc, struct sl_graph_json_run *out);
 
 /**
  * Write one line per array of the file: its name, path, whether it is read,
  * created or overwritten, its dtype, shape and chunking.
- * @return SL_OK or SL_EIO.
+ * @return SL_OK or SL_EIO (the stream's error flag is set).
+ * Thread-safety: any thread.
  */
-SL_API SL_NODISCARD sl_status sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out);
+SL_API SL_NODISCARD sl_status sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out,
+                                                         struct sl_error *err);
 
 /* ---- dry runs -------------------------------------------------------------- */
 
@@ -164,7 +171,9 @@ typedef sl_status sl_input_chunk_fn(void *ctx, uint32_t node, const struct sl_ch
  * arrays that a put of the same graph writes are skipped: the run writes
  * them before reading them.
  * @return SL_OK; SL_ESTATE (not sealed); SL_ENOMEM; the io error of an
- * index or key that cannot be read; or what `fn` returned.
+ * index or key that cannot be read (SL_ECORRUPT, SL_EACCES, SL_EIO); or
+ * what `fn` returned.
+ * Thread-safety: any thread; `fn` runs on the calling thread.
  */
 SL_API SL_NODISCARD sl_status sl_graph_check_inputs(const sl_graph *g, sl_input_chunk_fn *fn,
                                                     void *ctx, struct sl_error *err);

@@ -45,6 +45,7 @@ struct sl_grid {
  * @return SL_OK; SL_EUNSUPPORTED for rank above SL_MAX_RANK; SL_EINVAL for a
  * zero chunk extent; SL_EOVERFLOW when the chunk count or one chunk's
  * element count exceeds 2^64 - 1.  Messages name the dimension and numbers.
+ * Thread-safety: any thread; one at a time per grid made.
  */
 SL_API SL_NODISCARD sl_status sl_grid_init_regular(struct sl_grid *g, uint32_t rank,
                                                    const uint64_t *shape, const uint64_t *chunk,
@@ -59,6 +60,7 @@ SL_API SL_NODISCARD sl_status sl_grid_init_regular(struct sl_grid *g, uint32_t r
  * @return SL_OK, SL_ENOMEM, SL_EUNSUPPORTED (rank), SL_EINVAL (boundaries
  * not starting at 0 or not ascending, naming dimension and index) or
  * SL_EOVERFLOW.  On failure nothing needs releasing.
+ * Thread-safety: any thread; one at a time per grid made.
  */
 SL_API SL_NODISCARD sl_status sl_grid_init_bounds(struct sl_grid *g,
                                                   const struct sl_allocator *alloc, uint32_t rank,
@@ -69,26 +71,39 @@ SL_API SL_NODISCARD sl_status sl_grid_init_bounds(struct sl_grid *g,
 /**
  * Deep copy `src` into `dst` with `alloc` (NULL for the default).
  * @return SL_OK or SL_ENOMEM; on failure nothing needs releasing.
+ * Thread-safety: any thread; one at a time per grid made.
  */
 SL_API SL_NODISCARD sl_status sl_grid_copy(struct sl_grid *dst, const struct sl_grid *src,
                                            const struct sl_allocator *alloc, struct sl_error *err);
 
-/** Release what the grid owns.  Safe on a zeroed or regular grid. */
+/**
+ * Release what the grid owns.  Safe on a zeroed or regular grid.
+ * Thread-safety: one thread, once nothing reads the grid.
+ */
 SL_API void sl_grid_fini(struct sl_grid *g);
 
-/** True when every dimension is regular. */
+/** True when every dimension is regular.  Thread-safety: any thread. */
 SL_API bool sl_grid_is_regular(const struct sl_grid *g);
 
-/** True when both grids have the same shape and the same chunk boundaries. */
+/**
+ * True when both grids have the same shape and the same chunk boundaries.
+ * Thread-safety: any thread.
+ */
 SL_API bool sl_grid_equal(const struct sl_grid *a, const struct sl_grid *b);
 
-/** Index of the chunk holding coordinate `pos` (< shape[dim]) in `dim`. */
+/**
+ * Index of the chunk holding coordinate `pos` (< shape[dim]) in `dim`.
+ * Thread-safety: any thread.
+ */
 SL_API uint64_t sl_grid_chunk_at(const struct sl_grid *g, uint32_t dim, uint64_t pos);
 
-/** First coordinate of chunk `i` in `dim`; i == n_chunks[dim] gives shape[dim]. */
+/**
+ * First coordinate of chunk `i` in `dim`; i == n_chunks[dim] gives shape[dim].
+ * Thread-safety: any thread.
+ */
 SL_API uint64_t sl_grid_chunk_start(const struct sl_grid *g, uint32_t dim, uint64_t i);
 
-/** Region of the chunk at `coords`, clipped at the array edge. */
+/** Region of the chunk at `coords`, clipped at the array edge.  Thread-safety: any thread. */
 SL_API void sl_grid_chunk_region(const struct sl_grid *g, const uint64_t *coords,
                                  struct sl_region *out);
 
@@ -96,14 +111,15 @@ SL_API void sl_grid_chunk_region(const struct sl_grid *g, const uint64_t *coords
  * Range of chunk coordinates [lo, hi) per dimension of the chunks that meet
  * `region` (which must lie inside the array).  @return false when no chunk
  * does (the region is empty).
+ * Thread-safety: any thread.
  */
 SL_API bool sl_grid_chunks_meeting(const struct sl_grid *g, const struct sl_region *region,
                                    struct sl_region *coord_range);
 
-/** C-order linear index of chunk `coords` (< n_total). */
+/** C-order linear index of chunk `coords` (< n_total).  Thread-safety: any thread. */
 SL_API uint64_t sl_grid_linear_index(const struct sl_grid *g, const uint64_t *coords);
 
-/** Chunk coordinates of C-order linear index `index` (< n_total). */
+/** Chunk coordinates of C-order linear index `index` (< n_total).  Thread-safety: any thread. */
 SL_API void sl_grid_coords_of(const struct sl_grid *g, uint64_t index, uint64_t *coords);
 
 /*
@@ -134,6 +150,7 @@ struct sl_grid_iter {
  * Start iterating the chunks of `g` that meet `sel` (the whole array when
  * NULL).  `sel` must lie inside the array; use sl_grid_iter_init_at for
  * untrusted selections.
+ * Thread-safety: one thread per iterator at a time.
  */
 SL_API void sl_grid_iter_init(struct sl_grid_iter *it, const struct sl_grid *g,
                               const struct sl_region *sel);
@@ -144,12 +161,16 @@ SL_API void sl_grid_iter_init(struct sl_grid_iter *it, const struct sl_grid *g,
  * @return SL_OK, or SL_EBOUNDS naming the selection and the array's shape
  * when it does not lie inside the array (SL_EOVERFLOW if origin + shape
  * overflows).
+ * Thread-safety: one thread per iterator at a time.
  */
 SL_API SL_NODISCARD sl_status sl_grid_iter_init_at(struct sl_grid_iter *it, const struct sl_grid *g,
                                                    const uint64_t *origin,
                                                    const uint64_t *sel_shape, struct sl_error *err);
 
-/** Advance to the next chunk.  @return false when there is none. */
+/**
+ * Advance to the next chunk.  @return false when there is none.
+ * Thread-safety: one thread per iterator at a time.
+ */
 SL_API bool sl_grid_iter_next(struct sl_grid_iter *it);
 
 #ifdef __cplusplus

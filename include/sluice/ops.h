@@ -64,19 +64,26 @@ typedef enum sl_downsample_method {
     SL_DOWNSAMPLE_METHOD_COUNT_
 } sl_downsample_method;
 
-/** The method's name ("mean"); "invalid" for a value outside the enum. */
+/**
+ * The method's name ("mean"); "invalid" for a value outside the enum.
+ * Thread-safety: any thread.
+ */
 SL_API const char *sl_downsample_method_name(sl_downsample_method m);
 
 /**
  * Parse a method name.  @return SL_OK, or SL_EINVAL naming the unknown
  * name and listing the known ones.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_downsample_method_from_name(const char *name,
                                                              sl_downsample_method *out,
                                                              struct sl_error *err);
 
-/** True when method `m` is defined for dtype `dt` (stride: every dtype; the
- * others: bool, integers, float32, float64). */
+/**
+ * True when method `m` is defined for dtype `dt` (stride: every dtype; the
+ * others: bool, integers, float32, float64).
+ * Thread-safety: any thread.
+ */
 SL_API bool sl_downsample_supports(sl_downsample_method m, sl_dtype dt);
 
 /* What to downsample by, and how. */
@@ -91,6 +98,7 @@ struct sl_downsample_params {
  * @return SL_OK; SL_EINVAL (rank mismatch, a factor of 0, an invalid
  * method), SL_EUNSUPPORTED (method not defined for the dtype), naming the
  * dimension, method, dtype and values.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_downsample_check(const struct sl_downsample_params *p, sl_dtype dt,
                                                   uint32_t rank, struct sl_error *err);
@@ -98,6 +106,7 @@ SL_API SL_NODISCARD sl_status sl_downsample_check(const struct sl_downsample_par
 /**
  * Output shape for `in_shape` (p->rank entries): ceil(in_shape[d] / f[d]).
  * `p` must have passed sl_downsample_check.
+ * Thread-safety: any thread.
  */
 SL_API void sl_downsample_shape(const struct sl_downsample_params *p, const uint64_t *in_shape,
                                 uint64_t *out_shape);
@@ -108,6 +117,7 @@ SL_API void sl_downsample_shape(const struct sl_downsample_params *p, const uint
  * sl_downsample() to compute `out_region`.
  * @return SL_OK, or SL_EBOUNDS when `out_region` leaves the output shape of
  * `in_shape` (naming both), SL_EINVAL on a rank mismatch.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_downsample_input_region(const struct sl_downsample_params *p,
                                                          const uint64_t *in_shape,
@@ -123,6 +133,7 @@ SL_API SL_NODISCARD sl_status sl_downsample_input_region(const struct sl_downsam
  * for every call with blocks no larger than that.
  * @return SL_OK, SL_EINVAL/SL_EUNSUPPORTED as sl_downsample_check, or
  * SL_EOVERFLOW when the size does not fit in size_t.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_downsample_scratch_bytes(const struct sl_downsample_params *p,
                                                           sl_dtype dt, const uint64_t *in_shape,
@@ -140,6 +151,7 @@ SL_API SL_NODISCARD sl_status sl_downsample_scratch_bytes(const struct sl_downsa
  * scratch, overlap); SL_EUNSUPPORTED (method not defined for the dtype);
  * SL_EOVERFLOW (a view too large to address).  Messages name the method,
  * dtype, dimension and numbers.  On failure `out` is untouched.
+ * Thread-safety: any thread, on distinct output views and scratch.
  */
 SL_API SL_NODISCARD sl_status sl_downsample(const struct sl_downsample_params *p,
                                             const struct sl_view *in, const struct sl_view *out,
@@ -164,7 +176,11 @@ SL_API SL_NODISCARD sl_status sl_downsample(const struct sl_downsample_params *p
  * too large to address).  On failure `out` is untouched.
  */
 
-/** out = cast(in). */
+/**
+ * out = cast(in).
+ * @return SL_OK; SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW, as above.
+ * Thread-safety: any thread, on distinct output views.
+ */
 SL_API SL_NODISCARD sl_status sl_cast(const struct sl_view *in, const struct sl_view *out,
                                       struct sl_error *err);
 
@@ -172,6 +188,8 @@ SL_API SL_NODISCARD sl_status sl_cast(const struct sl_view *in, const struct sl_
  * out = cast(in * scale + offset), computed in double (int64 and uint64
  * values beyond 2^53 are first rounded to double).  `scale` and `offset`
  * must be finite.
+ * @return SL_OK; SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW, as above.
+ * Thread-safety: any thread, on distinct output views.
  */
 SL_API SL_NODISCARD sl_status sl_scale(const struct sl_view *in, const struct sl_view *out,
                                        double scale, double offset, struct sl_error *err);
@@ -182,6 +200,8 @@ SL_API SL_NODISCARD sl_status sl_scale(const struct sl_view *in, const struct sl
  * [lo, hi]; that range must then hold an integer.  For floats NaN stays NaN.
  * lo <= hi, neither NaN; ±inf means no bound.  Messages (and the
  * registry's "clip") call them "min" and "max".
+ * @return SL_OK; SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW, as above.
+ * Thread-safety: any thread, on distinct output views.
  */
 SL_API SL_NODISCARD sl_status sl_clip(const struct sl_view *in, const struct sl_view *out,
                                       double lo, double hi, struct sl_error *err);
@@ -190,6 +210,8 @@ SL_API SL_NODISCARD sl_status sl_clip(const struct sl_view *in, const struct sl_
  * out = in > threshold ? cast(value) : 0, comparing exactly (an integer
  * against the real `threshold`); NaN is not above any threshold.
  * `threshold` must not be NaN.
+ * @return SL_OK; SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW, as above.
+ * Thread-safety: any thread, on distinct output views.
  */
 SL_API SL_NODISCARD sl_status sl_threshold(const struct sl_view *in, const struct sl_view *out,
                                            double threshold, double value, struct sl_error *err);
@@ -292,19 +314,20 @@ struct sl_op_desc {
                        void *scratch, size_t scratch_bytes, struct sl_error *err);
 };
 
-/** Number of built-in operations. */
+/** Number of built-in operations.  Thread-safety: any thread. */
 SL_API uint32_t sl_op_count(void);
 
-/** The `i`-th operation in name order; NULL when `i` >= sl_op_count(). */
+/**
+ * The `i`-th operation in name order; NULL when `i` >= sl_op_count().
+ * Thread-safety: any thread.
+ */
 SL_API const struct sl_op_desc *sl_op_at(uint32_t i);
-
-/** The operation called `name`, or NULL. */
-SL_API const struct sl_op_desc *sl_op_find(const char *name);
 
 /**
  * Look up an operation by name.
  * @return SL_OK, or SL_ENOTFOUND with `unknown op "dwnsample"; known:
  * cast, clip, downsample, scale, threshold`.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_op_lookup(const char *name, const struct sl_op_desc **out,
                                            struct sl_error *err);
@@ -312,10 +335,14 @@ SL_API SL_NODISCARD sl_status sl_op_lookup(const char *name, const struct sl_op_
 /**
  * Write the operation names, comma separated, into `buf`.
  * @return the length the full text needs, as snprintf does.
+ * Thread-safety: any thread.
  */
 SL_API size_t sl_op_names(char *buf, size_t size);
 
-/** Index of parameter `name` of `d`, or -1 when it has none by that name. */
+/**
+ * Index of parameter `name` of `d`, or -1 when it has none by that name.
+ * Thread-safety: any thread.
+ */
 SL_API int sl_op_param_index(const struct sl_op_desc *d, const char *name);
 
 /**
@@ -325,6 +352,7 @@ SL_API int sl_op_param_index(const struct sl_op_desc *d, const char *name);
  * no such parameter (listing those it has), when the parameter takes
  * another kind of value, or when a name does not parse (listing valid
  * names); SL_EUNSUPPORTED for too many factors.
+ * Thread-safety: one thread per `args` at a time.
  */
 SL_API SL_NODISCARD sl_status sl_op_args_set_number(struct sl_op_args *args,
                                                     const struct sl_op_desc *d, const char *name,
@@ -343,18 +371,25 @@ SL_API SL_NODISCARD sl_status sl_op_args_set_factors(struct sl_op_args *args,
  * @return SL_OK; SL_EINVAL (a required parameter missing, a value out of
  * range) or SL_EUNSUPPORTED (dtype), naming the operation, parameter and
  * value.  On failure `op` is untouched.
+ * Thread-safety: any thread; one at a time per `op`.
  */
 SL_API SL_NODISCARD sl_status sl_op_bind(struct sl_op *op, const struct sl_op_desc *d,
                                          const struct sl_op_args *args, sl_dtype in_dtype,
                                          uint32_t rank, struct sl_error *err);
 
-/** Output block shape for an input block of `in_shape` (op->rank entries). */
+/**
+ * Output block shape for an input block of `in_shape` (op->rank entries).
+ * Thread-safety: any thread.
+ */
 SL_API void sl_op_out_shape(const struct sl_op *op, const uint64_t *in_shape, uint64_t *out_shape);
 
 /**
  * The input region (of an array of `in_shape`) that output region
  * `out_region` depends on: the same region for map ops, the scaled and
- * clipped one for regrid ops.  @return as sl_downsample_input_region.
+ * clipped one for regrid ops.  @return SL_OK, or SL_EBOUNDS when
+ * `out_region` leaves the output shape (naming both), SL_EINVAL on a rank
+ * mismatch, as sl_downsample_input_region.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_op_input_region(const struct sl_op *op, const uint64_t *in_shape,
                                                  const struct sl_region *out_region,
@@ -363,6 +398,7 @@ SL_API SL_NODISCARD sl_status sl_op_input_region(const struct sl_op *op, const u
 /**
  * Scratch bytes sl_op_apply needs for input blocks no larger than
  * `in_shape` (NULL: any block).  @return SL_OK or SL_EOVERFLOW.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape,
                                                   size_t *bytes, struct sl_error *err);
@@ -370,8 +406,9 @@ SL_API SL_NODISCARD sl_status sl_op_scratch_bytes(const struct sl_op *op, const 
 /**
  * Apply `op` to block `in`, writing `out`.  Checks that the views have the
  * op's dtypes and rank and matching shapes, then runs the kernel.
- * @return SL_OK or what the kernel returns; SL_EINVAL naming the operation
- * and the mismatch.
+ * @return SL_OK; SL_EINVAL naming the operation and the mismatch; or what
+ * the kernel returns: SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW.
+ * Thread-safety: any thread, on distinct output views and scratch.
  */
 SL_API SL_NODISCARD sl_status sl_op_apply(const struct sl_op *op, const struct sl_view *in,
                                           const struct sl_view *out, void *scratch,
@@ -380,6 +417,7 @@ SL_API SL_NODISCARD sl_status sl_op_apply(const struct sl_op *op, const struct s
 /**
  * Describe a bound op as `downsample(method=mean, factors=[1, 2, 2]) uint16 -> uint16`
  * for plans and error messages.  @return the length the full text needs.
+ * Thread-safety: any thread.
  */
 SL_API size_t sl_op_format(const struct sl_op *op, char *buf, size_t size);
 

@@ -36,12 +36,19 @@ struct sl_parallel {
 
 /**
  * Run `body` for every index in [0, n) on `par`, or in a plain loop with
- * worker 0 when `par` is NULL.  @return what `par->run` returns, or SL_OK.
+ * worker 0 when `par` is NULL.  @return SL_OK, or what `par->run`
+ * returns: SL_ECANCELED when the executor shut down first.
+ * No `struct sl_error`: the one failure, SL_ECANCELED (the executor shut
+ * down), has nothing more to say, and `run` has no room for one.
+ * Thread-safety: any thread, as `par` allows (the pool's executor: any).
  */
 SL_API SL_NODISCARD sl_status sl_parallel_run(const struct sl_parallel *par, size_t n,
                                               sl_parallel_body *body, void *arg);
 
-/** Number of distinct `worker` values bodies may see: 1 when `par` is NULL. */
+/**
+ * Number of distinct `worker` values bodies may see: 1 when `par` is NULL.
+ * Thread-safety: any thread.
+ */
 SL_API unsigned sl_parallel_workers(const struct sl_parallel *par);
 
 #ifdef __cplusplus

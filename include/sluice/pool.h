@@ -119,7 +119,7 @@ struct sl_task_group {
 
 #undef SL_POOL_ATOMIC_
 
-/* Scheduling counters, summed over workers (see sl_pool_stats). */
+/* Scheduling counters, summed over workers (see sl_pool_get_stats). */
 struct sl_pool_stats {
     uint64_t n_tasks_run;      /* callbacks called, cancelled ones included */
     uint64_t n_tasks_canceled; /* callbacks called with SL_ECANCELED */
@@ -140,7 +140,7 @@ struct sl_pool_stats {
     uint64_t n_task_slabs; /* slabs of pool-owned tasks allocated (the only malloc of tasks) */
 };
 
-/* NUMA-local buffer counters (see sl_pool_buf_stats). */
+/* NUMA-local buffer counters (see sl_pool_buf_get_stats). */
 struct sl_pool_buf_stats {
     uint64_t n_allocs;     /* sl_pool_buf_alloc calls that succeeded */
     uint64_t n_hits;       /* ... served from a cache without allocating */
@@ -180,7 +180,8 @@ SL_API SL_NODISCARD sl_status sl_pool_opts_from_env(struct sl_pool_opts *opts,
  *
  * @param opts  NULL for SL_POOL_OPTS_DEFAULT; borrowed for the call.
  * @return the pool, or NULL with SL_EINVAL (an option out of range, named),
- *         SL_ENOMEM, or the status of sl_topo_create.
+ *         SL_ENOMEM, or the status of sl_topo_create (SL_EINVAL,
+ *         SL_EUNSUPPORTED).
  * Thread-safety: any thread.
  */
 SL_API sl_pool *sl_pool_create(const struct sl_pool_opts *opts, struct sl_error *err);
@@ -192,6 +193,8 @@ SL_API sl_pool *sl_pool_create(const struct sl_pool_opts *opts, struct sl_error 
  * sl_pool_buf_alloc must all be freed before.  NULL is a no-op.
  * Must not be called from one of the pool's tasks, nor while another
  * thread may still submit to, wait on or otherwise use the pool.
+ * Thread-safety: one thread, outside the pool's tasks, once no other thread
+ * uses the pool.
  */
 SL_API void sl_pool_destroy(sl_pool *pool);
 
@@ -202,10 +205,11 @@ SL_API unsigned sl_pool_worker_count(const sl_pool *pool);
  * The index in [0, sl_pool_worker_count) of the calling worker of `pool`,
  * stable for the pool's life, or -1 when the caller is not one of its
  * workers.  Per-worker scratch (codec contexts) can be an array indexed by it.
+ * Thread-safety: any thread.
  */
 SL_API int sl_pool_worker_index(const sl_pool *pool);
 
-/** The pool whose worker is calling, or NULL outside every pool. */
+/** The pool whose worker is calling, or NULL outside every pool.  Thread-safety: any thread. */
 SL_API sl_pool *sl_pool_current(void);
 
 /**
@@ -218,6 +222,8 @@ SL_API sl_pool *sl_pool_current(void);
  * @param arg   borrowed user data, passed to `fn` untouched.
  * @return SL_OK, SL_EINVAL (`pool` or `fn` NULL), SL_ENOMEM (no task could
  *         be allocated) or SL_ECANCELED (pool shutting down).
+ *         No `struct sl_error`: each code has the one cause named here,
+ *         so a message would add nothing, and submitting is the hot path.
  * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_pool_submit(sl_pool *pool, sl_task_fn *fn, void *arg);
@@ -226,6 +232,7 @@ SL_API SL_NODISCARD sl_status sl_pool_submit(sl_pool *pool, sl_task_fn *fn, void
  * Initialise a group whose tasks run on `pool`.  Groups need no _fini: a
  * group whose tasks have all finished holds nothing.  The storage must stay
  * valid until sl_task_group_wait has returned.
+ * Thread-safety: one thread, before any task is submitted to the group.
  */
 SL_API void sl_task_group_init(struct sl_task_group *group, sl_pool *pool);
 
@@ -233,6 +240,8 @@ SL_API void sl_task_group_init(struct sl_task_group *group, sl_pool *pool);
  * Queue `fn(arg, status)` as a task of `group`; as sl_pool_submit otherwise.
  * @return SL_OK, SL_EINVAL, SL_ENOMEM, SL_EOVERFLOW (2^29 unfinished tasks in
  *         the group) or SL_ECANCELED (group cancelled or pool shutting down).
+ *         No `struct sl_error`, as sl_pool_submit.
+ * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit(struct sl_task_group *group, sl_task_fn *fn,
                                                    void *arg);
@@ -243,7 +252,9 @@ SL_API SL_NODISCARD sl_status sl_task_group_submit(struct sl_task_group *group, 
  * tasks meanwhile, any tasks, so this never deadlocks the pool; another
  * thread sleeps.  The group can be reused afterwards.
  *
- * @return SL_OK, or SL_ECANCELED when the group was cancelled.
+ * @return SL_OK, or SL_ECANCELED when the group was cancelled.  No `struct
+ *         sl_error`: cancelling is the caller's own act, there is nothing
+ *         more to say.
  * Thread-safety: any thread; one waiter per group at a time.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_wait(struct sl_task_group *group);
@@ -256,12 +267,13 @@ SL_API SL_NODISCARD sl_status sl_task_group_wait(struct sl_task_group *group);
  */
 SL_API void sl_task_group_cancel(struct sl_task_group *group);
 
-/** True once `group` has been cancelled. */
+/** True once `group` has been cancelled.  Thread-safety: any thread. */
 SL_API bool sl_task_group_is_canceled(const struct sl_task_group *group);
 
 /**
  * Initialise a task in caller storage: `fn(arg, status)`, no group, no
  * dependencies.  Submit it with sl_pool_submit_task or sl_task_group_submit_task.
+ * Thread-safety: one thread, before the task is submitted.
  */
 SL_API void sl_task_init(struct sl_task *task, sl_task_fn *fn, void *arg);
 
@@ -274,13 +286,17 @@ SL_API void sl_task_init(struct sl_task *task, sl_task_fn *fn, void *arg);
  *
  * @return SL_OK, SL_EINVAL (NULL or `pred` == `succ`), SL_ESTATE (`pred`
  *         already has a successor, or either task was submitted) or
- *         SL_EOVERFLOW (2^32 - 2 dependencies).
+ *         SL_EOVERFLOW (2^32 - 2 dependencies).  No `struct sl_error`, as
+ *         sl_pool_submit.
+ * Thread-safety: one thread, before either task is submitted.
  */
 SL_API SL_NODISCARD sl_status sl_task_precede(struct sl_task *pred, struct sl_task *succ);
 
 /**
  * Add `n` dependencies to `task`, each removed by one sl_task_release call.
  * @return SL_OK, SL_EINVAL, SL_ESTATE (already submitted) or SL_EOVERFLOW.
+ *         No `struct sl_error`, as sl_pool_submit.
+ * Thread-safety: one thread, before the task is submitted.
  */
 SL_API SL_NODISCARD sl_status sl_task_add_deps(struct sl_task *task, uint32_t n);
 
@@ -297,13 +313,18 @@ SL_API void sl_task_release(struct sl_task *task);
  * Submit a caller-provided task to `pool` without a group.  It runs once all
  * its dependencies are released.
  * @return SL_OK, SL_EINVAL, SL_ESTATE (already submitted) or SL_ECANCELED.
+ *         No `struct sl_error`, as sl_pool_submit.
+ * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_pool_submit_task(sl_pool *pool, struct sl_task *task);
 
 /**
  * Submit a caller-provided task as a task of `group`: the group counts it
  * from now on, even while it waits for its dependencies.
- * @return as sl_pool_submit_task, plus SL_EOVERFLOW.
+ * @return as sl_pool_submit_task (SL_OK, SL_EINVAL, SL_ESTATE,
+ *         SL_ECANCELED), plus SL_EOVERFLOW.  No `struct sl_error`, as
+ *         sl_pool_submit.
+ * Thread-safety: any thread, including the pool's own workers.
  */
 SL_API SL_NODISCARD sl_status sl_task_group_submit_task(struct sl_task_group *group,
                                                         struct sl_task *task);
@@ -316,6 +337,7 @@ SL_API SL_NODISCARD sl_status sl_task_group_submit_task(struct sl_task_group *gr
  * nested loops never deadlock.  `run` returns SL_OK, or SL_ECANCELED when
  * the pool shut down before every iteration ran.
  * The returned value borrows `pool`.
+ * Thread-safety: any thread.
  */
 SL_API struct sl_parallel sl_pool_parallel(sl_pool *pool);
 
@@ -325,7 +347,9 @@ SL_API struct sl_parallel sl_pool_parallel(sl_pool *pool);
  * and then to memory bound to the node with hwloc.  Threads outside the pool
  * use the cache of the node they run on.  Buffers over 1 GiB bypass caches.
  *
- * @return the buffer, or NULL when out of memory or `n_bytes` is 0.
+ * @return the buffer, or NULL when out of memory or `n_bytes` is 0.  No
+ *         `struct sl_error`, as with malloc: the caller knows what the
+ *         buffer was for and says so.
  * Thread-safety: any thread.
  */
 SL_API void *sl_pool_buf_alloc(sl_pool *pool, size_t n_bytes);
@@ -334,39 +358,54 @@ SL_API void *sl_pool_buf_alloc(sl_pool *pool, size_t n_bytes);
  * Return a buffer from sl_pool_buf_alloc of the same `pool` and `n_bytes`.
  * Any thread may free it, not only the allocating one: it goes back to the
  * cache of its own NUMA node.  NULL is a no-op.
+ * Thread-safety: any thread.
  */
 SL_API void sl_pool_buf_free(sl_pool *pool, void *buf, size_t n_bytes);
 
-/** The pool's buffer counters (a snapshot; counters of busy workers move). */
-SL_API struct sl_pool_buf_stats sl_pool_buf_stats(const sl_pool *pool);
-
-/** The pool's scheduling counters, summed over workers (a snapshot). */
-SL_API struct sl_pool_stats sl_pool_stats(const sl_pool *pool);
+/**
+ * Copy the pool's buffer counters into `out` (a snapshot; counters of busy
+ * workers move).
+ * Thread-safety: any thread.
+ */
+SL_API void sl_pool_buf_get_stats(const sl_pool *pool, struct sl_pool_buf_stats *out);
 
 /**
- * The counters of worker `worker` alone.
- * @return SL_OK, or SL_EINVAL (worker out of range).
+ * Copy the pool's scheduling counters, summed over workers, into `out` (a snapshot).
+ * Thread-safety: any thread.
  */
-SL_API SL_NODISCARD sl_status sl_pool_worker_stats(const sl_pool *pool, unsigned worker,
-                                                   struct sl_pool_stats *out);
+SL_API void sl_pool_get_stats(const sl_pool *pool, struct sl_pool_stats *out);
+
+/**
+ * Copy the counters of worker `worker` alone into `out`.
+ * @return SL_OK, or SL_EINVAL (worker out of range, naming it and the
+ *         worker count; `out` is untouched).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_pool_worker_get_stats(const sl_pool *pool, unsigned worker,
+                                                       struct sl_pool_stats *out,
+                                                       struct sl_error *err);
 
 /**
  * Where worker `worker` runs and whether it is pinned.
- * @return SL_OK, or SL_EINVAL (worker out of range).
+ * @return SL_OK, or SL_EINVAL (worker out of range, naming it and the
+ *         worker count).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_pool_worker_info(const sl_pool *pool, unsigned worker,
-                                                  struct sl_pool_worker_info *out);
+                                                  struct sl_pool_worker_info *out,
+                                                  struct sl_error *err);
 
 /**
  * The order in which worker `worker` tries victims (see sl_topo_victims):
  * up to `cap` worker indices and, when `distances` is not NULL, their classes.
  * @return the number of victims (sl_pool_worker_count - 1), even if > cap;
  *         0 when `worker` is out of range.
+ * Thread-safety: any thread.
  */
 SL_API unsigned sl_pool_victims(const sl_pool *pool, unsigned worker, unsigned *victims,
                                 sl_topo_distance *distances, unsigned cap);
 
-/** The pool's topology (borrowed; lives as long as the pool). */
+/** The pool's topology (borrowed; lives as long as the pool).  Thread-safety: any thread. */
 SL_API const sl_topo *sl_pool_topo(const sl_pool *pool);
 
 #ifdef __cplusplus

@@ -108,7 +108,8 @@ struct sl_pyramid_opts {
  * the rules, a non-finite or negative scale); SL_EUNSUPPORTED (the method
  * is not defined for the input's dtype, sharding in Zarr v2); SL_EEXIST
  * (something is at `group` or at a level's path and overwrite is false);
- * SL_ESTATE (sealed graph); SL_ENOMEM; or the store's error.  On failure
+ * SL_ESTATE (sealed graph); SL_ENOMEM; or the store's error (SL_EACCES,
+ * SL_ENOSPC, SL_EIO).  On failure
  * the graph is unchanged; arrays and metadata already written stay in the
  * store.
  * Thread-safety: one thread per graph, as every sl_graph_add_*.

@@ -28,19 +28,25 @@ struct sl_sha256 {
     size_t n_block;    /* bytes pending in `block` */
 };
 
-/** Start a new hash. */
+/** Start a new hash.  Thread-safety: one thread per state at a time. */
 SL_API void sl_sha256_init(struct sl_sha256 *s);
 
-/** Hash `n` more bytes of `data` (`data` may be NULL when `n` is 0). */
+/**
+ * Hash `n` more bytes of `data` (`data` may be NULL when `n` is 0).
+ * Thread-safety: one thread per state at a time.
+ */
 SL_API void sl_sha256_update(struct sl_sha256 *s, const void *data, size_t n);
 
-/** Finish: write the digest.  `s` must be initialized again before reuse. */
+/**
+ * Finish: write the digest.  `s` must be initialized again before reuse.
+ * Thread-safety: one thread per state at a time.
+ */
 SL_API void sl_sha256_final(struct sl_sha256 *s, uint8_t digest[SL_SHA256_BYTES]);
 
-/** One-shot: the digest of `n` bytes at `data`. */
+/** One-shot: the digest of `n` bytes at `data`.  Thread-safety: any thread. */
 SL_API void sl_sha256(const void *data, size_t n, uint8_t digest[SL_SHA256_BYTES]);
 
-/** Write `digest` as 64 lowercase hex digits and a NUL into `hex`. */
+/** Write `digest` as 64 lowercase hex digits and a NUL into `hex`.  Thread-safety: any thread. */
 SL_API void sl_sha256_hex(const uint8_t digest[SL_SHA256_BYTES], char hex[SL_SHA256_HEX_CHARS + 1]);
 
 #ifdef __cplusplus

@@ -47,20 +47,28 @@ typedef enum sl_status {
 /**
  * The code's name without prefix, e.g. "ECORRUPT"; "EUNKNOWN" for a value
  * outside the list.  Never NULL; the string is static.
+ * Thread-safety: any thread.
  */
 SL_API const char *sl_status_name(sl_status code);
 
 /**
  * A short English message for the code, e.g. "stored data failed
  * validation"; "unknown status" for a value outside the list.  Never NULL.
+ * Thread-safety: any thread.
  */
 SL_API const char *sl_status_message(sl_status code);
 
+/* Defined in <sluice/error.h>, which includes this header. */
+struct sl_error;
+
 /**
  * Parse a name as printed by sl_status_name ("ECORRUPT" or "SL_ECORRUPT").
- * @return SL_OK and the code in `*out`, or SL_EINVAL when the name is unknown.
+ * @return SL_OK and the code in `*out`, or SL_EINVAL when the name is
+ * unknown (naming it) or an argument is NULL.
+ * Thread-safety: any thread.
  */
-SL_API SL_NODISCARD sl_status sl_status_from_name(const char *name, sl_status *out);
+SL_API SL_NODISCARD sl_status sl_status_from_name(const char *name, sl_status *out,
+                                                  struct sl_error *err);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include <sluice/alloc.h>
+#include <sluice/buf.h>
 #include <sluice/common.h>
 #include <sluice/error.h>
 #include <sluice/status.h>
@@ -29,34 +30,6 @@ extern "C" {
 /* The longest key a store accepts, in bytes, and the longest component. */
 #define SL_STORE_KEY_MAX 1024
 #define SL_STORE_KEY_COMPONENT_MAX 255
-
-/* ---- growable byte buffers ------------------------------------------------ */
-
-/*
- * A byte buffer owned by the caller that stores fill and grow.  Reusing one
- * across calls keeps reads free of allocation once it has grown.  A zeroed
- * buffer (SL_BUF_INIT) is empty and uses the default allocator.
- */
-struct sl_buf {
-    uint8_t *data;             /* `capacity` bytes, or NULL */
-    size_t size;               /* bytes in use */
-    size_t capacity;           /* bytes allocated */
-    struct sl_allocator alloc; /* where `data` comes from; zeroed: the default */
-};
-#define SL_BUF_INIT ((struct sl_buf){.data = NULL, .size = 0, .capacity = 0})
-
-/**
- * Make room for at least `n` bytes, keeping the first `size` bytes.
- * @return SL_OK or SL_ENOMEM (the buffer is unchanged).
- */
-SL_API SL_NODISCARD sl_status sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err);
-
-/** Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW. */
-SL_API SL_NODISCARD sl_status sl_buf_append(struct sl_buf *b, const void *data, size_t n,
-                                            struct sl_error *err);
-
-/** Free the buffer's memory and make it empty.  NULL is a no-op. */
-SL_API void sl_buf_fini(struct sl_buf *b);
 
 /* ---- byte ranges ---------------------------------------------------------- */
 
@@ -75,7 +48,7 @@ struct sl_byte_range {
     uint64_t length;    /* SL_RANGE_FROM, SL_RANGE_SUFFIX: bytes wanted */
 };
 
-/** The range [offset, offset + length). */
+/** The range [offset, offset + length).  Thread-safety: any thread. */
 static inline struct sl_byte_range
 sl_byte_range_at(uint64_t offset, uint64_t length)
 {
@@ -83,7 +56,7 @@ sl_byte_range_at(uint64_t offset, uint64_t length)
     return r;
 }
 
-/** The last `length` bytes. */
+/** The last `length` bytes.  Thread-safety: any thread. */
 static inline struct sl_byte_range
 sl_byte_range_suffix(uint64_t length)
 {
@@ -142,7 +115,7 @@ struct sl_io_table {
     int (*list_dir)(void *ctx, const char *path, sl_io_dir_fn *fn, void *arg);
 };
 
-/** The table that calls the C library.  Never NULL; static. */
+/** The table that calls the C library.  Never NULL; static.  Thread-safety: any thread. */
 SL_API const struct sl_io_table *sl_io_table_default(void);
 
 /* ---- stores --------------------------------------------------------------- */
@@ -182,6 +155,7 @@ struct sl_fs_store_opts {
  * @return a store with one reference (release with sl_store_unref), or NULL
  * with SL_ENOTFOUND (root missing and `create` false), SL_EIO, SL_EACCES or
  * SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
  */
 SL_API sl_store *sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts,
                                   struct sl_error *err);
@@ -206,13 +180,17 @@ struct sl_mem_store_opts {
 /**
  * Create an empty store in memory.  @param opts NULL for the default.
  * @return a store with one reference, or NULL with SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
  */
 SL_API sl_store *sl_store_create_memory(const struct sl_mem_store_opts *opts, struct sl_error *err);
 
 /** Take a reference.  Thread-safety: any thread. */
 SL_API void sl_store_ref(sl_store *s);
 
-/** Drop a reference; the last one closes the store.  NULL is a no-op. */
+/**
+ * Drop a reference; the last one closes the store.  NULL is a no-op.
+ * Thread-safety: any thread.
+ */
 SL_API void sl_store_unref(sl_store *s);
 
 /**
@@ -223,6 +201,8 @@ SL_API void sl_store_unref(sl_store *s);
  * @return SL_OK; SL_ENOTFOUND when there is no such object; SL_EBOUNDS when
  * the range reaches past its end; SL_EACCES for a refused key; SL_EIO or
  * SL_ENOMEM.  Messages name the key.
+ * Thread-safety: any thread, concurrently with every other operation of the
+ * store.
  */
 SL_API SL_NODISCARD sl_status sl_store_get(sl_store *s, const char *key,
                                            const struct sl_byte_range *range, struct sl_buf *out,
@@ -231,6 +211,8 @@ SL_API SL_NODISCARD sl_status sl_store_get(sl_store *s, const char *key,
 /**
  * The size of object `key` in `*bytes`.
  * @return SL_OK, SL_ENOTFOUND, SL_EACCES or SL_EIO.
+ * Thread-safety: any thread, concurrently with every other operation of the
+ * store.
  */
 SL_API SL_NODISCARD sl_status sl_store_size(sl_store *s, const char *key, uint64_t *bytes,
                                             struct sl_error *err);
@@ -244,6 +226,8 @@ SL_API SL_NODISCARD sl_status sl_store_size(sl_store *s, const char *key, uint64
  * @return SL_OK, SL_EACCES (refused key, read-only store), SL_ENOSPC,
  * SL_EEXIST (a key prefix is an object), SL_EIO or SL_ENOMEM.  On failure
  * the previous object, if any, is intact.
+ * Thread-safety: any thread, concurrently with every other operation of the
+ * store.
  */
 SL_API SL_NODISCARD sl_status sl_store_set(sl_store *s, const char *key, const void *data, size_t n,
                                            struct sl_error *err);
@@ -251,6 +235,8 @@ SL_API SL_NODISCARD sl_status sl_store_set(sl_store *s, const char *key, const v
 /**
  * Remove object `key`; removing an absent key succeeds.
  * @return SL_OK, SL_EACCES or SL_EIO.
+ * Thread-safety: any thread, concurrently with every other operation of the
+ * store.
  */
 SL_API SL_NODISCARD sl_status sl_store_delete(sl_store *s, const char *key, struct sl_error *err);
 
@@ -264,6 +250,8 @@ typedef sl_status sl_store_list_fn(void *arg, const char *key, uint64_t bytes);
  * directories and skips links that lead outside its root.
  * @return SL_OK, what `fn` returned, SL_EACCES (refused prefix), SL_EIO or
  * SL_ENOMEM.
+ * Thread-safety: any thread, concurrently with every other operation of the
+ * store.
  */
 SL_API SL_NODISCARD sl_status sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn,
                                             void *arg, struct sl_error *err);
@@ -281,7 +269,7 @@ struct sl_store_stats {
 /** Copy the store's counters into `out`.  Thread-safety: any thread. */
 SL_API void sl_store_get_stats(const sl_store *s, struct sl_store_stats *out);
 
-/** "fs" or "memory". */
+/** "fs" or "memory".  Thread-safety: any thread. */
 SL_API const char *sl_store_kind(const sl_store *s);
 
 #ifdef __cplusplus

@@ -80,25 +80,38 @@ typedef enum sl_topo_distance {
  */
 SL_API sl_topo *sl_topo_create(const char *desc, struct sl_error *err);
 
-/** Free `topo`; NULL is a no-op.  Nothing may use it afterwards. */
+/**
+ * Free `topo`; NULL is a no-op.  Nothing may use it afterwards.
+ * Thread-safety: one thread, once nothing uses `topo`.
+ */
 SL_API void sl_topo_destroy(sl_topo *topo);
 
-/** True when `topo` describes the machine this process runs on, so
- * threads and memory may be bound to its objects. */
+/**
+ * True when `topo` describes the machine this process runs on, so
+ * threads and memory may be bound to its objects.
+ * Thread-safety: any thread (a topology is immutable).
+ */
 SL_API bool sl_topo_is_this_system(const sl_topo *topo);
 
-/** The number of packages, NUMA nodes, shared caches, cores and PUs. */
+/**
+ * The number of packages, NUMA nodes, shared caches, cores and PUs.
+ * Thread-safety: any thread (a topology is immutable).
+ */
 SL_API struct sl_topo_counts sl_topo_counts(const sl_topo *topo);
 
 /**
  * Where core `core` sits.
  * @return SL_OK, or SL_EINVAL (core out of range, named in `err`).
+ * Thread-safety: any thread (a topology is immutable).
  */
 SL_API SL_NODISCARD sl_status sl_topo_core_place(const sl_topo *topo, unsigned core,
                                                  struct sl_topo_place *out, struct sl_error *err);
 
-/** The distance class between cores `a` and `b` (SL_TOPO_REMOTE when either
- * is out of range). */
+/**
+ * The distance class between cores `a` and `b` (SL_TOPO_REMOTE when either
+ * is out of range).
+ * Thread-safety: any thread (a topology is immutable).
+ */
 SL_API sl_topo_distance sl_topo_core_distance(const sl_topo *topo, unsigned a, unsigned b);
 
 /**
@@ -109,6 +122,7 @@ SL_API sl_topo_distance sl_topo_core_distance(const sl_topo *topo, unsigned a, u
  *
  * @return SL_OK, or SL_EINVAL (n_workers is 0, `places` NULL or `pin`
  *         unknown).
+ * Thread-safety: any thread (a topology is immutable).
  */
 SL_API SL_NODISCARD sl_status sl_topo_plan(const sl_topo *topo, unsigned n_workers, sl_pin pin,
                                            struct sl_topo_place *places, struct sl_error *err);
@@ -123,22 +137,30 @@ SL_API SL_NODISCARD sl_status sl_topo_plan(const sl_topo *topo, unsigned n_worke
  * @param victims    out: n_workers - 1 worker indices.
  * @param distances  out, optional: the class of each victim.
  * @return SL_OK, or SL_EINVAL (`thief` out of range or a NULL array).
+ * Thread-safety: any thread (a topology is immutable).
  */
 SL_API SL_NODISCARD sl_status sl_topo_victims(const sl_topo *topo,
                                               const struct sl_topo_place *places,
                                               unsigned n_workers, unsigned thief, unsigned *victims,
                                               sl_topo_distance *distances, struct sl_error *err);
 
-/** The name of a distance class, e.g. "same-numa"; never NULL. */
+/**
+ * The name of a distance class, e.g. "same-numa"; never NULL.
+ * Thread-safety: any thread (a topology is immutable).
+ */
 SL_API const char *sl_topo_distance_name(sl_topo_distance d);
 
-/** The name of a placement policy ("compact", "spread", "none"); never NULL. */
+/**
+ * The name of a placement policy ("compact", "spread", "none"); never NULL.
+ * Thread-safety: any thread (a topology is immutable).
+ */
 SL_API const char *sl_pin_name(sl_pin pin);
 
 /**
  * Write a one-line summary, e.g. "2 packages, 4 NUMA nodes, 16 cores,
  * 32 PUs (synthetic)", into `buf` (always NUL-terminated when size > 0).
  * @return the length the full line needs, as snprintf does.
+ * Thread-safety: any thread (a topology is immutable).
  */
 SL_API size_t sl_topo_describe(const sl_topo *topo, char *buf, size_t size);
 

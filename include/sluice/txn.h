@@ -6,7 +6,8 @@
  * "compute a shard's inner chunks one by one, write the shard once": a
  * shard whose chunks are all staged is written at once, so memory stays
  * bounded by the shards in progress.  Iterators over the shards of a region
- * and the inner chunks of a shard make that loop short:
+ * and the inner chunks of a shard (<sluice/array_iter.h>) make that loop
+ * short:
  *
  *     sl_txn *t = sl_txn_open(a, NULL, &err);
  *     struct sl_array_iter shards, chunks;
@@ -74,7 +75,6 @@
 #include <sluice/codec.h>
 #include <sluice/common.h>
 #include <sluice/error.h>
-#include <sluice/grid.h>
 #include <sluice/parallel.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
@@ -160,7 +160,9 @@ struct sl_txn_stats {
  * @param a     retained until sl_txn_close.
  * @param opts  NULL for SL_TXN_OPTS_DEFAULT.
  * @return the transaction (release with sl_txn_close), or NULL with
- * SL_EINVAL (no array), SL_ENOMEM or the error of cleaning in `err`.
+ * SL_EINVAL (no array), SL_ENOMEM or the error of cleaning (SL_EIO) in
+ * `err`.
+ * Thread-safety: any thread.
  */
 SL_API sl_txn *sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err);
 
@@ -190,7 +192,8 @@ SL_API SL_NODISCARD sl_status sl_txn_write_chunk(sl_txn *t, const uint64_t *coor
  * whole; the parts of others are kept with a mask and merged with the
  * stored chunk when their unit is written.  After a failure, the chunks
  * met before the failing one stay staged.
- * @return as sl_txn_write_chunk, SL_EBOUNDS for a region outside the array;
+ * @return as sl_txn_write_chunk (SL_OK, SL_EINVAL, SL_ESTATE, SL_ENOMEM),
+ * SL_EBOUNDS for a region outside the array;
  * a part written over a chunk staged encoded decodes it first, which may
  * fail (SL_ENOMEM, or SL_ECORRUPT naming the chunk).
  * Thread-safety: as sl_txn_write_chunk.
@@ -203,8 +206,9 @@ SL_API SL_NODISCARD sl_status sl_txn_write_region(sl_txn *t, const struct sl_reg
  * Read chunk `coords` as sl_array_read_chunk does, seeing what this
  * transaction staged over what is stored.  `*missing` (may be NULL) is
  * true when nothing is staged or stored there.
- * @return as sl_array_read_chunk; a chunk staged encoded is decoded, with
- * the same failures.
+ * @return as sl_array_read_chunk: SL_OK, SL_EBOUNDS, SL_EINVAL,
+ * SL_ECORRUPT, SL_EIO or SL_ENOMEM; a chunk staged encoded is decoded,
+ * with the same failures.
  * Thread-safety: any thread, concurrently with writes.
  */
 SL_API SL_NODISCARD sl_status sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf,
@@ -214,7 +218,9 @@ SL_API SL_NODISCARD sl_status sl_txn_read_chunk(sl_txn *t, const uint64_t *coord
 /**
  * Read `region` as sl_array_read_region does, seeing what this
  * transaction staged over what is stored.
- * @return as sl_array_read_region.  Thread-safety: as sl_txn_read_chunk.
+ * @return as sl_array_read_region: SL_OK, SL_EBOUNDS, SL_EINVAL,
+ * SL_ECORRUPT, SL_EIO or SL_ENOMEM.
+ * Thread-safety: as sl_txn_read_chunk.
  */
 SL_API SL_NODISCARD sl_status sl_txn_read_region(sl_txn *t, const struct sl_region *region,
                                                  void *buf, size_t buf_bytes, sl_codec_ctx *ctx,
@@ -237,15 +243,18 @@ SL_API SL_NODISCARD sl_status sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct
  * SL_ECANCELED.  Storage is left untouched (units already flushed early
  * stay written; with `write_behind`, units in the writer thread's hands
  * are written, and reported, before this returns).
- * @return SL_OK, or SL_ESTATE when writes are still running or the
- * transaction is not open.
+ * @return SL_OK; SL_EINVAL (`t` is NULL); SL_ESTATE when writes are still
+ * running (naming how many) or the transaction is not open (naming its
+ * state).
+ * Thread-safety: call once, after every write has returned.
  */
-SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t);
+SL_API SL_NODISCARD sl_status sl_txn_abort(sl_txn *t, struct sl_error *err);
 
 /**
  * Abort when still open, release the array and free.  NULL is a no-op.
  * Call it after every write returned; a write still running (a caller's
  * error) is waited for first.
+ * Thread-safety: one thread, after every write has returned.
  */
 SL_API void sl_txn_close(sl_txn *t);
 
@@ -253,8 +262,9 @@ SL_API void sl_txn_close(sl_txn *t);
  * Wait until the writer thread of `write_behind` holds no unit: every unit
  * handed to it is written (or failed), reported to `on_unit` and no longer
  * staged.  Writes may go on meanwhile and hand it more.
- * @return whether there was anything to wait for.  Thread-safety: any
- * thread but the writer thread (that is, not from `on_unit`).
+ * @return whether there was anything to wait for.
+ * Thread-safety: any thread but the writer thread (that is, not from
+ * `on_unit`).
  */
 SL_API bool sl_txn_wait_behind(sl_txn *t);
 
@@ -277,44 +287,10 @@ SL_API void sl_txn_get_stats(const sl_txn *t, struct sl_txn_stats *out);
  * processes still running on this machine are kept, so use it only where
  * no writer on another machine shares the directory.  `n_removed` may be
  * NULL.  @return SL_OK, SL_EIO or SL_ENOMEM.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_txn_clean_leftovers(sl_array *a, uint64_t *n_removed,
                                                      struct sl_error *err);
-
-/* ---- iterating shards and their chunks --------------------------------------- */
-
-/*
- * An iteration over the shards of a selection, or the inner chunks of one
- * shard.  `iter.coords` are the grid coordinates (shard grid or chunk
- * grid), `iter.chunk` the region (clipped at the array edge), `iter.part`
- * its intersection with the selection.  It points into itself: do not copy
- * it once started.  It owns nothing.
- */
-struct sl_array_iter {
-    struct sl_grid grid;      /* the grid walked */
-    struct sl_grid_iter iter; /* the position */
-};
-
-/**
- * Start iterating the shards of `a` (its chunks when unsharded) that meet
- * `sel` (NULL: the whole array), in C order.
- * @return SL_OK, SL_EINVAL (NULL argument) or SL_EBOUNDS (`sel` outside the
- * array).
- */
-SL_API SL_NODISCARD sl_status sl_array_iter_shards(const sl_array *a, const struct sl_region *sel,
-                                                   struct sl_array_iter *it, struct sl_error *err);
-
-/**
- * Start iterating the chunks of shard `shard` (shard grid coordinates) that
- * lie inside the array, in C order: chunk grid coordinates and regions.
- * @return SL_OK, SL_EINVAL or SL_EBOUNDS (`shard` outside the grid).
- */
-SL_API SL_NODISCARD sl_status sl_array_iter_shard_chunks(const sl_array *a, const uint64_t *shard,
-                                                         struct sl_array_iter *it,
-                                                         struct sl_error *err);
-
-/** Advance.  @return false when there is nothing more. */
-SL_API bool sl_array_iter_next(struct sl_array_iter *it);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,7 @@ extern "C" {
 #define SL_VERSION_PATCH 0
 #define SL_VERSION_STRING "0.1.0"
 
-/** The linked library's version, e.g. "0.1.0". */
+/** The linked library's version, e.g. "0.1.0".  Thread-safety: any thread. */
 SL_API const char *sl_version(void);
 
 #ifdef __cplusplus

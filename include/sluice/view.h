@@ -43,6 +43,7 @@ struct sl_view {
  * @return SL_OK; SL_EINVAL (`v` NULL, `shape` NULL with rank > 0, invalid
  * dtype, or `data` NULL for a non-empty shape); SL_EUNSUPPORTED (rank above
  * SL_MAX_RANK); SL_EOVERFLOW (the byte size does not fit in size_t).
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_view_init(struct sl_view *v, sl_dtype dtype, uint32_t rank,
                                            const uint64_t *shape, void *data, struct sl_error *err);
@@ -53,10 +54,14 @@ SL_API SL_NODISCARD sl_status sl_view_init(struct sl_view *v, sl_dtype dtype, ui
  * element's byte offset within PTRDIFF_MAX.
  * @return SL_OK, SL_EINVAL, SL_EUNSUPPORTED (rank) or SL_EOVERFLOW, naming
  * the dimension and the numbers.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_view_check(const struct sl_view *v, struct sl_error *err);
 
-/** True when `v` is C-order contiguous (extent-1 dimensions may have any stride). */
+/**
+ * True when `v` is C-order contiguous (extent-1 dimensions may have any stride).
+ * Thread-safety: any thread.
+ */
 SL_API bool sl_view_is_contiguous(const struct sl_view *v);
 
 /**
@@ -64,6 +69,7 @@ SL_API bool sl_view_is_contiguous(const struct sl_view *v);
  * coordinates are indices into `v`).  `out` may be `v`.
  * @return SL_OK, SL_EINVAL (rank mismatch) or SL_EBOUNDS (the region leaves
  * the view), naming the region and the view's shape.
+ * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_view_slice(const struct sl_view *v, const struct sl_region *region,
                                             struct sl_view *out, struct sl_error *err);
@@ -73,17 +79,19 @@ SL_API SL_NODISCARD sl_status sl_view_slice(const struct sl_view *v, const struc
  * complex included) and same shape; the views must not overlap.
  * @return SL_OK or SL_EINVAL (dtype, rank or shape mismatch, overlap),
  * naming both.
+ * Thread-safety: any thread, on distinct destination views.
  */
 SL_API SL_NODISCARD sl_status sl_view_copy(const struct sl_view *dst, const struct sl_view *src,
                                            struct sl_error *err);
 
-/** Number of elements of a checked view (the product of its shape). */
+/** Number of elements of a checked view (the product of its shape).  Thread-safety: any thread. */
 SL_API uint64_t sl_view_count(const struct sl_view *v);
 
 /**
  * Set every element of `v` to the `sl_dtype_size(v->dtype)` bytes at
- * `value` (one element, native byte order).  @return SL_OK, or the errors of
- * sl_view_check.
+ * `value` (one element, native byte order).  @return SL_OK, or SL_EINVAL,
+ * SL_EUNSUPPORTED or SL_EOVERFLOW as sl_view_check.
+ * Thread-safety: any thread, on distinct destination views.
  */
 SL_API SL_NODISCARD sl_status sl_view_fill(const struct sl_view *v, const void *value,
                                            struct sl_error *err);

@@ -14,6 +14,8 @@
 
 #include <sluice/alloc.h>
 #include <sluice/array.h>
+#include <sluice/array_iter.h>
+#include <sluice/buf.h>
 #include <sluice/checked.h>
 #include <sluice/codec.h>
 #include <sluice/dtype.h>

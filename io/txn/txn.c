@@ -113,7 +113,7 @@ sl_txn_close(sl_txn *t)
      * running, and a condition variable would cost every write's
      * writer_leave a check for this one case.  Seq_cst load: part of the
      * phase protocol of writer_enter/phase_leave_open. */
-    while (atomic_load(&t->phase) == SL__TXN_OPEN && sl_txn_abort(t) != SL_OK)
+    while (atomic_load(&t->phase) == SL__TXN_OPEN && sl_txn_abort(t, NULL) != SL_OK)
         sched_yield();
     sl__txn_behind_stop(t);
     struct sl__txn_chunk **pools[] = {&t->pool, &t->pool_bare};
@@ -388,9 +388,9 @@ sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err)
 }
 
 sl_status
-sl_txn_abort(sl_txn *t)
+sl_txn_abort(sl_txn *t, struct sl_error *err)
 {
-    SL_TRY(phase_leave_open(t, SL__TXN_ABORTED, NULL));
+    SL_TRY(phase_leave_open(t, SL__TXN_ABORTED, err));
     sl__txn_behind_drain(t); /* early writes are final: let them end */
     for (int i = 0; i < SL__TXN_STRIPES; i++) {
         struct sl__txn_stripe *s = &t->stripes[i];

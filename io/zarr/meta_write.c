@@ -272,7 +272,7 @@ sl__meta_write_v2(const struct sl__meta *m, struct sl_buf *zarray, struct sl_buf
         return sl_error_set(err, SL_EUNSUPPORTED, NULL, "Zarr v2 has no sharding");
     char typestr[8];
     const struct sl__codec *bytes = &m->chain.c[m->chain.n_aa];
-    if (sl_dtype_typestr(m->dtype, bytes->u.bytes.endian, typestr, sizeof(typestr)) != SL_OK)
+    if (sl_dtype_typestr(m->dtype, bytes->u.bytes.endian, typestr, sizeof(typestr), NULL) != SL_OK)
         return sl_error_set(err, SL_EINVAL, NULL, "invalid data type");
     json_t *fill = NULL;
     SL_TRY(sl__fill_to_json(m->dtype, m->fill, m->fill_null, 2, &fill, err));

@@ -27,7 +27,7 @@ Test(core_dtype, every_typestr_round_trips_in_both_byte_orders)
             sl_endian endian = (sl_endian)e, back_endian;
             char ts[8];
             struct sl_error err = SL_ERROR_INIT;
-            cr_assert_eq(sl_dtype_typestr(dt, endian, ts, sizeof(ts)), SL_OK);
+            cr_assert_eq(sl_dtype_typestr(dt, endian, ts, sizeof(ts), NULL), SL_OK);
             cr_assert_eq(sl_dtype_from_typestr(ts, &back, &back_endian, &err), SL_OK, "%s: %s", ts,
                          err.text);
             cr_assert_eq(back, dt, "%s parsed as %s", ts, sl_dtype_name(back));
@@ -42,15 +42,15 @@ Test(core_dtype, every_typestr_round_trips_in_both_byte_orders)
 Test(core_dtype, typestrs_match_numpy_spelling)
 {
     char ts[8];
-    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_U16, SL_ENDIAN_LITTLE, ts, sizeof(ts)), SL_OK);
+    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_U16, SL_ENDIAN_LITTLE, ts, sizeof(ts), NULL), SL_OK);
     cr_assert_str_eq(ts, "<u2");
-    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_F64, SL_ENDIAN_BIG, ts, sizeof(ts)), SL_OK);
+    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_F64, SL_ENDIAN_BIG, ts, sizeof(ts), NULL), SL_OK);
     cr_assert_str_eq(ts, ">f8");
-    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_BOOL, SL_ENDIAN_BIG, ts, sizeof(ts)), SL_OK);
+    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_BOOL, SL_ENDIAN_BIG, ts, sizeof(ts), NULL), SL_OK);
     cr_assert_str_eq(ts, "|b1");
-    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_C128, SL_ENDIAN_LITTLE, ts, sizeof(ts)), SL_OK);
+    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_C128, SL_ENDIAN_LITTLE, ts, sizeof(ts), NULL), SL_OK);
     cr_assert_str_eq(ts, "<c16");
-    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_F16, SL_ENDIAN_LITTLE, ts, sizeof(ts)), SL_OK);
+    cr_assert_eq(sl_dtype_typestr(SL_DTYPE_F16, SL_ENDIAN_LITTLE, ts, sizeof(ts), NULL), SL_OK);
     cr_assert_str_eq(ts, "<f2");
 }
 

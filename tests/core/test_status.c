@@ -14,13 +14,15 @@ Test(core_status, every_code_has_a_name_and_message_that_round_trip)
         const char *name = sl_status_name((sl_status)i);
         cr_assert_neq(strcmp(name, "EUNKNOWN"), 0);
         cr_assert_gt(strlen(sl_status_message((sl_status)i)), 0);
-        cr_assert_eq(sl_status_from_name(name, &back), SL_OK, "%s", name);
+        cr_assert_eq(sl_status_from_name(name, &back, NULL), SL_OK, "%s", name);
         cr_assert_eq(back, (sl_status)i);
     }
     sl_status back;
-    cr_assert_eq(sl_status_from_name("SL_ECORRUPT", &back), SL_OK);
+    cr_assert_eq(sl_status_from_name("SL_ECORRUPT", &back, NULL), SL_OK);
     cr_assert_eq(back, SL_ECORRUPT);
-    cr_assert_eq(sl_status_from_name("EBOGUS", &back), SL_EINVAL);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_status_from_name("EBOGUS", &back, &err), SL_EINVAL);
+    cr_assert_str_eq(err.text, "unknown status name \"EBOGUS\"");
     cr_assert_str_eq(sl_status_name((sl_status)1000), "EUNKNOWN");
     cr_assert_str_eq(sl_status_message((sl_status)-1), "unknown status");
 }

@@ -35,16 +35,16 @@ plan_and_explain(sl_graph_json *doc)
     sl_graph *g = sl_graph_json_graph(doc);
     FUZZ_CHECK(g != NULL && sl_graph_is_sealed(g), "an accepted file gives a sealed graph");
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     if (plan == NULL) {
-        fuzz_check_error(err.code, &err, "sl_graph_prepare");
+        fuzz_check_error(err.code, &err, "sl_plan_create");
         return;
     }
     FILE *null = fopen("/dev/null", "w");
     if (null != NULL) {
-        FUZZ_CHECK(sl_plan_explain(plan, null) == SL_OK, "explain");
-        FUZZ_CHECK(sl_plan_write_dot(plan, null) == SL_OK, "dot");
-        FUZZ_CHECK(sl_graph_json_write_arrays(doc, null) == SL_OK, "arrays summary");
+        FUZZ_CHECK(sl_plan_explain(plan, null, NULL) == SL_OK, "explain");
+        FUZZ_CHECK(sl_plan_write_dot(plan, null, NULL) == SL_OK, "dot");
+        FUZZ_CHECK(sl_graph_json_write_arrays(doc, null, NULL) == SL_OK, "arrays summary");
         fclose(null);
     }
     sl_plan_destroy(plan);

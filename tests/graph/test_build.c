@@ -68,7 +68,7 @@ Test(graph_build, select_grid_is_intersection_with_input_chunks)
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_add_select(g, "sel", raw, &sd, &sel, &err), SL_OK, "%s", err.text);
     struct sl_node_info info;
-    cr_assert_eq(sl_graph_node_info(g, sel, &info), SL_OK);
+    cr_assert_eq(sl_graph_node_info(g, sel, &info, NULL), SL_OK);
     cr_assert_eq(info.grid->shape[0], 32);
     cr_assert_eq(info.grid->shape[1], 61);
     cr_assert_eq(info.grid->n_chunks[0], 4, "[15,20) [20,30) [30,40) [40,47)");
@@ -236,7 +236,12 @@ Test(graph_build, seal_checks_completeness_and_freezes)
     struct sl_error e2 = SL_ERROR_INIT;
     const struct sl_putter_desc pd = {.fn = sl_test_putter_ok};
     cr_assert_eq(sl_graph_add_putter(g, "late", a, &pd, NULL, &e2), SL_ESTATE);
-    cr_assert_eq(sl_graph_set_fusable(g, a, false), SL_ESTATE);
+    struct sl_error e3 = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_set_fusable(g, a, false, &e3), SL_ESTATE);
+    cr_assert_not_null(strstr(e3.text, "is sealed"), "%s", e3.text);
+    e3 = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_node_info(g, 99, &(struct sl_node_info){0}, &e3), SL_EINVAL);
+    cr_assert_not_null(strstr(e3.text, "no node 99 (the graph has 2)"), "%s", e3.text);
     uint32_t id;
     cr_assert_eq(sl_graph_find(g, "out", &id, NULL), SL_OK);
     cr_assert_eq(id, 1);
@@ -273,7 +278,7 @@ Test(graph_build, failed_putter_removes_its_rechunk)
     cr_assert_eq(sl_graph_add_putter(g, "out", a, &pd, NULL, NULL), SL_EINVAL);
     cr_assert_eq(sl_graph_node_count(g), 1);
     struct sl_node_info info;
-    cr_assert_eq(sl_graph_node_info(g, a, &info), SL_OK);
+    cr_assert_eq(sl_graph_node_info(g, a, &info, NULL), SL_OK);
     cr_assert_eq(info.n_consumers, 0);
     sl_graph_unref(g);
 }

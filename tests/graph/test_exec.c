@@ -138,7 +138,7 @@ static uint32_t
 add_collector(sl_graph *g, const char *name, uint32_t input, struct collector *c)
 {
     struct sl_node_info info;
-    cr_assert_eq(sl_graph_node_info(g, input, &info), SL_OK);
+    cr_assert_eq(sl_graph_node_info(g, input, &info, NULL), SL_OK);
     memset(c, 0, sizeof(*c));
     c->rank = info.grid->rank;
     memcpy(c->shape, info.grid->shape, c->rank * sizeof(uint64_t));
@@ -161,7 +161,7 @@ prepare(sl_graph *g, const struct sl_plan_opts *opts)
 {
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_seal(g, &err), SL_OK, "%s", err.text);
-    sl_plan *plan = sl_graph_prepare(g, opts, &err);
+    sl_plan *plan = sl_plan_create(g, opts, &err);
     cr_assert_not_null(plan, "%s", err.text);
     return plan;
 }
@@ -180,7 +180,7 @@ Test(graph_exec, getter_to_putter_moves_every_element)
     for (uint64_t i = 0; i < 50 * 37; i++)
         cr_assert_eq(c.data[i], (double)i, "element %llu", (unsigned long long)i);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, out, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, out, &ps, NULL), SL_OK);
     cr_assert_eq(ps.n_ok, 7 * 4);
     cr_assert_eq(ps.n_failed, 0);
     struct sl_run_summary sum;
@@ -272,7 +272,8 @@ Test(graph_exec, shared_chunks_are_read_once)
 static const struct sl_op *
 bind_downsample(struct sl_op *op, const uint64_t *factors, uint32_t rank, const char *method)
 {
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", rank, factors, NULL), SL_OK);
@@ -335,7 +336,7 @@ Test(graph_exec, failing_chunk_is_recorded_and_others_go_on)
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ECORRUPT);
     cr_assert_not_null(strstr(err.text, "chunk 5 is corrupt"), "%s", err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, out, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, out, &ps, NULL), SL_OK);
     cr_assert_eq(ps.n_ok, 15);
     cr_assert_eq(ps.codes[5], SL_ECORRUPT);
     size_t n;
@@ -370,8 +371,8 @@ Test(graph_exec, failed_intermediate_marks_dependents_upstream)
     sl_plan *plan = prepare(g, NULL);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ECORRUPT);
     struct sl_put_status pa, pb;
-    cr_assert_eq(sl_plan_put_status(plan, a, &pa), SL_OK);
-    cr_assert_eq(sl_plan_put_status(plan, b, &pb), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, a, &pa, NULL), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, b, &pb, NULL), SL_OK);
     cr_assert_eq(pa.codes[2], SL_EUPSTREAM, "ds chunk 2 reads raw chunk 4");
     cr_assert_eq(pa.n_ok, 4);
     cr_assert_eq(pb.codes[4], SL_EUPSTREAM);
@@ -413,7 +414,7 @@ Test(graph_exec, fail_fast_cancels_what_has_not_started)
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_EIO);
     cr_assert_not_null(strstr(err.text, "disk full at 0"), "%s", err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, out, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, out, &ps, NULL), SL_OK);
     cr_assert_eq(ps.codes[0], SL_EIO);
     for (uint64_t k = 1; k < 2000; k++)
         cr_assert(ps.codes[k] == SL_OK || ps.codes[k] == SL_ECANCELED, "chunk %llu: %s",
@@ -449,13 +450,13 @@ Test(graph_exec, budget_is_honoured_and_too_small_is_refused)
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.memory_budget = 2000;
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_null(sl_graph_prepare(g, &o, &err));
+    cr_assert_null(sl_plan_create(g, &o, &err));
     cr_assert_eq(err.code, SL_EBUDGET);
     cr_assert_not_null(strstr(err.text, "2000 bytes is below the 2560 bytes"), "%s", err.text);
     cr_assert_not_null(strstr(err.text, "512 for its own chunks and 2048 for the input"), "%s",
                        err.text);
     o.memory_budget = 3072;
-    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    sl_plan *plan = sl_plan_create(g, &o, &err);
     cr_assert_not_null(plan, "%s", err.text);
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &e2), SL_OK, "%s", e2.text);
@@ -464,7 +465,7 @@ Test(graph_exec, budget_is_honoured_and_too_small_is_refused)
     cr_assert_leq(sum.peak_bytes, 3072, "peak %zu", sum.peak_bytes);
     cr_assert_gt(sum.peak_bytes, 0);
     o.memory_budget = 1 << 20;
-    sl_plan *roomy = sl_graph_prepare(g, &o, &err);
+    sl_plan *roomy = sl_plan_create(g, &o, &err);
     cr_assert_eq(sl_plan_run(roomy, pool, &e2), SL_OK, "%s", e2.text);
     sl_plan_summary(roomy, &sum);
     cr_assert_leq(sum.peak_bytes, 1 << 20);
@@ -494,7 +495,7 @@ Test(graph_exec, sealed_graph_runs_again_with_fresh_status)
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &e2), SL_OK, "%s", e2.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, out, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, out, &ps, NULL), SL_OK);
     cr_assert_eq(ps.n_ok, 10);
     size_t n;
     sl_plan_errors(plan, &n);
@@ -631,7 +632,7 @@ Test(graph_exec, progress_trace_and_report)
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
-    cr_assert_eq(sl_plan_write_report(plan, mem), SL_OK);
+    cr_assert_eq(sl_plan_write_report(plan, mem, NULL), SL_OK);
     fclose(mem);
     json_t *r = json_loads(text, 0, &jerr);
     cr_assert_not_null(r, "report is not JSON: %s\n%s", jerr.text, text);

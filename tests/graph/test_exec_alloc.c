@@ -99,7 +99,8 @@ build_and_run(struct attempt *at, sl_pool *pool, sl_plan **plan_out)
     sl_status st = sl_graph_add_get(g, "src", at->src, &get, &err);
     if (st == SL_OK && at->two_consumers)
         st = sl_graph_add_put(g, "copy", get, at->copy, &at->put_copy, &err);
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     struct sl_op op;
@@ -115,7 +116,7 @@ build_and_run(struct attempt *at, sl_pool *pool, sl_plan **plan_out)
         st = sl_graph_seal(g, &err);
     sl_plan *plan = NULL;
     if (st == SL_OK) {
-        plan = sl_graph_prepare(g, NULL, &err);
+        plan = sl_plan_create(g, NULL, &err);
         st = plan != NULL ? SL_OK : err.code;
     }
     sl_graph_unref(g);
@@ -178,7 +179,7 @@ check_put(sl_plan *plan, uint32_t node, sl_array *a, uint64_t chunk, uint64_t n,
 {
     (void)fail; /* messages only: io_test.h's stand-in drops them */
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, node, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, node, &ps, NULL), SL_OK);
     for (uint64_t k = 0; k < ps.grid->n_total; k++) {
         if (ps.codes[k] != SL_OK)
             continue;

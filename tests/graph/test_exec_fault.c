@@ -169,7 +169,8 @@ add_graph_nodes(sl_graph *g, sl_array *src, sl_array *copy, sl_array *pyr, uint3
     uint32_t get, ds;
     cr_assert_eq(sl_graph_add_get(g, "src", src, &get, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "copy", get, copy, &puts[0], NULL), SL_OK);
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),
@@ -188,7 +189,7 @@ make_plan(sl_array *src, sl_array *copy, sl_array *pyr, uint32_t *puts)
     cr_assert_not_null(g);
     add_graph_nodes(g, src, copy, pyr, puts);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     sl_graph_unref(g);
     return plan;
@@ -339,7 +340,7 @@ static uint64_t
 check_output(struct sweep *sw, struct output *o, const char *what, sl_status injected)
 {
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(sw->plan, o->put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(sw->plan, o->put, &ps, NULL), SL_OK);
     uint16_t *back = read_whole(o->plain); /* fails the test if anything does not decode */
     uint64_t n_units[2] = {(o->shape[0] + o->unit[0] - 1) / o->unit[0],
                            (o->shape[1] + o->unit[1] - 1) / o->unit[1]};
@@ -383,7 +384,7 @@ check_errors(struct sweep *sw, const char *what)
     size_t n_failed = 0;
     for (int i = 0; i < N_OUT; i++) {
         struct sl_put_status ps;
-        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps), SL_OK);
+        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps, NULL), SL_OK);
         n_failed += (size_t)ps.n_failed;
         for (size_t e = 0; e < n; e++) {
             if (errs[e].node != sw->out[i].put)
@@ -415,7 +416,7 @@ check_report(struct sweep *sw, sl_status st, const char *what)
     uint64_t ok = 0, failed = 0;
     for (int i = 0; i < N_OUT; i++) {
         struct sl_put_status ps;
-        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps), SL_OK);
+        cr_assert_eq(sl_plan_put_status(sw->plan, sw->out[i].put, &ps, NULL), SL_OK);
         ok += ps.n_ok;
         failed += ps.n_failed;
     }
@@ -426,7 +427,7 @@ check_report(struct sweep *sw, sl_status st, const char *what)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    cr_assert_eq(sl_plan_write_report(sw->plan, f), SL_OK);
+    cr_assert_eq(sl_plan_write_report(sw->plan, f, NULL), SL_OK);
     fclose(f);
     json_error_t jerr;
     json_t *rep = json_loads(text, 0, &jerr);

@@ -160,7 +160,7 @@ Test(graph_fuse, unfusable_mark_is_honoured)
     const struct sl_map_desc md = {.fn = sl_test_map_noop, .out_dtype = SL_DTYPE_F64};
     uint32_t m;
     cr_assert_eq(sl_graph_add_map(g, "m", 1, &raw, &md, &m, NULL), SL_OK);
-    cr_assert_eq(sl_graph_set_fusable(g, m, false), SL_OK);
+    cr_assert_eq(sl_graph_set_fusable(g, m, false, NULL), SL_OK);
     sl_test_add_putter(g, "out", m);
     struct sl__fusion f = check_plan(g, "unfusable");
     cr_assert_eq(f.n_stages, 3);

@@ -76,7 +76,7 @@ copy(sl_pool *pool, sl_array *src, sl_array *dst, const struct sl_plan_opts *opt
     cr_assert_eq(sl_graph_add_get(g, "src", src, &get, err), SL_OK, "%s", err->text);
     cr_assert_eq(sl_graph_add_put(g, "dst", get, dst, &put, err), SL_OK, "%s", err->text);
     cr_assert_eq(sl_graph_seal(g, err), SL_OK, "%s", err->text);
-    sl_plan *plan = sl_graph_prepare(g, opts, err);
+    sl_plan *plan = sl_plan_create(g, opts, err);
     cr_assert_not_null(plan, "%s", err->text);
     sl_graph_unref(g);
     sl_status st = sl_plan_run(plan, pool, err);
@@ -149,7 +149,7 @@ Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
     cr_assert_eq(copy(pool, src, dst, &o, &plan, &put, &e2), SL_ENOTFOUND);
     cr_assert_not_null(strstr(e2.text, "chunk (1, 0) of array \"src\" is absent"), "%s", e2.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     cr_assert_eq(ps.codes[2], SL_ENOTFOUND);
     cr_assert_eq(ps.n_ok, 3);
     sl_plan_destroy(plan);
@@ -174,7 +174,7 @@ Test(graph_io_nodes, corrupt_chunk_fails_alone_naming_the_key)
     cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &err), SL_ECORRUPT);
     cr_assert_not_null(strstr(err.text, "src/c/0/1"), "%s", err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     cr_assert_eq(ps.codes[1], SL_ECORRUPT);
     cr_assert_eq(ps.n_ok, 3, "the other chunks are written");
     struct sl_run_summary sum;
@@ -240,7 +240,8 @@ copy_then_downsample(sl_store *s, sl_array *src, sl_array *mid, sl_array **low, 
     cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "write_mid", a, mid, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
     struct sl_op_args args;
     memset(&args, 0, sizeof(args));
     cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", 2, (const uint64_t[]){2, 2}, NULL),
@@ -298,7 +299,7 @@ Test(graph_io_nodes, arrays_read_back_later_are_written_through_the_page_cache)
     cr_assert_eq(sl_graph_add_get(g, "read_mid", mid, &b, NULL), SL_OK);
     cr_assert_eq(sl_graph_add_put(g, "write_out", b, out, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     sl_pool *pool = sl_test_pool(2);
     sl_fault_io_reset(&fio);
@@ -345,7 +346,7 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
     sl_array *low;
     sl_graph *g = copy_then_downsample(s, src, mid, &low, NULL);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     float out[16 * 16];
@@ -366,7 +367,7 @@ Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
     cr_assert_eq(sl_graph_add_put(cyc, "w", r, mid, NULL, NULL), SL_OK);
     cr_assert_eq(sl_graph_seal(cyc, NULL), SL_OK);
     struct sl_error e3 = SL_ERROR_INIT;
-    cr_assert_null(sl_graph_prepare(cyc, NULL, &e3));
+    cr_assert_null(sl_plan_create(cyc, NULL, &e3));
     cr_assert_not_null(strstr(e3.text, "a cycle through storage"), "%s", e3.text);
     sl_graph_unref(cyc);
     sl_array_unref(src);
@@ -411,11 +412,11 @@ Test(graph_io_nodes, later_gets_see_failed_puts_as_upstream)
     sl_graph *g = copy_then_downsample(s, src, mid, &low, &low_put);
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.missing_is_error = true;
-    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    sl_plan *plan = sl_plan_create(g, &o, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ECORRUPT, "%s", err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, low_put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, low_put, &ps, NULL), SL_OK);
     /* low chunk (0, 1) reads mid chunks (0..1, 2..3), among them (1, 2). */
     cr_assert_eq(ps.codes[1], SL_EUPSTREAM);
     cr_assert_eq(ps.n_ok, 3, "the chunk over the elided fill chunk is fine");
@@ -484,7 +485,7 @@ Test(graph_io_nodes, sharded_put_writes_each_shard_once_and_reports_its_failure)
     cr_assert_eq(copy(pool, src, dst, NULL, &plan, &put, &e2), SL_ENOSPC);
     cr_assert_not_null(strstr(e2.text, "shard dst/c/1/0 not written"), "%s", e2.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, put, &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     for (uint64_t k = 0; k < ps.grid->n_total; k++) {
         uint64_t c[2];
         sl_grid_coords_of(ps.grid, k, c);

@@ -262,7 +262,7 @@ Test(graph_load_json, validating_creates_nothing_and_reads_run_options)
     uint32_t id;
     struct sl_node_info info;
     cr_assert_eq(sl_graph_find(g, "half", &id, NULL), SL_OK);
-    cr_assert_eq(sl_graph_node_info(g, id, &info), SL_OK);
+    cr_assert_eq(sl_graph_node_info(g, id, &info, NULL), SL_OK);
     cr_assert_eq(info.grid->shape[1], 15);
     sl_graph_json_destroy(doc);
     sl_test_rmtree(dir);
@@ -337,7 +337,7 @@ Test(graph_load_json, a_loaded_graph_runs_end_to_end)
     sl_pool *pool = sl_pool_create(&po, NULL);
     cr_assert_not_null(pool);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(sl_graph_json_graph(doc), NULL, &err);
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     sl_plan_destroy(plan);
@@ -407,7 +407,7 @@ Test(graph_load_json, the_arrays_summary_names_each_role)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    cr_assert_eq(sl_graph_json_write_arrays(doc, f), SL_OK);
+    cr_assert_eq(sl_graph_json_write_arrays(doc, f, NULL), SL_OK);
     fclose(f);
     cr_assert_str_eq(buf, "array raw: read raw.zarr: zarr v3 uint16 [20, 30, 40], chunks [10, "
                           "10, 10]\n"
@@ -437,7 +437,7 @@ Test(graph_load_json, writing_into_an_existing_array_reopens_it_for_writing)
     po.pin = SL_PIN_NONE;
     sl_pool *pool = sl_pool_create(&po, NULL);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_graph_prepare(sl_graph_json_graph(doc), NULL, &err);
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     sl_plan_destroy(plan);

@@ -98,7 +98,7 @@ on_chunk(void *ctx, uint32_t node, const struct sl_chunk_key *chunk, bool stored
     s->n_read++;
     if (!stored) {
         struct sl_node_info info;
-        cr_assert_eq(sl_graph_node_info(s->g, node, &info), SL_OK);
+        cr_assert_eq(sl_graph_node_info(s->g, node, &info, NULL), SL_OK);
         char key[64];
         sl_chunk_key_format(chunk, key, sizeof(key));
         size_t len = strlen(s->missing);

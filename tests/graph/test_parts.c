@@ -50,7 +50,7 @@ Test(graph_parts, parts_cover_every_chunk_once_along_shards)
         struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
         o.n_parts = n_parts;
         o.part = p;
-        plans[p] = sl_graph_prepare(g, &o, &err);
+        plans[p] = sl_plan_create(g, &o, &err);
         cr_assert_not_null(plans[p], "%s", err.text);
         cr_assert_eq(sl_plan_run(plans[p], pool, &err), SL_OK, "part %u: %s", p, err.text);
         struct sl_run_summary sum;
@@ -61,7 +61,7 @@ Test(graph_parts, parts_cover_every_chunk_once_along_shards)
     /* Every chunk in exactly one part; every shard (4 x 5 chunks) in one part. */
     struct sl_put_status ps[3];
     for (uint32_t p = 0; p < n_parts; p++)
-        cr_assert_eq(sl_plan_put_status(plans[p], put, &ps[p]), SL_OK);
+        cr_assert_eq(sl_plan_put_status(plans[p], put, &ps[p], NULL), SL_OK);
     const struct sl_grid *grid = ps[0].grid;
     int shard_part[4][2];
     memset(shard_part, -1, sizeof(shard_part));
@@ -140,14 +140,14 @@ Test(graph_parts, failures_of_other_parts_merge_into_the_report)
         struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
         o.n_parts = 2;
         o.part = p;
-        plans[p] = sl_graph_prepare(g, &o, NULL);
+        plans[p] = sl_plan_create(g, &o, NULL);
         cr_assert_not_null(plans[p]);
         struct sl_error err = SL_ERROR_INIT;
         cr_assert_eq(sl_plan_run(plans[p], pool, &err), SL_OK, "%s", err.text);
     }
     /* Pretend part 1 failed a chunk: its record and code travel to part 0. */
     struct sl_put_status p1;
-    cr_assert_eq(sl_plan_put_status(plans[1], put, &p1), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plans[1], put, &p1, NULL), SL_OK);
     uint8_t codes[10];
     memcpy(codes, p1.codes, sizeof(codes));
     cr_assert_eq(codes[9], SL_OK);
@@ -167,7 +167,7 @@ Test(graph_parts, failures_of_other_parts_merge_into_the_report)
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
-    cr_assert_eq(sl_plan_write_report(plans[0], mem), SL_OK);
+    cr_assert_eq(sl_plan_write_report(plans[0], mem, NULL), SL_OK);
     fclose(mem);
     cr_assert_not_null(strstr(text, "disk full on the other host"), "%s", text);
     free(text);
@@ -208,7 +208,7 @@ Test(graph_parts, phase_callback_sees_every_phase_and_can_stop_the_run)
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
     o.phase_done = on_phase;
     o.phase_ctx = &log;
-    sl_plan *plan = sl_graph_prepare(g, &o, NULL);
+    sl_plan *plan = sl_plan_create(g, &o, NULL);
     cr_assert_not_null(plan);
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
@@ -219,7 +219,7 @@ Test(graph_parts, phase_callback_sees_every_phase_and_can_stop_the_run)
 
     memset(&log, 0, sizeof(log));
     log.answer = SL_EREMOTE;
-    plan = sl_graph_prepare(g, &o, NULL);
+    plan = sl_plan_create(g, &o, NULL);
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(sl_plan_run(plan, pool, &e2), SL_EREMOTE);
     cr_assert_eq(log.calls[1], 0, "the second phase never ran");

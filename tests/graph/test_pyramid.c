@@ -135,7 +135,7 @@ run_pyramid(sl_pool *pool, sl_array *src, sl_store *out, const char *group,
     cr_assert_eq(sl_graph_add_pyramid(g, "pyr", get, out, group, o, puts, err), SL_OK, "%s",
                  err->text);
     cr_assert_eq(sl_graph_seal(g, err), SL_OK, "%s", err->text);
-    sl_plan *plan = sl_graph_prepare(g, po, err);
+    sl_plan *plan = sl_plan_create(g, po, err);
     cr_assert_not_null(plan, "%s", err->text);
     sl_graph_unref(g);
     sl_status st = sl_plan_run(plan, pool, err);
@@ -252,7 +252,7 @@ Test(graph_pyramid, tczyx_mean_levels_match_reference_and_ome_0_5)
     cr_assert_eq(run_pyramid(pool, src, s, "img", &o, NULL, &plan, puts, &err), SL_OK, "%s",
                  err.text);
     struct sl_put_status ps;
-    cr_assert_eq(sl_plan_put_status(plan, puts[2], &ps), SL_OK);
+    cr_assert_eq(sl_plan_put_status(plan, puts[2], &ps, NULL), SL_OK);
     cr_assert_str_eq(ps.name, "pyr.2");
     const uint64_t top[] = {2, 2, 3, 10, 8};
     cr_assert_arr_eq(ps.grid->shape, top, sizeof(top), "ceil(ceil(n/2)/2)");
@@ -395,7 +395,7 @@ Test(graph_pyramid, failed_chunk_propagates_up_the_levels)
     const uint64_t total[3] = {16, 4, 1};
     for (uint32_t k = 0; k < 3; k++) {
         struct sl_put_status ps;
-        cr_assert_eq(sl_plan_put_status(plan, puts[k], &ps), SL_OK);
+        cr_assert_eq(sl_plan_put_status(plan, puts[k], &ps, NULL), SL_OK);
         cr_assert_eq(ps.codes[bad[k]], want[k], "level %u: %s", k,
                      sl_status_name((sl_status)ps.codes[bad[k]]));
         cr_assert_eq(ps.n_failed, 1, "level %u", k);

@@ -232,7 +232,7 @@ add_random_node(sl_graph *g, struct ref_node *refs, uint32_t n, uint32_t *ids)
 {
     uint32_t src = (uint32_t)rnd(0, n - 1);
     struct sl_node_info info;
-    cr_assert_eq(sl_graph_node_info(g, ids[src], &info), SL_OK);
+    cr_assert_eq(sl_graph_node_info(g, ids[src], &info, NULL), SL_OK);
     const struct sl_grid *grid = info.grid;
     struct ref_node *r = &refs[n];
     memset(r, 0, sizeof(*r));
@@ -267,7 +267,8 @@ add_random_node(sl_graph *g, struct ref_node *refs, uint32_t n, uint32_t *ids)
     }
     case 1: { /* built-in scale */
         r->kind = REF_SCALE;
-        const struct sl_op_desc *d = sl_op_find("scale");
+        const struct sl_op_desc *d = NULL;
+        cr_assert_eq(sl_op_lookup("scale", &d, NULL), SL_OK);
         struct sl_op_args args;
         memset(&args, 0, sizeof(args));
         cr_assert_eq(sl_op_args_set_number(&args, d, "scale", 2, NULL), SL_OK);
@@ -293,7 +294,8 @@ add_random_node(sl_graph *g, struct ref_node *refs, uint32_t n, uint32_t *ids)
         r->max = rnd(0, 1) == 1;
         for (uint32_t d = 0; d < grid->rank; d++)
             r->factor[d] = rnd(1, 3);
-        const struct sl_op_desc *d = sl_op_find("downsample");
+        const struct sl_op_desc *d = NULL;
+        cr_assert_eq(sl_op_lookup("downsample", &d, NULL), SL_OK);
         struct sl_op_args args;
         memset(&args, 0, sizeof(args));
         cr_assert_eq(sl_op_args_set_factors(&args, d, "factors", grid->rank, r->factor, NULL),
@@ -366,7 +368,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
     uint32_t checks[MAX_NODES], n_sinks = 0, extra = (uint32_t)rnd(0, n - 1);
     for (uint32_t i = 0; i < n; i++) {
         struct sl_node_info info;
-        cr_assert_eq(sl_graph_node_info(g, ids[i], &info), SL_OK);
+        cr_assert_eq(sl_graph_node_info(g, ids[i], &info, NULL), SL_OK);
         if (info.n_consumers > 0 && i != extra)
             continue;
         struct sink *s = &sinks[n_sinks];
@@ -384,7 +386,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_seal(g, &err), SL_OK, "trial %u: %s", trial, err.text);
     struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
-    sl_plan *probe = sl_graph_prepare(g, &o, &err);
+    sl_plan *probe = sl_plan_create(g, &o, &err);
     cr_assert_not_null(probe, "trial %u: %s", trial, err.text);
     /* No budget, or one a few times what the most demanding task needs.  A
      * tight budget may not hold the intermediate chunks a graph keeps for
@@ -392,7 +394,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
      * it, and the graph is run again without a budget. */
     o.memory_budget = rnd(0, 2) == 0 ? 0 : probe->min_budget * (size_t)rnd(1, 6);
     sl_plan_destroy(probe);
-    sl_plan *plan = sl_graph_prepare(g, &o, &err);
+    sl_plan *plan = sl_plan_create(g, &o, &err);
     cr_assert_not_null(plan, "trial %u: %s", trial, err.text);
     sl_status st = sl_plan_run(plan, pool, &err);
     struct sl_run_summary sum;
@@ -408,13 +410,13 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
                 sinks[k].got.v[i] = NAN;
         sl_plan_destroy(plan);
         o.memory_budget = 0;
-        plan = sl_graph_prepare(g, &o, &err);
+        plan = sl_plan_create(g, &o, &err);
         cr_assert_not_null(plan);
         err = SL_ERROR_INIT;
         st = sl_plan_run(plan, pool, &err);
     }
     if (st != SL_OK) {
-        if (sl_plan_explain(plan, stderr) != SL_OK)
+        if (sl_plan_explain(plan, stderr, NULL) != SL_OK)
             fprintf(stderr, "(explain failed)\n");
         cr_assert_fail("trial %u: run failed: %s", trial, err.text);
     }
@@ -423,7 +425,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
         for (uint64_t i = 0; i < dense_count(want_arr); i++) {
             double w = want_arr->v[i], v = got->v[i];
             if (!(fabs(v - w) <= 1e-9 * (fabs(w) + 1))) {
-                if (sl_plan_explain(plan, stderr) != SL_OK)
+                if (sl_plan_explain(plan, stderr, NULL) != SL_OK)
                     fprintf(stderr, "(explain failed)\n");
                 cr_assert_fail("trial %u: node n%u element %llu is %g, want %g", trial, checks[k],
                                (unsigned long long)i, v, w);

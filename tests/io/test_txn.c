@@ -363,7 +363,7 @@ Test(io_txn, abort_leaves_storage_untouched)
     for (uint64_t cy = 0; cy < 5; cy++)
         txn_put_chunk(&f, t, cy, cy, v);
     txn_put_region(&f, t, 3, 17, 5, 6, v);
-    cr_assert_eq(sl_txn_abort(t), SL_OK);
+    cr_assert_eq(sl_txn_abort(t, NULL), SL_OK);
     cr_assert_eq(f.c.n_sets, 0);
     cr_assert_eq(sl_txn_staged_bytes(t), 0);
     int dropped = 0;
@@ -411,7 +411,7 @@ check_abort_after_early_flush(unsigned behind)
     for (uint64_t x = 16; x < 20; x++)
         for (uint64_t y = 16; y < 20; y++)
             kept[y * N + x] = v[y * N + x];
-    cr_assert_eq(sl_txn_abort(t), SL_OK);
+    cr_assert_eq(sl_txn_abort(t, NULL), SL_OK);
     cr_assert_eq(rep.status[0][0], SL_OK);
     cr_assert_eq(rep.status[2][2], SL_OK);
     cr_assert_eq(rep.status[1][1], SL_ECANCELED);
@@ -1233,12 +1233,14 @@ Test(io_txn, bad_arguments_and_states_are_refused)
     err = SL_ERROR_INIT;
     cr_assert_eq(sl_txn_commit(t, NULL, &err), SL_ESTATE);
     cr_assert_not_null(strstr(err.text, "committed"), "%s", err.text);
-    cr_assert_eq(sl_txn_abort(t), SL_ESTATE);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_txn_abort(t, &err), SL_ESTATE);
+    cr_assert_not_null(strstr(err.text, "committed"), "%s", err.text);
     cr_assert_eq(sl_txn_write_chunk(t, (const uint64_t[]){0, 0}, chunk, 32, NULL, NULL), SL_ESTATE);
     cr_assert_eq(f.c.n_sets, 0);
     sl_txn_close(t);
     sl_txn_close(NULL);
-    cr_assert_eq(sl_txn_abort(NULL), SL_EINVAL);
+    cr_assert_eq(sl_txn_abort(NULL, NULL), SL_EINVAL);
     fixture_close(&f);
 }
 

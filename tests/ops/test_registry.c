@@ -12,6 +12,15 @@
 
 TestSuite(ops_registry, .timeout = 5.0);
 
+/* The built-in operation called `name`, which must exist. */
+static const struct sl_op_desc *
+op_named(const char *name)
+{
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup(name, &d, NULL), SL_OK, "no op \"%s\"", name);
+    return d;
+}
+
 Test(ops_registry, lists_operations_in_name_order)
 {
     char names[128];
@@ -22,10 +31,12 @@ Test(ops_registry, lists_operations_in_name_order)
     for (uint32_t i = 0; i + 1 < sl_op_count(); i++)
         cr_assert_lt(strcmp(sl_op_at(i)->name, sl_op_at(i + 1)->name), 0);
     cr_assert_null(sl_op_at(5));
-    cr_assert_eq(sl_op_find("downsample")->kind, SL_OP_KIND_REGRID);
-    cr_assert_eq(sl_op_find("clip")->kind, SL_OP_KIND_MAP);
-    cr_assert_null(sl_op_find("Downsample"));
-    cr_assert_null(sl_op_find(NULL));
+    cr_assert_eq(op_named("downsample")->kind, SL_OP_KIND_REGRID);
+    cr_assert_eq(op_named("clip")->kind, SL_OP_KIND_MAP);
+    const struct sl_op_desc *d = NULL;
+    cr_assert_eq(sl_op_lookup("Downsample", &d, NULL), SL_ENOTFOUND);
+    cr_assert_eq(sl_op_lookup(NULL, &d, NULL), SL_ENOTFOUND);
+    cr_assert_null(d, "a failed lookup leaves `out` untouched");
     char tiny[8];
     cr_assert_eq(sl_op_names(tiny, sizeof tiny), len, "reports the length it needs");
     cr_assert_eq(strlen(tiny), 7);
@@ -44,7 +55,7 @@ Test(ops_registry, unknown_names_list_the_known_ones)
 
 Test(ops_registry, parameters_are_described)
 {
-    const struct sl_op_desc *d = sl_op_find("downsample");
+    const struct sl_op_desc *d = op_named("downsample");
     cr_assert_eq(d->n_params, 2);
     cr_assert_eq(sl_op_param_index(d, "factors"), 0);
     cr_assert_eq(d->params[0].type, SL_OP_PARAM_FACTORS);
@@ -63,7 +74,7 @@ Test(ops_registry, parameters_are_described)
 
 Test(ops_registry, setters_name_the_operation_and_parameter)
 {
-    const struct sl_op_desc *cast = sl_op_find("cast"), *ds = sl_op_find("downsample");
+    const struct sl_op_desc *cast = op_named("cast"), *ds = op_named("downsample");
     struct sl_op_args args;
     memset(&args, 0, sizeof args);
     struct sl_error err = SL_ERROR_INIT;
@@ -100,12 +111,12 @@ static sl_status
 bind(struct sl_op *op, const char *name, const struct sl_op_args *args, sl_dtype dt, uint32_t rank,
      struct sl_error *err)
 {
-    return sl_op_bind(op, sl_op_find(name), args, dt, rank, err);
+    return sl_op_bind(op, op_named(name), args, dt, rank, err);
 }
 
 Test(ops_registry, bind_checks_parameters_against_the_input)
 {
-    const struct sl_op_desc *ds = sl_op_find("downsample");
+    const struct sl_op_desc *ds = op_named("downsample");
     struct sl_op_args args;
     struct sl_op op;
     memset(&args, 0, sizeof args);
@@ -129,21 +140,21 @@ Test(ops_registry, bind_checks_parameters_against_the_input)
     cr_assert_eq(op.u.downsample.method, SL_DOWNSAMPLE_MEDIAN);
 
     memset(&args, 0, sizeof args);
-    cr_assert_eq(sl_op_args_set_string(&args, sl_op_find("cast"), "dtype", "float16", NULL), SL_OK);
+    cr_assert_eq(sl_op_args_set_string(&args, op_named("cast"), "dtype", "float16", NULL), SL_OK);
     err = SL_ERROR_INIT;
     cr_assert_eq(bind(&op, "cast", &args, SL_DTYPE_U8, 1, &err), SL_EUNSUPPORTED);
     cr_assert_not_null(strstr(err.text, "cast: parameter \"dtype\" float16 is not supported"), "%s",
                        err.text);
 
     memset(&args, 0, sizeof args);
-    cr_assert_eq(sl_op_args_set_number(&args, sl_op_find("scale"), "scale", INFINITY, NULL), SL_OK);
+    cr_assert_eq(sl_op_args_set_number(&args, op_named("scale"), "scale", INFINITY, NULL), SL_OK);
     err = SL_ERROR_INIT;
     cr_assert_eq(bind(&op, "scale", &args, SL_DTYPE_U8, 1, &err), SL_EINVAL);
     cr_assert_str_eq(err.text, "scale: parameter \"scale\" is inf (it must be finite)");
 
     memset(&args, 0, sizeof args);
-    cr_assert_eq(sl_op_args_set_number(&args, sl_op_find("clip"), "min", 0.25, NULL), SL_OK);
-    cr_assert_eq(sl_op_args_set_number(&args, sl_op_find("clip"), "max", 0.75, NULL), SL_OK);
+    cr_assert_eq(sl_op_args_set_number(&args, op_named("clip"), "min", 0.25, NULL), SL_OK);
+    cr_assert_eq(sl_op_args_set_number(&args, op_named("clip"), "max", 0.75, NULL), SL_OK);
     err = SL_ERROR_INIT;
     cr_assert_eq(bind(&op, "clip", &args, SL_DTYPE_U16, 1, &err), SL_EINVAL);
     cr_assert_str_eq(err.text, "clip: no uint16 value lies in [min, max] = [0.25, 0.75]");
@@ -154,7 +165,7 @@ Test(ops_registry, bind_checks_parameters_against_the_input)
     cr_assert_eq(bind(&op, "threshold", &args, SL_DTYPE_F32, 1, &err), SL_EINVAL);
     cr_assert_not_null(strstr(err.text, "threshold: parameter \"threshold\" is required"), "%s",
                        err.text);
-    cr_assert_eq(sl_op_bind(&op, sl_op_find("cast"), &args, (sl_dtype)77, 1, NULL), SL_EINVAL);
+    cr_assert_eq(sl_op_bind(&op, op_named("cast"), &args, (sl_dtype)77, 1, NULL), SL_EINVAL);
 }
 
 Test(ops_registry, bind_fills_defaults_and_output_dtypes)
@@ -166,10 +177,8 @@ Test(ops_registry, bind_fills_defaults_and_output_dtypes)
     cr_assert(op.u.scale.scale == 1 && op.u.scale.offset == 0 && op.out_dtype == SL_DTYPE_I16);
     cr_assert_eq(bind(&op, "clip", &args, SL_DTYPE_I16, 2, NULL), SL_OK);
     cr_assert(isinf(op.u.clip.lo) && op.u.clip.lo < 0 && isinf(op.u.clip.hi));
-    cr_assert_eq(sl_op_args_set_number(&args, sl_op_find("threshold"), "threshold", 2, NULL),
-                 SL_OK);
-    cr_assert_eq(sl_op_args_set_string(&args, sl_op_find("threshold"), "dtype", "bool", NULL),
-                 SL_OK);
+    cr_assert_eq(sl_op_args_set_number(&args, op_named("threshold"), "threshold", 2, NULL), SL_OK);
+    cr_assert_eq(sl_op_args_set_string(&args, op_named("threshold"), "dtype", "bool", NULL), SL_OK);
     cr_assert_eq(bind(&op, "threshold", &args, SL_DTYPE_F64, 2, NULL), SL_OK);
     cr_assert(op.u.threshold.value == 1 && op.out_dtype == SL_DTYPE_BOOL);
     char text[128];
@@ -179,7 +188,7 @@ Test(ops_registry, bind_fills_defaults_and_output_dtypes)
 
 Test(ops_registry, bound_downsample_applies_like_the_kernel)
 {
-    const struct sl_op_desc *ds = sl_op_find("downsample");
+    const struct sl_op_desc *ds = op_named("downsample");
     struct sl_op_args args;
     memset(&args, 0, sizeof args);
     const uint64_t f[2] = {2, 3};
@@ -225,7 +234,7 @@ Test(ops_registry, bound_map_ops_apply_like_their_kernels)
 {
     const char *names[] = {"cast", "scale", "clip", "threshold"};
     for (size_t i = 0; i < 4; i++) {
-        const struct sl_op_desc *d = sl_op_find(names[i]);
+        const struct sl_op_desc *d = op_named(names[i]);
         struct sl_op_args args;
         memset(&args, 0, sizeof args);
         cr_assert_eq(sl_op_args_set_string(&args, d, "dtype", "float32", NULL), SL_OK);

@@ -58,4 +58,24 @@ void sl_plain_skip(const char *file, int line, const char *what);
     } while (0)
 
 #endif /* SL_PLAIN_TEST */
+
+#include <sluice/pool.h>
+
+/* The pool's scheduling counters as a value, for asserting on one field. */
+static inline struct sl_pool_stats
+pool_stats(const sl_pool *pool)
+{
+    struct sl_pool_stats s;
+    sl_pool_get_stats(pool, &s);
+    return s;
+}
+
+/* The pool's buffer counters as a value, for asserting on one field. */
+static inline struct sl_pool_buf_stats
+pool_buf_stats(const sl_pool *pool)
+{
+    struct sl_pool_buf_stats s;
+    sl_pool_buf_get_stats(pool, &s);
+    return s;
+}
 #endif /* SL_RUNTIME_TEST_H */

@@ -41,7 +41,7 @@ Test(runtime_numabuf, sizes_round_up_to_classes)
         cr_assert_not_null(p);
         cr_assert_eq((uintptr_t)p % 64, 0, "64-byte aligned");
         memset(p, 0xa5, sizes[i][0]);
-        struct sl_pool_buf_stats s = sl_pool_buf_stats(pool);
+        struct sl_pool_buf_stats s = pool_buf_stats(pool);
         cr_assert_eq(s.bytes_in_use, (int64_t)sizes[i][1], "%zu bytes rounds to %zu", sizes[i][0],
                      sizes[i][1]);
         sl_pool_buf_free(pool, p, sizes[i][0]);
@@ -60,7 +60,7 @@ Test(runtime_numabuf, outside_the_pool_buffers_come_back_from_the_depot)
     sl_pool_buf_free(pool, a, 100000);
     void *b = sl_pool_buf_alloc(pool, 110000); /* same class */
     cr_assert_eq(a, b, "the cached buffer is reused");
-    struct sl_pool_buf_stats s = sl_pool_buf_stats(pool);
+    struct sl_pool_buf_stats s = pool_buf_stats(pool);
     cr_assert_eq(s.n_allocs, 2);
     cr_assert_eq(s.n_misses, 1);
     cr_assert_eq(s.n_hits, 1);
@@ -69,7 +69,7 @@ Test(runtime_numabuf, outside_the_pool_buffers_come_back_from_the_depot)
     cr_assert_eq(s.bytes_in_use, 114688);
     cr_assert_eq(s.bytes_cached, 0);
     sl_pool_buf_free(pool, b, 110000);
-    s = sl_pool_buf_stats(pool);
+    s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_in_use, 0);
     cr_assert_eq(s.bytes_cached, 114688);
     sl_pool_destroy(pool);
@@ -135,9 +135,9 @@ Test(runtime_numabuf, worker_cache_hits_without_locks)
     run_on_worker0(pool, &o);
     cr_assert_eq(o.buf, first, "freed on its worker, reused from its worker's cache");
     struct sl_pool_worker_info info;
-    cr_assert_eq(sl_pool_worker_info(pool, 0, &info), SL_OK);
+    cr_assert_eq(sl_pool_worker_info(pool, 0, &info, NULL), SL_OK);
     cr_assert_eq(o.node, info.place.numa_node);
-    struct sl_pool_buf_stats s = sl_pool_buf_stats(pool);
+    struct sl_pool_buf_stats s = pool_buf_stats(pool);
     cr_assert_eq(s.n_misses, 1);
     cr_assert_eq(s.n_hits, 1);
     o.free_it = true;
@@ -151,7 +151,7 @@ Test(runtime_numabuf, buffers_stay_on_their_node_when_freed_elsewhere)
     sl_pool *pool = pool_make("numa:2 core:2 pu:1", 4, (size_t)64 << 20);
     for (unsigned w = 0; w < 4; w++) {
         struct sl_pool_worker_info info;
-        cr_assert_eq(sl_pool_worker_info(pool, w, &info), SL_OK);
+        cr_assert_eq(sl_pool_worker_info(pool, w, &info, NULL), SL_OK);
         cr_assert_eq(info.place.numa_node, w / 2);
     }
     size_t n = 64 * 1024;
@@ -175,7 +175,7 @@ Test(runtime_numabuf, buffers_stay_on_their_node_when_freed_elsewhere)
     sl_pool_buf_free(pool, node1_buf, n);
     act_as_worker(pool, 2);
     cr_assert_eq(sl_pool_buf_alloc(pool, n), node1_buf);
-    struct sl_pool_buf_stats s = sl_pool_buf_stats(pool);
+    struct sl_pool_buf_stats s = pool_buf_stats(pool);
     cr_assert_eq(s.n_misses, 2);
     cr_assert_eq(s.n_hits, 2);
     cr_assert_eq(s.n_bound, 0, "a model binds nothing");
@@ -183,7 +183,7 @@ Test(runtime_numabuf, buffers_stay_on_their_node_when_freed_elsewhere)
     act_as_worker(pool, 0);
     sl_pool_buf_free(pool, node0_buf, n);
     act_as_worker(pool, -1);
-    s = sl_pool_buf_stats(pool);
+    s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_in_use, 0);
     cr_assert_eq(s.n_frees, 4);
     cr_assert_eq(s.bytes_cached, 2 * n);
@@ -199,11 +199,11 @@ Test(runtime_numabuf, caches_are_capped_and_release_the_rest)
         bufs[i] = sl_pool_buf_alloc(pool, 32 * 1024);
         cr_assert_not_null(bufs[i]);
     }
-    struct sl_pool_buf_stats s = sl_pool_buf_stats(pool);
+    struct sl_pool_buf_stats s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_system, 8 * 32 * 1024);
     for (int i = 0; i < 8; i++)
         sl_pool_buf_free(pool, bufs[i], 32 * 1024);
-    s = sl_pool_buf_stats(pool);
+    s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_in_use, 0);
     cr_assert_eq(s.bytes_cached, 64 * 1024, "the depot keeps its cap, no more");
     cr_assert_eq(s.bytes_system, 64 * 1024, "the rest went back to the system");
@@ -219,10 +219,10 @@ Test(runtime_numabuf, buffers_over_a_gibibyte_bypass_the_caches)
         cr_skip_test("cannot reserve 1 GiB of address space here");
     ((char *)p)[0] = 1;
     ((char *)p)[n - 1] = 1;
-    struct sl_pool_buf_stats s = sl_pool_buf_stats(pool);
+    struct sl_pool_buf_stats s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_in_use, (int64_t)n);
     sl_pool_buf_free(pool, p, n);
-    s = sl_pool_buf_stats(pool);
+    s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_system, 0, "an uncached buffer goes straight back");
     cr_assert_eq(s.bytes_cached, 0);
     sl_pool_destroy(pool);
@@ -238,9 +238,9 @@ Test(runtime_numabuf, this_machine_binds_buffers_to_the_worker_node)
     cr_assert_not_null(o.buf);
     bool bound = sl__buf_is_bound(o.buf);
     if (sup->membind->alloc_membind && sup->membind->bind_membind)
-        cr_assert(bound || sl_pool_buf_stats(pool).n_bound == 0,
+        cr_assert(bound || pool_buf_stats(pool).n_bound == 0,
                   "stats and header disagree about binding");
-    cr_assert_eq(sl_pool_buf_stats(pool).n_bound, bound ? 1u : 0u);
+    cr_assert_eq(pool_buf_stats(pool).n_bound, bound ? 1u : 0u);
     o.free_it = true;
     run_on_worker0(pool, &o);
     sl_pool_destroy(pool);

@@ -118,9 +118,9 @@ Test(runtime_park, idle_pool_sleeps_and_a_submission_wakes_it)
         sched_yield();
     /* Let them spin out and park. */
     double deadline = wall_seconds() + 5.0;
-    while (sl_pool_stats(pool).n_parks < 2 && wall_seconds() < deadline)
+    while (pool_stats(pool).n_parks < 2 && wall_seconds() < deadline)
         sleep_ms(10);
-    cr_assert_geq(sl_pool_stats(pool).n_parks, 2, "both workers park when idle");
+    cr_assert_geq(pool_stats(pool).n_parks, 2, "both workers park when idle");
 
     double cpu0 = cpu_seconds(), wall0 = wall_seconds();
     sleep_ms(1000);
@@ -150,9 +150,9 @@ Test(runtime_park, many_parked_workers_all_wake_for_destroy)
     sl_pool *pool = sl_pool_create(&o, NULL);
     cr_assert_not_null(pool);
     double deadline = wall_seconds() + 5.0;
-    while (sl_pool_stats(pool).n_parks < 16 && wall_seconds() < deadline)
+    while (pool_stats(pool).n_parks < 16 && wall_seconds() < deadline)
         sleep_ms(5);
-    cr_assert_geq(sl_pool_stats(pool).n_parks, 16);
+    cr_assert_geq(pool_stats(pool).n_parks, 16);
     /* Wake them all with work, then let them park again. */
     struct flag f[32] = {0};
     for (int i = 0; i < 32; i++)

@@ -149,7 +149,7 @@ Test(runtime_pool, nested_fork_join_waits_inside_tasks)
         cr_assert_eq(sl_task_group_submit(&g, fib_task, &f), SL_OK);
         cr_assert_eq(sl_task_group_wait(&g), SL_OK);
         cr_assert_eq(f.result, 6765, "fib(20) with %u workers", n_workers);
-        struct sl_pool_stats s = sl_pool_stats(pool);
+        struct sl_pool_stats s = pool_stats(pool);
         /* fib(20) makes 21890 calls: the root and its 21890 - 1 descendants. */
         cr_assert_eq(s.n_tasks_run, 21891);
         cr_assert_eq(s.n_tasks_canceled, 0);
@@ -217,7 +217,7 @@ Test(runtime_pool, cancel_runs_queued_tasks_with_ecanceled)
     cr_assert_eq(sl_task_group_wait(&busy), SL_OK);
     cr_assert_eq(atomic_load(&tally.canceled), 100);
     cr_assert_eq(atomic_load(&tally.ok), 0);
-    cr_assert_eq(sl_pool_stats(pool).n_tasks_canceled, 100);
+    cr_assert_eq(pool_stats(pool).n_tasks_canceled, 100);
     sl_pool_destroy(pool);
 }
 
@@ -323,7 +323,7 @@ Test(runtime_pool, chain_runs_in_order_on_one_worker)
     cr_assert_eq(atomic_load(&c->bad_order), 0);
     int w = atomic_load(&c->workers);
     cr_assert(w != 0 && (w & (w - 1)) == 0, "chain ran on workers mask %#x, not one", w);
-    cr_assert_geq(sl_pool_stats(pool).n_continuations, CHAIN - 1);
+    cr_assert_geq(pool_stats(pool).n_continuations, CHAIN - 1);
     free(c);
     sl_pool_destroy(pool);
 }
@@ -649,10 +649,12 @@ Test(runtime_pool, worker_stats_sum_to_pool_stats)
     sl_task_group_init(&g, pool);
     cr_assert_eq(sl_task_group_submit(&g, fib_task, &f), SL_OK);
     cr_assert_eq(sl_task_group_wait(&g), SL_OK);
-    struct sl_pool_stats all = sl_pool_stats(pool), w0, w1;
-    cr_assert_eq(sl_pool_worker_stats(pool, 0, &w0), SL_OK);
-    cr_assert_eq(sl_pool_worker_stats(pool, 1, &w1), SL_OK);
-    cr_assert_eq(sl_pool_worker_stats(pool, 2, &w1), SL_EINVAL);
+    struct sl_pool_stats all = pool_stats(pool), w0, w1;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_pool_worker_get_stats(pool, 0, &w0, NULL), SL_OK);
+    cr_assert_eq(sl_pool_worker_get_stats(pool, 1, &w1, NULL), SL_OK);
+    cr_assert_eq(sl_pool_worker_get_stats(pool, 2, &w1, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "worker 2 out of range (2 workers)"));
     cr_assert_eq(w0.n_tasks_run + w1.n_tasks_run, all.n_tasks_run);
     cr_assert_eq(w0.n_spawned + w1.n_spawned, all.n_spawned);
     cr_assert_eq(all.n_injected, 1);
@@ -727,7 +729,7 @@ Test(runtime_pool, spawn_runs_inline_when_the_deque_cannot_grow)
     cr_assert_eq(sl_task_group_wait(&r.children), SL_OK);
     cr_assert_eq(atomic_load(&r.failed), 0);
     cr_assert_eq(atomic_load(&r.tally.ok), 100);
-    cr_assert_eq(sl_pool_stats(pool).n_deque_grows, 0);
+    cr_assert_eq(pool_stats(pool).n_deque_grows, 0);
     sl_pool_destroy(pool);
 }
 

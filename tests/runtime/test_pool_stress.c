@@ -35,7 +35,7 @@ stress_pool(unsigned n_workers, unsigned inject_capacity)
 static void
 print_stats(const char *what, const sl_pool *pool)
 {
-    struct sl_pool_stats s = sl_pool_stats(pool);
+    struct sl_pool_stats s = pool_stats(pool);
     printf("%s: %lu tasks, %lu spawned, %lu injected (%lu overflowed), %lu stolen "
            "(%lu same-core, %lu same-numa), %lu steal aborts, %lu last-element races "
            "(%lu lost), %lu continuations, %lu grows, %lu arrays reclaimed, %lu parks\n",
@@ -102,7 +102,7 @@ Test(runtime_pool_stress, producer_task_and_thieves_run_each_task_once)
     for (uint32_t i = 0; i < FAN; i++)
         cr_assert_eq(atomic_load(&f.runs[i]), 1, "slot %u", i);
     print_stats("fan-out", pool);
-    struct sl_pool_stats s = sl_pool_stats(pool);
+    struct sl_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.n_tasks_run, FAN + 1);
     cr_assert_geq(s.n_deque_grows, 1, "a two-slot deque must grow");
     sl_pool_destroy(pool);
@@ -173,7 +173,7 @@ Test(runtime_pool_stress, external_producers_overflow_the_queue_and_lose_nothing
     for (uint32_t i = 0; i < EXT_THREADS * EXT_PER_THREAD; i++)
         cr_assert_eq(atomic_load(&e.runs[i]), 1, "task %u", i);
     print_stats("external", pool);
-    struct sl_pool_stats s = sl_pool_stats(pool);
+    struct sl_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.n_injected, EXT_THREADS * EXT_PER_THREAD);
     cr_assert_gt(s.n_inject_overflow, 0, "a 4-slot ring must overflow");
     sl_pool_destroy(pool);
@@ -234,7 +234,7 @@ Test(runtime_pool_stress, chains_run_once_while_groups_are_cancelled)
         }
     }
     print_stats("chains", pool);
-    cr_assert_geq(sl_pool_stats(pool).n_continuations, N_CHAINS * (CHAIN_LEN - 1) / 2);
+    cr_assert_geq(pool_stats(pool).n_continuations, N_CHAINS * (CHAIN_LEN - 1) / 2);
     sl_pool_destroy(pool);
     free(links);
 }
@@ -308,7 +308,7 @@ Test(runtime_pool_stress, parallel_loops_from_threads_share_buffers_across_worke
         free(loops[i].hits);
         free(loops[i].bufs);
     }
-    struct sl_pool_buf_stats b = sl_pool_buf_stats(pool);
+    struct sl_pool_buf_stats b = pool_buf_stats(pool);
     printf("buffers: %lu allocs, %lu hits, %lu misses, %lu frees, %lu bytes from the system, "
            "%lu cached\n",
            (unsigned long)b.n_allocs, (unsigned long)b.n_hits, (unsigned long)b.n_misses,

@@ -227,7 +227,7 @@ Test(runtime_topo, pool_on_a_model_plans_but_does_not_pin)
     cr_assert_eq(sl_topo_plan(sl_pool_topo(pool), 16, SL_PIN_SPREAD, plan, NULL), SL_OK);
     for (unsigned w = 0; w < 16; w++) {
         struct sl_pool_worker_info info;
-        cr_assert_eq(sl_pool_worker_info(pool, w, &info), SL_OK);
+        cr_assert_eq(sl_pool_worker_info(pool, w, &info, NULL), SL_OK);
         cr_assert_eq(info.place.core, plan[w].core, "worker %u", w);
         cr_assert_eq(info.place.numa_node, plan[w].numa_node);
         cr_assert_not(info.pinned, "worker %u pinned to a core of a model", w);
@@ -244,7 +244,9 @@ Test(runtime_topo, pool_on_a_model_plans_but_does_not_pin)
     }
     cr_assert_eq(sl_pool_victims(pool, 16, NULL, NULL, 0), 0);
     struct sl_pool_worker_info info;
-    cr_assert_eq(sl_pool_worker_info(pool, 16, &info), SL_EINVAL);
+    struct sl_error range_err = SL_ERROR_INIT;
+    cr_assert_eq(sl_pool_worker_info(pool, 16, &info, &range_err), SL_EINVAL);
+    cr_assert_not_null(strstr(range_err.text, "worker 16 out of range (16 workers)"));
     sl_pool_destroy(pool);
 }
 
@@ -262,7 +264,7 @@ Test(runtime_topo, pool_on_this_machine_pins_its_workers)
     cr_assert_not_null(pool);
     for (unsigned w = 0; w < 2; w++) {
         struct sl_pool_worker_info info;
-        cr_assert_eq(sl_pool_worker_info(pool, w, &info), SL_OK);
+        cr_assert_eq(sl_pool_worker_info(pool, w, &info, NULL), SL_OK);
         cr_assert(info.pinned, "worker %u on core %u not pinned", w, info.place.core);
     }
     sl_pool_destroy(pool);
@@ -271,7 +273,7 @@ Test(runtime_topo, pool_on_this_machine_pins_its_workers)
     pool = sl_pool_create(&o, NULL);
     cr_assert_not_null(pool);
     struct sl_pool_worker_info info;
-    cr_assert_eq(sl_pool_worker_info(pool, 0, &info), SL_OK);
+    cr_assert_eq(sl_pool_worker_info(pool, 0, &info, NULL), SL_OK);
     cr_assert_not(info.pinned, "SL_PIN_NONE binds nothing");
     sl_pool_destroy(pool);
 }
@@ -309,7 +311,7 @@ Test(runtime_topo, a_process_bound_to_one_cpu_sees_and_uses_only_that_cpu)
     cr_assert_not_null(pool);
     cr_assert_eq(sl_pool_worker_count(pool), 1);
     struct sl_pool_worker_info info;
-    cr_assert_eq(sl_pool_worker_info(pool, 0, &info), SL_OK);
+    cr_assert_eq(sl_pool_worker_info(pool, 0, &info, NULL), SL_OK);
     cr_assert_eq(info.place.pu_os_index, (unsigned)last);
     sl_pool_destroy(pool);
     hwloc_bitmap_free(set);

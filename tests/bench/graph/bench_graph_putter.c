@@ -76,7 +76,7 @@ build(uint64_t n, bool *full)
     const struct sl_putter_desc pd = {.fn = noop_putter};
     check(sl_graph_add_putter(g, "put", get, &pd, &put, &err), &err, "add putter");
     check(sl_graph_seal(g, &err), &err, "seal");
-    sl_plan *plan = sl_graph_prepare(g, NULL, &err);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
     if (plan == NULL)
         check(err.code, &err, "prepare");
     sl_graph_unref(g);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Growable byte buffers: what stores read objects into and codecs encode
+ * into.  The caller owns the buffer; reusing one across calls keeps reads
+ * free of allocation once it has grown.
+ */
+#ifndef SL_BUF_H
+#define SL_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/alloc.h>
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A byte buffer owned by the caller that stores fill and grow.  Reusing one
+ * across calls keeps reads free of allocation once it has grown.  A zeroed
+ * buffer (SL_BUF_INIT) is empty and uses the default allocator.
+ */
+struct sl_buf {
+    uint8_t *data;             /* `capacity` bytes, or NULL */
+    size_t size;               /* bytes in use */
+    size_t capacity;           /* bytes allocated */
+    struct sl_allocator alloc; /* where `data` comes from; zeroed: the default */
+};
+#define SL_BUF_INIT ((struct sl_buf){.data = NULL, .size = 0, .capacity = 0})
+
+/**
+ * Make room for at least `n` bytes, keeping the first `size` bytes.
+ * @return SL_OK or SL_ENOMEM (the buffer is unchanged).
+ * Thread-safety: one thread per buffer at a time.
+ */
+SL_API SL_NODISCARD sl_status sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err);
+
+/**
+ * Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW.
+ * Thread-safety: one thread per buffer at a time.
+ */
+SL_API SL_NODISCARD sl_status sl_buf_append(struct sl_buf *b, const void *data, size_t n,
+                                            struct sl_error *err);
+
+/**
+ * Free the buffer's memory and make it empty.  NULL is a no-op.
+ * Thread-safety: one thread per buffer at a time.
+ */
+SL_API void sl_buf_fini(struct sl_buf *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_BUF_H */
