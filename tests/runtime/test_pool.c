@@ -609,6 +609,10 @@ Test(runtime_pool, opts_from_env_reads_every_variable)
     cr_assert_eq(o.inject_capacity, 64);
     cr_assert_eq(o.spin_rounds, 5);
     cr_assert_eq(o.buf_cache_bytes, (size_t)3 << 20);
+    setenv("SLUICE_BUF_CACHE_BYTES", "1.5G", 1);
+    struct sl_pool_opts o2 = SL_POOL_OPTS_DEFAULT;
+    cr_assert_eq(sl_pool_opts_from_env(&o2, NULL), SL_OK);
+    cr_assert_eq(o2.buf_cache_bytes, (size_t)3 << 29, "a fraction, as on the command line");
     sl_pool *pool = sl_pool_create(&o, NULL);
     cr_assert_not_null(pool);
     cr_assert_eq(sl_pool_worker_count(pool), 3);
@@ -626,7 +630,9 @@ Test(runtime_pool, opts_from_env_names_the_bad_variable)
         {"SLUICE_DEQUE_CAPACITY", "48", "must be a power of two"},
         {"SLUICE_INJECT_CAPACITY", "1", "SLUICE_INJECT_CAPACITY"},
         {"SLUICE_SPIN_ROUNDS", "1x", "SLUICE_SPIN_ROUNDS"},
-        {"SLUICE_BUF_CACHE_BYTES", "12Q", "suffix K, M or G"},
+        {"SLUICE_BUF_CACHE_BYTES", "12Q", "SLUICE_BUF_CACHE_BYTES: \"12Q\" is not a size"},
+        {"SLUICE_BUF_CACHE_BYTES", "-1", "SLUICE_BUF_CACHE_BYTES: \"-1\""},
+        {"SLUICE_BUF_CACHE_BYTES", "99999999T", "SLUICE_BUF_CACHE_BYTES: \"99999999T\" exceeds"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         env_clear();
