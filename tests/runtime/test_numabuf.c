@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plain_test.h"
 #include "runtime_internal.h"
-#include "runtime_test.h"
 
 TestSuite(runtime_numabuf, .timeout = 30.0);
 

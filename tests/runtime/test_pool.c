@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "plain_test.h"
 #include "runtime_internal.h"
-#include "runtime_test.h"
 
 TestSuite(runtime_pool, .timeout = 30.0);
 
