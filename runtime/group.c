@@ -99,5 +99,5 @@ sl_task_group_cancel(struct sl_task_group *group)
 bool
 sl_task_group_is_canceled(const struct sl_task_group *group)
 {
-    return atomic_load_explicit((_Atomic uint32_t *)&group->canceled, memory_order_relaxed) != 0;
+    return sl__group_is_canceled(group);
 }

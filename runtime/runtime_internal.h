@@ -293,6 +293,14 @@ sl__group_add(struct sl_task_group *g)
     return SL_OK;
 }
 
+/* sl_task_group_is_canceled, inline for the submit path. */
+static inline bool
+sl__group_is_canceled(const struct sl_task_group *g)
+{
+    /* Relaxed: see sl_task_group_cancel. */
+    return atomic_load_explicit((_Atomic uint32_t *)&g->canceled, memory_order_relaxed) != 0;
+}
+
 /* Subtract `n` finished tasks; the finisher that reaches zero wakes the
  * sleepers.  Called by workers (sl__worker_flush_done). */
 void sl__group_finish(sl_pool *pool, struct sl_task_group *g, uint32_t n);

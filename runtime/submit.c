@@ -77,14 +77,14 @@ sl_task_group_wait(struct sl_task_group *group)
     else
         sl__group_wait_external(group);
     sl__group_wait_end(group);
-    return sl_task_group_is_canceled(group) ? SL_ECANCELED : SL_OK;
+    return sl__group_is_canceled(group) ? SL_ECANCELED : SL_OK;
 }
 
 /* Checks shared by every submit. */
 static sl_status
 submit_check(sl_pool *pool, struct sl_task_group *g)
 {
-    if (g != NULL && sl_task_group_is_canceled(g))
+    if (g != NULL && sl__group_is_canceled(g))
         return SL_ECANCELED;
     if (sl__pool_is_shutting_down(pool))
         return SL_ECANCELED;
