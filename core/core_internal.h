@@ -124,6 +124,10 @@ bool sl__is_fill(const void *buf, size_t n_bytes, const void *value, size_t es);
 sl_status sl__view_check_same_shape(const char *what, const struct sl_view *a,
                                     const struct sl_view *b, struct sl_error *err);
 
+/* The status named `name` ("EIO" or "SL_EIO") into `*out`; false when no
+ * status has that name (status.c; sl_status_from_name reports it). */
+bool sl__status_find(const char *name, sl_status *out);
+
 /* Copy `src` into `dst` unless `dst` already records an error (the first
  * error wins); `dst` may be NULL. */
 void sl__error_forward(struct sl_error *dst, const struct sl_error *src);

@@ -182,3 +182,13 @@ sl__error_locate(struct sl_error *err, const char *key, uint32_t rank, const uin
         err->chunk = sl_chunk_key_make(rank, coords);
     sl_error_set_source(err, key);
 }
+
+sl_status
+sl_status_from_name(const char *name, sl_status *out, struct sl_error *err)
+{
+    if (name == NULL || out == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "status from name: NULL argument");
+    if (!sl__status_find(name, out))
+        return sl_error_set(err, SL_EINVAL, NULL, "unknown status name \"%.60s\"", name);
+    return SL_OK;
+}

@@ -7,6 +7,8 @@
 #include <sluice/error.h>
 #include <sluice/status.h>
 
+#include "core_internal.h"
+
 static const char *const status_names[SL_STATUS_COUNT_] = {
 #define SL_STATUS_NAME_(name, msg) [SL_##name] = #name,
     SL_STATUS_MAP(SL_STATUS_NAME_)
@@ -35,18 +37,16 @@ sl_status_message(sl_status code)
     return status_messages[code];
 }
 
-sl_status
-sl_status_from_name(const char *name, sl_status *out, struct sl_error *err)
+bool
+sl__status_find(const char *name, sl_status *out)
 {
-    if (name == NULL || out == NULL)
-        return sl_error_set(err, SL_EINVAL, NULL, "status from name: NULL argument");
     if (strncmp(name, "SL_", 3) == 0)
         name += 3;
     for (unsigned i = 0; i < SL_STATUS_COUNT_; i++) {
         if (strcmp(name, status_names[i]) == 0) {
             *out = (sl_status)i;
-            return SL_OK;
+            return true;
         }
     }
-    return sl_error_set(err, SL_EINVAL, NULL, "unknown status name \"%.60s\"", name);
+    return false;
 }

@@ -92,7 +92,7 @@ run_explain(int argc, char **argv)
             const char *v = argv[++i];
             if (strcmp(a, "--dot") == 0)
                 dot = v;
-            else if (!parse_size(v, &memory) || memory == 0)
+            else if (!memory_parse(v, &memory))
                 return cmd_usage_error(&cmd_explain,
                                        "--memory: \"%s\" is not a size like 512M or 2G", v);
         } else if (a[0] == '-' && a[1] != '\0') {

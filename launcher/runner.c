@@ -19,41 +19,10 @@
 #define PLAIN_PROGRESS_INTERVAL_S 5.0
 
 bool
-parse_size(const char *text, size_t *out)
+memory_parse(const char *text, size_t *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno != 0 || end == text || !(v >= 0))
-        return false;
-    double mul = 1;
-    if (*end != '\0') {
-        switch (*end) {
-        case 'k':
-        case 'K':
-            mul = 1024.0;
-            break;
-        case 'm':
-        case 'M':
-            mul = 1024.0 * 1024;
-            break;
-        case 'g':
-        case 'G':
-            mul = 1024.0 * 1024 * 1024;
-            break;
-        case 't':
-        case 'T':
-            mul = 1024.0 * 1024 * 1024 * 1024;
-            break;
-        default:
-            return false;
-        }
-        end++;
-        if (strcmp(end, "iB") != 0 && strcmp(end, "B") != 0 && *end != '\0')
-            return false;
-    }
-    double bytes = v * mul;
-    if (bytes >= (double)SIZE_MAX)
+    uint64_t bytes;
+    if (sl_size_parse(text, &bytes, NULL) != SL_OK || bytes == 0 || bytes > SIZE_MAX)
         return false;
     *out = (size_t)bytes;
     return true;
@@ -107,7 +76,7 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
             return cmd_usage_error(c, "--threads: \"%s\" is not a count from 1 to 4096", value);
         o->threads = (unsigned)n;
     } else if (strcmp(a, "--memory") == 0) {
-        if (!parse_size(value, &o->memory) || o->memory == 0)
+        if (!memory_parse(value, &o->memory))
             return cmd_usage_error(c, "--memory: \"%s\" is not a size like 512M or 2G", value);
     } else if (strcmp(a, "--trace") == 0) {
         o->trace = value;

@@ -48,8 +48,9 @@ struct run_opts {
  */
 int run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i);
 
-/* Parse "1024", "64K", "512M", "2G", "1.5GiB" into bytes; false if malformed. */
-bool parse_size(const char *text, size_t *out);
+/* A --memory value: a positive size as sl_size_parse reads it ("512M",
+ * "2G", "1.5GiB") that fits in size_t; false otherwise. */
+bool memory_parse(const char *text, size_t *out);
 
 /* Parse "32,256,256" into at most `max` values > 0; false if malformed. */
 bool parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n);

@@ -9,35 +9,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/checked.h>
+
 #include "runtime_internal.h"
 
-/* Parse a whole decimal number in [min, max] with an optional K/M/G
- * suffix when `suffixes` is set. */
+/* Parse a whole decimal number in [min, max]. */
 static sl_status
-parse_u64(const char *name, const char *text, uint64_t min, uint64_t max, bool suffixes,
-          uint64_t *out, struct sl_error *err)
+parse_u64(const char *name, const char *text, uint64_t min, uint64_t max, uint64_t *out,
+          struct sl_error *err)
 {
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    bool bad = errno != 0 || end == text || text[0] == '-';
-    unsigned shift = 0;
-    if (!bad && suffixes && *end != '\0' && end[1] == '\0') {
-        const char *units = "KMG";
-        const char *u = strchr(units, *end);
-        if (u != NULL) {
-            shift = 10 * (unsigned)(u - units + 1);
-            end++;
-        }
-    }
-    if (!bad && shift > 0 && v > (UINT64_MAX >> shift))
-        bad = true;
-    v <<= shift;
-    if (bad || *end != '\0' || v < min || v > max)
+    if (errno != 0 || end == text || text[0] == '-' || *end != '\0' || v < min || v > max)
         return sl_error_set(err, SL_EINVAL, NULL,
-                            "%s=\"%.40s\": expected a whole number in [%" PRIu64 ", %" PRIu64 "]%s",
-                            name, text, min, max, suffixes ? " (suffix K, M or G allowed)" : "");
+                            "%s=\"%.40s\": expected a whole number in [%" PRIu64 ", %" PRIu64 "]",
+                            name, text, min, max);
     *out = v;
+    return SL_OK;
+}
+
+/* Parse a byte size ("64M", "1.5G": sl_size_parse) that fits in size_t. */
+static sl_status
+parse_bytes(const char *name, const char *text, size_t *out, struct sl_error *err)
+{
+    struct sl_error size_err = SL_ERROR_INIT;
+    uint64_t v;
+    if (sl_size_parse(text, &v, &size_err) != SL_OK)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s: %s", name, size_err.text);
+    if (v > SIZE_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s=\"%.40s\": exceeds %zu bytes", name, text,
+                            (size_t)SIZE_MAX);
+    *out = (size_t)v;
     return SL_OK;
 }
 
@@ -46,7 +49,7 @@ parse_unsigned(const char *name, const char *text, uint64_t min, uint64_t max, u
                struct sl_error *err)
 {
     uint64_t v;
-    SL_TRY(parse_u64(name, text, min, max, false, &v, err));
+    SL_TRY(parse_u64(name, text, min, max, &v, err));
     *out = (unsigned)v;
     return SL_OK;
 }
@@ -56,7 +59,7 @@ parse_pow2(const char *name, const char *text, uint64_t min, uint64_t max, unsig
            struct sl_error *err)
 {
     uint64_t v;
-    SL_TRY(parse_u64(name, text, min, max, false, &v, err));
+    SL_TRY(parse_u64(name, text, min, max, &v, err));
     if ((v & (v - 1)) != 0)
         return sl_error_set(err, SL_EINVAL, NULL, "%s=%" PRIu64 ": must be a power of two", name,
                             v);
@@ -98,11 +101,8 @@ sl_pool_opts_from_env(struct sl_pool_opts *opts, struct sl_error *err)
                           &opts->inject_capacity, err));
     if ((v = getenv("SLUICE_SPIN_ROUNDS")) != NULL && v[0] != '\0')
         SL_TRY(parse_unsigned("SLUICE_SPIN_ROUNDS", v, 0, 1u << 20, &opts->spin_rounds, err));
-    if ((v = getenv("SLUICE_BUF_CACHE_BYTES")) != NULL && v[0] != '\0') {
-        uint64_t bytes;
-        SL_TRY(parse_u64("SLUICE_BUF_CACHE_BYTES", v, 0, SIZE_MAX, true, &bytes, err));
-        opts->buf_cache_bytes = (size_t)bytes;
-    }
+    if ((v = getenv("SLUICE_BUF_CACHE_BYTES")) != NULL && v[0] != '\0')
+        SL_TRY(parse_bytes("SLUICE_BUF_CACHE_BYTES", v, &opts->buf_cache_bytes, err));
     return SL_OK;
 }
 

@@ -14,37 +14,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <sluice/checked.h>
+
 #include "core_internal.h"
 #include "load_json_internal.h"
 
 /* ---- the "run" object ----------------------------------------------------------- */
-
-/* "1024", "64K", "512M", "2G", "1.5GiB" in bytes (K = 1024). */
-static bool
-parse_size(const char *text, size_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno != 0 || end == text || !(v > 0) || !isfinite(v))
-        return false;
-    static const char units[] = "KMGT";
-    double mul = 1;
-    if (*end != '\0') {
-        const char *u = strchr(units, *end >= 'a' ? *end - 'a' + 'A' : *end);
-        if (u == NULL || *u == '\0')
-            return false;
-        for (const char *k = units; k <= u; k++)
-            mul *= 1024;
-        end++;
-        if (*end != '\0' && strcmp(end, "B") != 0 && strcmp(end, "iB") != 0)
-            return false;
-    }
-    if (v * mul >= (double)SIZE_MAX)
-        return false;
-    *out = (size_t)(v * mul);
-    return *out > 0;
-}
 
 static void
 run_parse_memory(sl_graph_json *doc, const json_t *v, const char *ptr)
@@ -53,8 +28,12 @@ run_parse_memory(sl_graph_json *doc, const json_t *v, const char *ptr)
         doc->run.memory_budget = (size_t)json_integer_value(v);
         return;
     }
-    if (json_is_string(v) && parse_size(json_string_value(v), &doc->run.memory_budget))
+    uint64_t bytes;
+    if (json_is_string(v) && sl_size_parse(json_string_value(v), &bytes, NULL) == SL_OK &&
+        bytes > 0 && bytes <= SIZE_MAX) {
+        doc->run.memory_budget = (size_t)bytes;
         return;
+    }
     sl__jdiag_add(
         &doc->diag, SL_EINVAL, ptr,
         "expected a positive byte count or a size like \"512M\" or \"2G\", found %s%s%.40s%s",

@@ -3,6 +3,7 @@
  * Overflow-checked size arithmetic.  Every shape product and byte count in
  * sluice goes through these, written so that the check itself cannot
  * overflow (`a > MAX / b`), never through an unchecked multiplication.
+ * Byte sizes written as text ("512M", "1.5G") are parsed here too.
  */
 #ifndef SL_CHECKED_H
 #define SL_CHECKED_H
@@ -89,6 +90,32 @@ SL_API SL_NODISCARD sl_status sl_shape_count(uint32_t rank, const uint64_t *shap
 SL_API SL_NODISCARD sl_status sl_shape_bytes(uint32_t rank, const uint64_t *shape,
                                              size_t elem_bytes, size_t *bytes,
                                              struct sl_error *err);
+
+/**
+ * Parse a byte size written as text, as the launcher's `--memory`, a graph
+ * file's "run"/"memory" and SLUICE_BUF_CACHE_BYTES take it.
+ *
+ * Grammar (no spaces, nothing before or after):
+ *
+ *     size   = number [ unit [ "B" | "iB" ] ]
+ *     number = digits [ "." [ digits ] ] | "." digits
+ *     unit   = "K" | "M" | "G" | "T"      (either case)
+ *
+ * Units are powers of 1024: K = 2^10, M = 2^20, G = 2^30, T = 2^40, so
+ * "64K", "64k", "64KB" and "64KiB" are all 65536.  A fraction is exact and
+ * rounded down to a whole byte: "1.5G" is 1610612736, "0.1K" is 102.  Zero
+ * ("0", "0K") is a size; callers that need a positive one check.  Refused:
+ * an empty text, a sign ("-1", "+1"), spaces, exponents ("1e9"), any other
+ * letter or suffix, and a size above 2^64 - 1 bytes.
+ *
+ * @param text  the text, NUL-terminated; borrowed.
+ * @param out   the size in bytes; untouched on failure.
+ * @param err   optional; on failure gets a message that quotes `text`.
+ * @return SL_OK, or SL_EINVAL (`text` or `out` NULL, or `text` malformed,
+ *         negative or too large).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_size_parse(const char *text, uint64_t *out, struct sl_error *err);
 
 /**
  * Write a shape as "[a, b, c]" into `buf`.

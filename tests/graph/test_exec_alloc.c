@@ -24,7 +24,7 @@
 
 #include <sluice.h>
 
-#include "io_test.h"
+#include "plain_test.h"
 #include "testutil.h"
 
 TestSuite(graph_exec_alloc, .timeout = 120.0);
@@ -177,7 +177,7 @@ static uint64_t
 check_put(sl_plan *plan, uint32_t node, sl_array *a, uint64_t chunk, uint64_t n,
           const uint16_t *want, size_t fail)
 {
-    (void)fail; /* messages only: io_test.h's stand-in drops them */
+    (void)fail; /* messages only: plain_test.h's stand-in drops them */
     struct sl_put_status ps;
     cr_assert_eq(sl_plan_put_status(plan, node, &ps, NULL), SL_OK);
     for (uint64_t k = 0; k < ps.grid->n_total; k++) {

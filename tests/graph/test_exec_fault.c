@@ -19,7 +19,7 @@
  * - a run without faults then writes every unit (nothing left blocks it);
  * - nothing leaks (the suite runs under LeakSanitizer in CI).
  *
- * Under ThreadSanitizer it runs on io_test.h's stand-in for criterion,
+ * Under ThreadSanitizer it runs on plain_test.h's stand-in for criterion,
  * which drops assertion messages: hence the (void) of message arguments.
  */
 #include <errno.h>
@@ -34,7 +34,7 @@
 #include <sluice.h>
 
 #include "fault_io.h"
-#include "io_test.h"
+#include "plain_test.h"
 #include "testutil.h"
 
 TestSuite(graph_exec_fault, .timeout = 120.0);

@@ -18,6 +18,7 @@
 
 #include <sluice.h>
 
+#include "alloc_sweep.h"
 #include "testutil.h"
 
 TestSuite(graph_load_json, .timeout = 60.0);
@@ -452,31 +453,35 @@ Test(graph_load_json, writing_into_an_existing_array_reopens_it_for_writing)
     sl_test_rmtree(dir);
 }
 
+/* One load of derive_graph from `arg` (the directory) through `alloc`;
+ * the first error's code, or SL_OK with the graph and its arrays there. */
+static sl_status
+load_through(const struct sl_allocator *alloc, void *arg, bool *data_ok)
+{
+    struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
+    o.base_dir = arg;
+    o.alloc = alloc;
+    struct errs e;
+    sl_graph_json *doc = sl_graph_json_load_string(derive_graph, strlen(derive_graph), NULL, &o,
+                                                   errs_init(&e, MAX_ERRORS));
+    if (doc == NULL) {
+        cr_assert_geq(e.list.count, 1, "the load failed without an error");
+        *data_ok = false;
+        return e.rec[0].code;
+    }
+    cr_assert_eq(e.list.count, 0, "loaded, yet reported %s", e.rec[0].text);
+    *data_ok = sl_graph_json_graph(doc) != NULL;
+    sl_graph_json_destroy(doc);
+    return SL_OK;
+}
+
+/* Fail the 1st, 2nd, ... allocation: each load fails with SL_ENOMEM and
+ * leaks nothing, until the one that fails none loads. */
 Test(graph_load_json, allocation_failures_fail_cleanly)
 {
     const char *dir = sl_test_tmpdir("json-fault");
     make_array(dir, "raw.zarr", raw_shape, raw_chunks, NULL, false);
-    bool loaded = false;
-    size_t n_nomem = 0;
-    for (size_t k = 1; k < 2000 && !loaded; k++) {
-        struct sl_test_alloc state = {.fail_at = k};
-        struct sl_allocator alloc = sl_test_alloc_make(&state);
-        struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
-        o.base_dir = dir;
-        o.alloc = &alloc;
-        struct errs e;
-        sl_graph_json *doc = sl_graph_json_load_string(derive_graph, strlen(derive_graph), NULL, &o,
-                                                       errs_init(&e, MAX_ERRORS));
-        loaded = doc != NULL;
-        if (!loaded) {
-            cr_assert_geq(e.list.count, 1, "allocation %zu: failed without an error", k);
-            n_nomem += e.rec[0].code == SL_ENOMEM;
-        }
-        sl_graph_json_destroy(doc);
-        cr_assert_eq(state.n_live, 0, "allocation %zu: %zu blocks leaked", k, state.n_live);
-    }
-    cr_assert(loaded, "the load never succeeded");
-    cr_assert_gt(n_nomem, 10, "failures report SL_ENOMEM");
+    (void)sl_test_alloc_sweep(load_through, (void *)dir, false, 10);
     sl_test_rmtree(dir);
 }
 

@@ -2,7 +2,7 @@
 /*
  * Arrays under threads: writers of different inner chunks of the same
  * shards, parallel region reads and writes through a sl_parallel pool, and
- * readers racing a writer.  Runs under ThreadSanitizer in CI (io_test.h).
+ * readers racing a writer.  Runs under ThreadSanitizer in CI (plain_test.h).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include <sluice.h>
 
-#include "io_test.h"
+#include "plain_test.h"
 #include "testkit.h"
 
 TestSuite(io_array_stress, .timeout = 60.0);

@@ -3,7 +3,7 @@
  * Batched reads under threads: several threads each running batches
  * through a parallel executor on one array, and batched readers racing a
  * writer that rewrites whole shards (each shard's chunks must come from one
- * version).  Runs under ThreadSanitizer in CI (io_test.h).
+ * version).  Runs under ThreadSanitizer in CI (plain_test.h).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 #include <sluice.h>
 
-#include "io_test.h"
+#include "plain_test.h"
 #include "testkit.h"
 
 TestSuite(io_batch_stress, .timeout = 60.0);

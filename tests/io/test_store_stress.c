@@ -2,7 +2,7 @@
 /*
  * Stores under threads: each thread sets, gets and deletes its own keys
  * while one thread keeps replacing a key all of them read; every read must
- * return a whole value.  Runs under ThreadSanitizer in CI (io_test.h).
+ * return a whole value.  Runs under ThreadSanitizer in CI (plain_test.h).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include <sluice.h>
 
-#include "io_test.h"
+#include "plain_test.h"
 
 TestSuite(io_store_stress, .timeout = 60.0);
 

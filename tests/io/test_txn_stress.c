@@ -8,7 +8,7 @@
  * racing early flushes never missing a chunk written before they began;
  * the same with the writer thread of write_behind; threads writing parts
  * over chunks staged encoded (encode_on_write) while others read them.
- * Runs under ThreadSanitizer in CI (io_test.h).
+ * Runs under ThreadSanitizer in CI (plain_test.h).
  */
 #include <ftw.h>
 #include <pthread.h>
@@ -22,7 +22,7 @@
 #include <sluice.h>
 
 #include "fault_io.h"
-#include "io_test.h"
+#include "plain_test.h"
 #include "testkit.h"
 
 TestSuite(io_txn_stress, .timeout = 120.0);

@@ -5,7 +5,7 @@
  * outgrown arrays, and argument checks.  The concurrent behaviour is in
  * test_deque_stress.c.
  */
-#include "runtime_test.h"
+#include "plain_test.h"
 #include <stdint.h>
 
 #include "runtime_internal.h"

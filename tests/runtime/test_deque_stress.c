@@ -7,7 +7,7 @@
  * the steals, aborted steals and last-element races seen.  Runs under
  * ThreadSanitizer in CI (the 'stress' suite).
  */
-#include "runtime_test.h"
+#include "plain_test.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>

@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "plain_test.h"
+#include "pool_test.h"
 #include "runtime_internal.h"
-#include "runtime_test.h"
 
 TestSuite(runtime_park, .timeout = 30.0);
 

@@ -12,8 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "plain_test.h"
+#include "pool_test.h"
 #include "runtime_internal.h"
-#include "runtime_test.h"
 
 TestSuite(runtime_pool, .timeout = 30.0);
 
@@ -609,6 +610,10 @@ Test(runtime_pool, opts_from_env_reads_every_variable)
     cr_assert_eq(o.inject_capacity, 64);
     cr_assert_eq(o.spin_rounds, 5);
     cr_assert_eq(o.buf_cache_bytes, (size_t)3 << 20);
+    setenv("SLUICE_BUF_CACHE_BYTES", "1.5G", 1);
+    struct sl_pool_opts o2 = SL_POOL_OPTS_DEFAULT;
+    cr_assert_eq(sl_pool_opts_from_env(&o2, NULL), SL_OK);
+    cr_assert_eq(o2.buf_cache_bytes, (size_t)3 << 29, "a fraction, as on the command line");
     sl_pool *pool = sl_pool_create(&o, NULL);
     cr_assert_not_null(pool);
     cr_assert_eq(sl_pool_worker_count(pool), 3);
@@ -626,7 +631,9 @@ Test(runtime_pool, opts_from_env_names_the_bad_variable)
         {"SLUICE_DEQUE_CAPACITY", "48", "must be a power of two"},
         {"SLUICE_INJECT_CAPACITY", "1", "SLUICE_INJECT_CAPACITY"},
         {"SLUICE_SPIN_ROUNDS", "1x", "SLUICE_SPIN_ROUNDS"},
-        {"SLUICE_BUF_CACHE_BYTES", "12Q", "suffix K, M or G"},
+        {"SLUICE_BUF_CACHE_BYTES", "12Q", "SLUICE_BUF_CACHE_BYTES: \"12Q\" is not a size"},
+        {"SLUICE_BUF_CACHE_BYTES", "-1", "SLUICE_BUF_CACHE_BYTES: \"-1\""},
+        {"SLUICE_BUF_CACHE_BYTES", "99999999T", "SLUICE_BUF_CACHE_BYTES: \"99999999T\" exceeds"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         env_clear();
@@ -641,28 +648,100 @@ Test(runtime_pool, opts_from_env_names_the_bad_variable)
 
 /* ---- stats --------------------------------------------------------------- */
 
-Test(runtime_pool, worker_stats_sum_to_pool_stats)
+/* What the test itself counts of a fork-join run on two workers. */
+struct counted {
+    sl_pool *pool;
+    _Atomic uint64_t ran_on[2];     /* tasks each worker ran */
+    _Atomic uint64_t spawned_by[2]; /* tasks each worker submitted */
+    _Atomic uint64_t moved_to[2];   /* tasks a worker ran that the other submitted */
+    _Atomic int root_worker;        /* who ran the task submitted from outside */
+};
+
+/* fib(n) whose calls record where they ran and who submitted them. */
+struct counted_fib {
+    struct counted *c;
+    int n;
+    int spawner; /* worker that submitted this call; -1 from outside */
+    long result;
+};
+
+static void
+counted_fib_task(void *arg, sl_status status)
+{
+    struct counted_fib *f = arg;
+    struct counted *c = f->c;
+    int me = sl_pool_worker_index(c->pool);
+    if (me < 0 || me > 1 || status != SL_OK) {
+        f->result = -1000000;
+        return;
+    }
+    atomic_fetch_add(&c->ran_on[me], 1);
+    if (f->spawner < 0)
+        atomic_store(&c->root_worker, me);
+    else if (f->spawner != me)
+        atomic_fetch_add(&c->moved_to[me], 1);
+    if (f->n < 2) {
+        f->result = f->n;
+        return;
+    }
+    struct counted_fib a = {c, f->n - 1, me, 0}, b = {c, f->n - 2, me, 0};
+    struct sl_task_group g;
+    sl_task_group_init(&g, c->pool);
+    if (sl_task_group_submit(&g, counted_fib_task, &a) != SL_OK ||
+        sl_task_group_submit(&g, counted_fib_task, &b) != SL_OK) {
+        f->result = -1000000;
+        return;
+    }
+    atomic_fetch_add(&c->spawned_by[me], 2);
+    sl_status st = sl_task_group_wait(&g);
+    f->result = st == SL_OK ? a.result + b.result : -1000000;
+}
+
+/* The counters against what the tasks themselves saw: each worker's tasks
+ * run and spawned, the one injected task, and steals, which are exactly
+ * the tasks run by the worker that did not submit them (a worker never
+ * steals from itself, and no deque here fails to grow). */
+Test(runtime_pool, stats_count_what_the_tasks_saw)
 {
     sl_pool *pool = pool_make(2);
-    struct fib f = {pool, 18, 0};
+    struct counted c = {.pool = pool};
+    atomic_init(&c.root_worker, -1);
+    struct counted_fib f = {&c, 18, -1, 0};
     struct sl_task_group g;
     sl_task_group_init(&g, pool);
-    cr_assert_eq(sl_task_group_submit(&g, fib_task, &f), SL_OK);
+    cr_assert_eq(sl_task_group_submit(&g, counted_fib_task, &f), SL_OK);
     cr_assert_eq(sl_task_group_wait(&g), SL_OK);
-    struct sl_pool_stats all = pool_stats(pool), w0, w1;
+    cr_assert_eq(f.result, 2584, "fib(18)");
+    /* fib(18) makes 2 fib(19) - 1 = 8361 calls, the root included. */
+    const uint64_t n_calls = 8361;
+    struct sl_pool_stats all = pool_stats(pool), w[2];
+    cr_assert_eq(sl_pool_worker_get_stats(pool, 0, &w[0], NULL), SL_OK);
+    cr_assert_eq(sl_pool_worker_get_stats(pool, 1, &w[1], NULL), SL_OK);
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_pool_worker_get_stats(pool, 0, &w0, NULL), SL_OK);
-    cr_assert_eq(sl_pool_worker_get_stats(pool, 1, &w1, NULL), SL_OK);
-    cr_assert_eq(sl_pool_worker_get_stats(pool, 2, &w1, &err), SL_EINVAL);
+    cr_assert_eq(sl_pool_worker_get_stats(pool, 2, &w[1], &err), SL_EINVAL);
     cr_assert_not_null(strstr(err.text, "worker 2 out of range (2 workers)"));
-    cr_assert_eq(w0.n_tasks_run + w1.n_tasks_run, all.n_tasks_run);
-    cr_assert_eq(w0.n_spawned + w1.n_spawned, all.n_spawned);
-    cr_assert_eq(all.n_injected, 1);
+    uint64_t moved = 0;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(w[i].n_tasks_run, atomic_load(&c.ran_on[i]), "worker %d ran", i);
+        cr_assert_eq(w[i].n_spawned, atomic_load(&c.spawned_by[i]), "worker %d spawned", i);
+        cr_assert_eq(w[i].n_steals, atomic_load(&c.moved_to[i]), "worker %d stole", i);
+        cr_assert_eq(w[i].n_injected, i == atomic_load(&c.root_worker) ? 1u : 0u,
+                     "worker %d took the root", i);
+        cr_assert_eq(w[i].n_tasks_canceled, 0);
+        moved += atomic_load(&c.moved_to[i]);
+    }
+    cr_assert_eq(all.n_tasks_run, n_calls);
+    cr_assert_eq(all.n_spawned, n_calls - 1, "every call but the root came from a worker");
+    cr_assert_eq(all.n_injected, 1, "the root, from outside");
+    cr_assert_eq(all.n_inject_overflow, 0);
+    cr_assert_eq(all.n_steals, moved);
+    cr_assert_eq(all.n_continuations, 0, "no caller-provided tasks, so no successors");
+    cr_assert_eq(all.n_tasks_canceled, 0);
     cr_assert_geq(all.n_task_slabs, 1);
     uint64_t by_distance = 0;
-    for (int c = 0; c < SL_TOPO_DISTANCE_COUNT_; c++)
-        by_distance += all.n_steals_by_distance[c];
-    cr_assert_eq(by_distance, all.n_steals);
+    for (int d = 0; d < SL_TOPO_DISTANCE_COUNT_; d++)
+        by_distance += all.n_steals_by_distance[d];
+    cr_assert_eq(by_distance, moved, "every steal has one distance class");
     sl_pool_destroy(pool);
 }
 

@@ -13,8 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "plain_test.h"
+#include "pool_test.h"
 #include "runtime_internal.h"
-#include "runtime_test.h"
 
 TestSuite(runtime_pool_stress, .timeout = 120.0);
 

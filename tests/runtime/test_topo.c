@@ -12,8 +12,8 @@
 
 #include <hwloc.h>
 
+#include "plain_test.h"
 #include "runtime_internal.h"
-#include "runtime_test.h"
 
 TestSuite(runtime_topo, .timeout = 20.0);
 

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The runner of runtime_test.h's stand-in for criterion: every registered
- * test runs in this process, in registration order, under an alarm, and the
- * first failed assertion ends the process with status 1.
+ * The runner of plain_test.h's stand-in for criterion (ThreadSanitizer
+ * builds): every registered test runs in this process, in registration
+ * order, under an alarm, and the first failed assertion ends the process
+ * with status 1.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "runtime_test.h"
+#include "plain_test.h"
 
 #define PLAIN_MAX_TESTS 256
 #define PLAIN_TIMEOUT_S 240
