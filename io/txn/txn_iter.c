@@ -27,14 +27,7 @@ sl_array_iter_shard_chunks(const sl_array *a, const uint64_t *shard, struct sl_a
 {
     if (a == NULL || it == NULL || (shard == NULL && a->meta.rank > 0))
         return sl_error_set(err, SL_EINVAL, NULL, "array, shard or iterator is missing");
-    for (uint32_t d = 0; d < a->meta.rank; d++)
-        if (shard[d] >= a->object_grid.n_chunks[d]) {
-            struct sl_chunk_key key = sl_chunk_key_make(a->meta.rank, shard);
-            return sl_error_set(err, SL_EBOUNDS, &key,
-                                "shard index %" PRIu64 " in dimension %u is outside the grid of "
-                                "%" PRIu64 " shards",
-                                shard[d], d, a->object_grid.n_chunks[d]);
-        }
+    SL_TRY(sl__array_check_object_coords(a, shard, err));
     struct sl_region r;
     sl_grid_chunk_region(&a->object_grid, shard, &r);
     it->grid = a->chunk_grid;

@@ -633,18 +633,33 @@ sl__array_stripe(const sl_array *a, const uint64_t *coords)
     return (pthread_mutex_t *)&a->stripes[i % SL__STRIPES];
 }
 
+/* Check `coords` against `grid`, whose cells are called `what` ("chunk",
+ * "shard") in messages. */
+static sl_status
+array_check_grid(const sl_array *a, const struct sl_grid *grid, const uint64_t *coords,
+                 const char *what, struct sl_error *err)
+{
+    if (coords == NULL && a->meta.rank > 0)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s coordinates are missing", what);
+    for (uint32_t d = 0; d < a->meta.rank; d++)
+        if (coords[d] >= grid->n_chunks[d]) {
+            struct sl_chunk_key key = sl_chunk_key_make(a->meta.rank, coords);
+            return sl_error_set(err, SL_EBOUNDS, &key,
+                                "%s index %" PRIu64 " in dimension %u is outside the grid of "
+                                "%" PRIu64 " %ss",
+                                what, coords[d], d, grid->n_chunks[d], what);
+        }
+    return SL_OK;
+}
+
 sl_status
 sl__array_check_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err)
 {
-    if (coords == NULL && a->meta.rank > 0)
-        return sl_error_set(err, SL_EINVAL, NULL, "chunk coordinates are missing");
-    for (uint32_t d = 0; d < a->meta.rank; d++)
-        if (coords[d] >= a->chunk_grid.n_chunks[d]) {
-            struct sl_chunk_key key = sl_chunk_key_make(a->meta.rank, coords);
-            return sl_error_set(err, SL_EBOUNDS, &key,
-                                "chunk index %" PRIu64 " in dimension %u is outside the grid of "
-                                "%" PRIu64 " chunks",
-                                coords[d], d, a->chunk_grid.n_chunks[d]);
-        }
-    return SL_OK;
+    return array_check_grid(a, &a->chunk_grid, coords, "chunk", err);
+}
+
+sl_status
+sl__array_check_object_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err)
+{
+    return array_check_grid(a, &a->object_grid, coords, a->meta.sharded ? "shard" : "chunk", err);
 }

@@ -197,23 +197,6 @@ sl_array_write_chunk(sl_array *a, const uint64_t *coords, const void *buf, size_
     return st;
 }
 
-/* Check stored-object coordinates against the shard grid (SL_EBOUNDS). */
-static sl_status
-check_object_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err)
-{
-    if (coords == NULL && a->meta.rank > 0)
-        return sl_error_set(err, SL_EINVAL, NULL, "shard coordinates are missing");
-    for (uint32_t d = 0; d < a->meta.rank; d++)
-        if (coords[d] >= a->object_grid.n_chunks[d]) {
-            struct sl_chunk_key key = sl_chunk_key_make(a->meta.rank, coords);
-            return sl_error_set(err, SL_EBOUNDS, &key,
-                                "shard index %" PRIu64 " in dimension %u is outside the grid of "
-                                "%" PRIu64 " shards",
-                                coords[d], d, a->object_grid.n_chunks[d]);
-        }
-    return SL_OK;
-}
-
 /* Fill `exist` from the index of the shard stored under `key`. */
 static sl_status
 shard_index_exist(const sl_array *a, const char *key, bool *exist, sl_codec_ctx *ctx,
@@ -239,7 +222,7 @@ sl_status
 sl_array_shard_chunks_exist(const sl_array *a, const uint64_t *shard, bool *exist, size_t n_exist,
                             sl_codec_ctx *given, struct sl_error *err)
 {
-    SL_TRY(check_object_coords(a, shard, err));
+    SL_TRY(sl__array_check_object_coords(a, shard, err));
     uint64_t n = a->meta.sharded ? a->meta.n_per_shard : 1;
     if (exist == NULL || n_exist < n)
         return sl_error_set(err, SL_EINVAL, NULL,

@@ -95,6 +95,11 @@ pthread_mutex_t *sl__array_stripe(const sl_array *a, const uint64_t *coords);
 /* Check chunk coordinates against the chunk grid (SL_EBOUNDS). */
 sl_status sl__array_check_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err);
 
+/* Check stored-object coordinates against the object grid (shards when
+ * sharded) (SL_EBOUNDS naming the dimension and the grid). */
+sl_status sl__array_check_object_coords(const sl_array *a, const uint64_t *coords,
+                                        struct sl_error *err);
+
 /*
  * Decode chunk `coords` of an unsharded array into `buf` (a whole chunk);
  * when it is absent, set `*missing` and leave `buf` untouched.
