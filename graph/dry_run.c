@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include <sluice/array.h>
+#include <sluice/array_io.h>
 #include <sluice/graph_json.h>
+#include <sluice/graph_node.h>
 
 #include "core_internal.h"
 #include "graph_internal.h"

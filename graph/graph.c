@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/graph_node.h>
 
 #include "core_internal.h"
 #include "graph_internal.h"

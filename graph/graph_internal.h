@@ -13,7 +13,10 @@
 
 #include <sluice/array.h>
 #include <sluice/graph.h>
+#include <sluice/graph_node.h>
+#include <sluice/op_registry.h>
 #include <sluice/ops.h>
+#include <sluice/plan.h>
 
 #define SL__NODE_NAME_MAX 63
 

@@ -7,6 +7,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sluice/graph_node.h>
+#include <sluice/op_registry.h>
+
 #include "core_internal.h"
 #include "graph_internal.h"
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/graph_node.h>
+
 #include "core_internal.h"
 #include "graph_internal.h"
 

@@ -7,6 +7,8 @@
  */
 #include <inttypes.h>
 
+#include <sluice/plan.h>
+
 #include "graph_internal.h"
 
 sl_status

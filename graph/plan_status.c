@@ -15,6 +15,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sluice/plan.h>
+
 #include "core_internal.h"
 #include "graph_internal.h"
 

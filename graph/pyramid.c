@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/op_registry.h>
 
 #include "core_internal.h"
 #include "graph_internal.h"

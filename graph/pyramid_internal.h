@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/pyramid.h>
 

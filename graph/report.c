@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/plan.h>
+
 #include "core_internal.h"
 #include "graph_internal.h"
 

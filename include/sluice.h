@@ -8,6 +8,7 @@
 
 #include <sluice/alloc.h>
 #include <sluice/array.h>
+#include <sluice/array_io.h>
 #include <sluice/array_iter.h>
 #include <sluice/batch.h>
 #include <sluice/block.h>
@@ -19,15 +20,19 @@
 #include <sluice/error.h>
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>
+#include <sluice/graph_node.h>
 #include <sluice/grid.h>
+#include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/parallel.h>
+#include <sluice/plan.h>
 #include <sluice/pool.h>
 #include <sluice/pyramid.h>
 #include <sluice/region.h>
 #include <sluice/sha256.h>
 #include <sluice/status.h>
 #include <sluice/store.h>
+#include <sluice/task.h>
 #include <sluice/topo.h>
 #include <sluice/txn.h>
 #include <sluice/version.h>

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/op_registry.h>
 #include <sluice/ops.h>
 
 #include "ops_internal.h"

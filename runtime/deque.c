@@ -26,6 +26,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 /* The largest array: 2^32 tasks (32 GiB of slots). */

@@ -21,6 +21,8 @@
 #include <limits.h>
 #include <stdatomic.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 void

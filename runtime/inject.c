@@ -16,6 +16,8 @@
  */
 #include <stdatomic.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 sl_status

@@ -15,6 +15,8 @@
  */
 #include <stdatomic.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 struct pfor_job {

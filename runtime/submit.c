@@ -20,6 +20,8 @@
  */
 #include <stdatomic.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 /* Park the helping worker on the pool's event count until the group ends

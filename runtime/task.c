@@ -17,6 +17,8 @@
  */
 #include <stdalign.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 #define SL__TASK_SLAB 256

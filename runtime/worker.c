@@ -39,6 +39,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include <sluice/task.h>
+
 #include "runtime_internal.h"
 
 _Thread_local struct sl__worker *sl__tls_worker SL__TLS_MODEL;

@@ -28,6 +28,9 @@
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/graph_node.h>
+#include <sluice/op_registry.h>
+#include <sluice/plan.h>
 
 #include "core_internal.h"
 #include "exec_internal.h"

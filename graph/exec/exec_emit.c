@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <sluice/task.h>
+
 #include "core_internal.h"
 #include "exec_internal.h"
 

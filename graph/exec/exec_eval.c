@@ -18,7 +18,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sluice/array_io.h>
 #include <sluice/checked.h>
+#include <sluice/graph_node.h>
+#include <sluice/op_registry.h>
+#include <sluice/plan.h>
+#include <sluice/task.h>
 
 #include "core_internal.h"
 #include "exec_internal.h"

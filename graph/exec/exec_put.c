@@ -8,6 +8,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include <sluice/graph_node.h>
+#include <sluice/plan.h>
+
 #include "exec_internal.h"
 
 /*

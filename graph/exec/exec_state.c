@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include <sluice/plan.h>
+
 #include "exec_internal.h"
 
 uint64_t

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include <sluice/plan.h>
+
 #include "exec_internal.h"
 
 /* How long the driver yields and looks again before it sleeps (ns). */

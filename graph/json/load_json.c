@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <sluice/checked.h>
+#include <sluice/plan.h>
 
 #include "core_internal.h"
 #include "load_json_internal.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/graph_node.h>
 
 #include "core_internal.h"
 #include "io_fill.h"

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/graph_node.h>
+#include <sluice/op_registry.h>
 
 #include "core_internal.h"
 #include "load_json_internal.h"

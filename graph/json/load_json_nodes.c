@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sluice/op_registry.h>
+
 #include "core_internal.h"
 #include "load_json_internal.h"
 

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <sluice/graph_node.h>
 #include <sluice/pyramid.h>
 
 #include "core_internal.h"

@@ -23,7 +23,7 @@ extern "C" {
 /*
  * One thread's codec state: a zstd compression and decompression context,
  * zlib streams and scratch buffers, all reused from call to call.  Pass one
- * per thread to the chunk functions of array.h (a runtime keeps one per
+ * per thread to the chunk functions of array_io.h (a runtime keeps one per
  * worker); passing NULL there makes a temporary one for the call.
  */
 typedef struct sl_codec_ctx sl_codec_ctx;

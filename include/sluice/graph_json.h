@@ -23,6 +23,7 @@
 #include <sluice/common.h>
 #include <sluice/error.h>
 #include <sluice/graph.h>
+#include <sluice/plan.h>
 #include <sluice/status.h>
 
 #ifdef __cplusplus

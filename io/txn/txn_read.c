@@ -16,6 +16,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sluice/array_io.h>
+
 #include "txn_internal.h"
 
 /* What a look at a staged chunk found. */

@@ -13,6 +13,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sluice/array_io.h>
+
 #include "zarr_internal.h"
 
 /* Slabs up to this size, or one chunk row when that is larger. */

@@ -15,6 +15,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sluice/array_io.h>
+
 #include "zarr_internal.h"
 
 /* A codec context for one call: the caller's, or a temporary one. */

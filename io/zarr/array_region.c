@@ -15,6 +15,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <sluice/array_io.h>
+
 #include "zarr_internal.h"
 
 /* One region operation, shared by its iterations. */

@@ -13,6 +13,7 @@
  * cap is SL_CHUNK_MAX_BYTES), so no buffer nears the 256 MiB limit.
  */
 #include <sluice/array.h>
+#include <sluice/array_io.h>
 #include <sluice/sha256.h>
 
 #include "fuzz.h"

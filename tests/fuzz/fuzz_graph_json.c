@@ -13,6 +13,7 @@
 
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>
+#include <sluice/plan.h>
 
 #include "fuzz.h"
 

@@ -5,6 +5,8 @@
  * outgrown arrays, and argument checks.  The concurrent behaviour is in
  * test_deque_stress.c.
  */
+#include <sluice/task.h>
+
 #include "plain_test.h"
 #include <stdint.h>
 

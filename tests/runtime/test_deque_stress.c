@@ -7,6 +7,8 @@
  * the steals, aborted steals and last-element races seen.  Runs under
  * ThreadSanitizer in CI (the 'stress' suite).
  */
+#include <sluice/task.h>
+
 #include "plain_test.h"
 #include <pthread.h>
 #include <sched.h>

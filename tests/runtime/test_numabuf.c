@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/task.h>
+
 #include "plain_test.h"
 #include "pool_test.h"
 #include "runtime_internal.h"

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sluice/task.h>
+
 #include "plain_test.h"
 #include "pool_test.h"
 #include "runtime_internal.h"

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <sluice/task.h>
+
 #include "plain_test.h"
 #include "pool_test.h"
 #include "runtime_internal.h"

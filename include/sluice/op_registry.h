@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry of built-in operations: the kernels of <sluice/ops.h> named
+ * for graph files ("downsample", "cast", "scale", "clip", "threshold"), with
+ * their parameters, bound to an input dtype and rank as a plain value
+ * (struct sl_op) that graph nodes hold, and applied to blocks.
+ */
+#ifndef SL_OP_REGISTRY_H
+#define SL_OP_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/common.h>
+#include <sluice/dtype.h>
+#include <sluice/error.h>
+#include <sluice/ops.h>
+#include <sluice/region.h>
+#include <sluice/status.h>
+#include <sluice/view.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Registry of built-in operations                                          */
+/* ------------------------------------------------------------------------ */
+
+/* How an operation maps input blocks to output blocks. */
+typedef enum sl_op_kind {
+    SL_OP_KIND_MAP,   /* elementwise: an output block needs the same region of the input */
+    SL_OP_KIND_REGRID /* an output block needs a larger input region (downsample) */
+} sl_op_kind;
+
+/* What a parameter holds, and how a graph file writes it. */
+typedef enum sl_op_param_type {
+    SL_OP_PARAM_NUMBER, /* a real number: 2, -0.5 */
+    SL_OP_PARAM_DTYPE,  /* a data type name: "uint16" */
+    SL_OP_PARAM_METHOD, /* a downsample method name: "mean" */
+    SL_OP_PARAM_FACTORS /* one positive integer per dimension: [1, 2, 2] */
+} sl_op_param_type;
+
+/* One parameter of an operation. */
+struct sl_op_param {
+    const char *name;      /* as written in graph files */
+    sl_op_param_type type; /* what it holds */
+    bool required;         /* must be given; otherwise `doc` says the default */
+    const char *doc;       /* one line: meaning and default */
+};
+
+/* The most parameters any operation has. */
+#define SL_OP_MAX_PARAMS 4
+
+/* A parameter's value; the field that `type` names is the one that counts. */
+struct sl_op_value {
+    bool set;                      /* given; unset parameters take their default */
+    double number;                 /* SL_OP_PARAM_NUMBER */
+    sl_dtype dtype;                /* SL_OP_PARAM_DTYPE */
+    sl_downsample_method method;   /* SL_OP_PARAM_METHOD */
+    uint32_t n_factors;            /* SL_OP_PARAM_FACTORS: how many */
+    uint64_t factors[SL_MAX_RANK]; /* SL_OP_PARAM_FACTORS: the values */
+};
+
+/* Values of one operation's parameters, indexed like its `params`; zero it
+ * to start with every parameter unset. */
+struct sl_op_args {
+    struct sl_op_value value[SL_OP_MAX_PARAMS]; /* value[i] is for params[i] */
+};
+
+/* Parameters of the map operations, in the form the kernels take them. */
+struct sl_op_scale {
+    double scale;  /* multiplier */
+    double offset; /* added after multiplying */
+};
+struct sl_op_clip {
+    double lo; /* lower bound; -inf for none */
+    double hi; /* upper bound; +inf for none */
+};
+struct sl_op_threshold {
+    double threshold; /* strictly above it gives `value` */
+    double value;     /* the output for elements above the threshold */
+};
+
+struct sl_op_desc;
+
+/*
+ * An operation bound to its parameters, input dtype and rank: what a graph
+ * node holds.  A plain value: copy it freely; it owns nothing.
+ */
+struct sl_op {
+    const struct sl_op_desc *desc; /* static; never NULL once bound */
+    sl_dtype in_dtype;             /* dtype of input blocks */
+    sl_dtype out_dtype;            /* dtype of output blocks */
+    uint32_t rank;                 /* rank of both */
+    struct sl_op_args args;        /* the parameters as given, for describing the op */
+    /* The parameters, checked, defaults applied; the member for desc's
+     * operation counts. */
+    union {
+        struct sl_downsample_params downsample; /* "downsample" */
+        struct sl_op_scale scale;               /* "scale" */
+        struct sl_op_clip clip;                 /* "clip" */
+        struct sl_op_threshold threshold;       /* "threshold" */
+    } u;
+};
+
+/* A built-in operation: one row of the registry table. */
+struct sl_op_desc {
+    const char *name;                 /* "downsample", "cast", ... */
+    sl_op_kind kind;                  /* map or regrid */
+    const char *summary;              /* one line for listings */
+    uint32_t n_params;                /* entries in `params`, <= SL_OP_MAX_PARAMS */
+    const struct sl_op_param *params; /* the parameters, in a fixed order */
+    /* Check `args` for inputs of `in_dtype` and `rank` and fill `op`
+     * (sl_op_bind calls this after the generic checks). */
+    sl_status (*bind)(struct sl_op *op, const struct sl_op_args *args, sl_dtype in_dtype,
+                      uint32_t rank, struct sl_error *err);
+    /* Apply a bound op to a block (sl_op_apply calls this after checking
+     * the views against the op). */
+    sl_status (*apply)(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
+                       void *scratch, size_t scratch_bytes, struct sl_error *err);
+};
+
+/** Number of built-in operations.  Thread-safety: any thread. */
+SL_API uint32_t sl_op_count(void);
+
+/**
+ * The `i`-th operation in name order; NULL when `i` >= sl_op_count().
+ * Thread-safety: any thread.
+ */
+SL_API const struct sl_op_desc *sl_op_at(uint32_t i);
+
+/**
+ * Look up an operation by name.
+ * @return SL_OK, or SL_ENOTFOUND with `unknown op "dwnsample"; known:
+ * cast, clip, downsample, scale, threshold`.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_op_lookup(const char *name, const struct sl_op_desc **out,
+                                           struct sl_error *err);
+
+/**
+ * Write the operation names, comma separated, into `buf`.
+ * @return the length the full text needs, as snprintf does.
+ * Thread-safety: any thread.
+ */
+SL_API size_t sl_op_names(char *buf, size_t size);
+
+/**
+ * Index of parameter `name` of `d`, or -1 when it has none by that name.
+ * Thread-safety: any thread.
+ */
+SL_API int sl_op_param_index(const struct sl_op_desc *d, const char *name);
+
+/**
+ * Set parameter `name` of `d` in `args` from a number, a string (dtype and
+ * method names) or a list of factors, as a graph loader reads them.
+ * @return SL_OK; SL_EINVAL naming the operation and parameter when `d` has
+ * no such parameter (listing those it has), when the parameter takes
+ * another kind of value, or when a name does not parse (listing valid
+ * names); SL_EUNSUPPORTED for too many factors.
+ * Thread-safety: one thread per `args` at a time.
+ */
+SL_API SL_NODISCARD sl_status sl_op_args_set_number(struct sl_op_args *args,
+                                                    const struct sl_op_desc *d, const char *name,
+                                                    double value, struct sl_error *err);
+SL_API SL_NODISCARD sl_status sl_op_args_set_string(struct sl_op_args *args,
+                                                    const struct sl_op_desc *d, const char *name,
+                                                    const char *value, struct sl_error *err);
+SL_API SL_NODISCARD sl_status sl_op_args_set_factors(struct sl_op_args *args,
+                                                     const struct sl_op_desc *d, const char *name,
+                                                     uint32_t n, const uint64_t *factors,
+                                                     struct sl_error *err);
+
+/**
+ * Bind `d` to `args` for input blocks of `in_dtype` and `rank`: check every
+ * parameter against the input and compute the output dtype.
+ * @return SL_OK; SL_EINVAL (a required parameter missing, a value out of
+ * range) or SL_EUNSUPPORTED (dtype), naming the operation, parameter and
+ * value.  On failure `op` is untouched.
+ * Thread-safety: any thread; one at a time per `op`.
+ */
+SL_API SL_NODISCARD sl_status sl_op_bind(struct sl_op *op, const struct sl_op_desc *d,
+                                         const struct sl_op_args *args, sl_dtype in_dtype,
+                                         uint32_t rank, struct sl_error *err);
+
+/**
+ * Output block shape for an input block of `in_shape` (op->rank entries).
+ * Thread-safety: any thread.
+ */
+SL_API void sl_op_out_shape(const struct sl_op *op, const uint64_t *in_shape, uint64_t *out_shape);
+
+/**
+ * The input region (of an array of `in_shape`) that output region
+ * `out_region` depends on: the same region for map ops, the scaled and
+ * clipped one for regrid ops.  @return SL_OK, or SL_EBOUNDS when
+ * `out_region` leaves the output shape (naming both), SL_EINVAL on a rank
+ * mismatch, as sl_downsample_input_region.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_op_input_region(const struct sl_op *op, const uint64_t *in_shape,
+                                                 const struct sl_region *out_region,
+                                                 struct sl_region *in_region, struct sl_error *err);
+
+/**
+ * Scratch bytes sl_op_apply needs for input blocks no larger than
+ * `in_shape` (NULL: any block).  @return SL_OK or SL_EOVERFLOW.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape,
+                                                  size_t *bytes, struct sl_error *err);
+
+/**
+ * Apply `op` to block `in`, writing `out`.  Checks that the views have the
+ * op's dtypes and rank and matching shapes, then runs the kernel.
+ * @return SL_OK; SL_EINVAL naming the operation and the mismatch; or what
+ * the kernel returns: SL_EINVAL, SL_EUNSUPPORTED or SL_EOVERFLOW.
+ * Thread-safety: any thread, on distinct output views and scratch.
+ */
+SL_API SL_NODISCARD sl_status sl_op_apply(const struct sl_op *op, const struct sl_view *in,
+                                          const struct sl_view *out, void *scratch,
+                                          size_t scratch_bytes, struct sl_error *err);
+
+/**
+ * Describe a bound op as `downsample(method=mean, factors=[1, 2, 2]) uint16 -> uint16`
+ * for plans and error messages.  @return the length the full text needs.
+ * Thread-safety: any thread.
+ */
+SL_API size_t sl_op_format(const struct sl_op *op, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_OP_REGISTRY_H */
