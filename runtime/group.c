@@ -21,6 +21,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 
+#include "group_internal.h"
 #include "runtime_internal.h"
 
 void

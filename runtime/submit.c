@@ -20,6 +20,7 @@
  */
 #include <stdatomic.h>
 
+#include "group_internal.h"
 #include "runtime_internal.h"
 
 /* Park the helping worker on the pool's event count until the group ends
