@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /*
  * A put's shard (or unsharded chunk) write ended: on failure, every chunk

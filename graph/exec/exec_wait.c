@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /* How long the driver yields and looks again before it sleeps (ns). */
 #define EXEC_DRIVER_SPIN_NS 200000u
