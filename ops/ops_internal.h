@@ -3,7 +3,8 @@
  * Private declarations of the ops module, open to its tests: the helpers
  * that turn core's dtype list into per-dtype kernels, the n-d iteration
  * shared by every kernel, the downsample plan and the per-method kernel
- * tables, the elementwise conversion tables and 128-bit arithmetic.
+ * tables and the elementwise conversion tables; 128-bit arithmetic has
+ * its own header (u128_internal.h), included here.
  *
  * Per-dtype code is generated from SL_DTYPE_MAP.  Its class column is
  * pasted onto a prefix to pick what a class needs: SL__OPS_IF_REAL_##cls
@@ -22,6 +23,7 @@
 #include <sluice/ops.h>
 
 #include "core_internal.h"
+#include "u128_internal.h"
 
 /* A driver that takes its typed steps as function pointers and must be
  * inlined into each typed caller, so the steps become direct, inlined
@@ -125,46 +127,6 @@ sl__ops_ctz(uint64_t x)
  * overflow.
  */
 #define SL__OPS_ROUND_HALF_EVEN(q, r, n) ((q) + ((r) > (n) - (r) - ((q)&1)))
-
-/* ---- 128-bit unsigned sums ------------------------------------------------ */
-
-/* An unsigned 128-bit sum, kept portable (no __int128 in the API). */
-struct sl__u128 {
-    uint64_t lo; /* low 64 bits */
-    uint64_t hi; /* high 64 bits */
-};
-
-/* a += v. */
-static inline void
-sl__u128_add(struct sl__u128 *a, uint64_t v)
-{
-    a->lo += v;
-    a->hi += a->lo < v;
-}
-
-/*
- * (hi:lo) / d by shift and subtract; needs hi < d, so the quotient fits in
- * 64 bits.  Stores the remainder in *rem.  Portable fallback of
- * sl__u128_divmod, public to the tests.
- */
-uint64_t sl__u128_divmod_portable(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem);
-
-/* (hi:lo) / d with remainder; needs d > 0 and hi < d. */
-static inline uint64_t
-sl__u128_divmod(struct sl__u128 a, uint64_t d, uint64_t *rem)
-{
-    if (a.hi == 0) {
-        *rem = a.lo % d;
-        return a.lo / d;
-    }
-#if defined(__SIZEOF_INT128__)
-    __extension__ unsigned __int128 n = ((unsigned __int128)a.hi << 64) | a.lo;
-    *rem = (uint64_t)(n % d);
-    return (uint64_t)(n / d);
-#else
-    return sl__u128_divmod_portable(a.hi, a.lo, d, rem);
-#endif
-}
 
 /*
  * Stack room for one tile of accumulators, elements or wide values.  A

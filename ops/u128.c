@@ -3,7 +3,7 @@
  * The portable 128-by-64-bit division behind sl__u128_divmod, used where
  * the compiler has no 128-bit integer type (and by the tests everywhere).
  */
-#include "ops_internal.h"
+#include "u128_internal.h"
 
 uint64_t
 sl__u128_divmod_portable(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem)

@@ -16,7 +16,7 @@
 #include <ck_epoch.h>
 #include <ck_ring.h>
 
-#include "runtime_internal.h"
+#include "ck_glue_internal.h"
 
 void
 sl__ck_epoch_init(struct sl__epoch *epoch)

@@ -28,7 +28,7 @@
 
 #include <sluice/task.h>
 
-#include "runtime_internal.h"
+#include "deque_internal.h"
 
 /* The largest array: 2^32 tasks (32 GiB of slots). */
 #define SL__DEQUE_MAX_CAPACITY ((int64_t)1 << 32)

@@ -23,6 +23,7 @@
 
 #include <sluice/task.h>
 
+#include "group_internal.h"
 #include "runtime_internal.h"
 
 void

@@ -18,7 +18,8 @@
 
 #include <sluice/task.h>
 
-#include "runtime_internal.h"
+#include "ck_glue_internal.h"
+#include "inject_internal.h"
 
 sl_status
 sl__inject_init(struct sl__inject *q, unsigned capacity, const struct sl_allocator *alloc)

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "runtime_internal.h"
+#include "topo_internal.h"
 
 #define BUF_HEADER 64
 #define BUF_MIN_SHIFT 12

@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime_internal.h"
+#include "park_internal.h"
 
 void
 sl__futex_wait(_Atomic uint32_t *word, uint32_t expected)

@@ -22,6 +22,7 @@
 
 #include <sluice/task.h>
 
+#include "group_internal.h"
 #include "runtime_internal.h"
 
 /* Park the helping worker on the pool's event count until the group ends

@@ -20,7 +20,7 @@
 
 #include <hwloc.h>
 
-#include "runtime_internal.h"
+#include "topo_internal.h"
 
 /* Where a topology came from. */
 enum topo_source { TOPO_HOST, TOPO_SYNTHETIC, TOPO_XML };

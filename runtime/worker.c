@@ -41,7 +41,9 @@
 
 #include <sluice/task.h>
 
+#include "group_internal.h"
 #include "runtime_internal.h"
+#include "topo_internal.h"
 
 _Thread_local struct sl__worker *sl__tls_worker SL__TLS_MODEL;
 

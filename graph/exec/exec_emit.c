@@ -22,6 +22,7 @@
 
 #include "core_internal.h"
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /* A task from the driver's free list, refilled from what workers returned. */
 static struct sl__exec_task *

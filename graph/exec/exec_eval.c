@@ -27,6 +27,7 @@
 
 #include "core_internal.h"
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /* What evaluating a node produced. */
 struct eval_out {

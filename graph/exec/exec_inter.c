@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core_internal.h"
-#include "exec_internal.h"
+#include "exec_inter_internal.h"
 
 static size_t
 inter_hash(uint32_t stage, uint64_t linear, size_t n_buckets)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private declarations of the executor (graph/exec/): one run's state, its
- * tasks, the table of intermediate chunks shared between stages, the
- * per-worker trace buffers, and what each file of the executor offers the
- * others.  Open to the graph tests, not to the rest of graph/.
+ * tasks and workers, and the shared state of exec_state.c.  The table of
+ * intermediate chunks and the trace buffers that a run embeds have headers
+ * of their own (exec_inter_internal.h, exec_trace_internal.h), as do the
+ * steps the driver calls (exec_steps_internal.h).  Open to the graph tests,
+ * not to the rest of graph/.
  */
 #ifndef SL_EXEC_INTERNAL_H
 #define SL_EXEC_INTERNAL_H
@@ -19,90 +21,9 @@
 #include <sluice/store.h>
 #include <sluice/txn.h>
 
+#include "exec_inter_internal.h"
+#include "exec_trace_internal.h"
 #include "graph_internal.h"
-
-/* ---- intermediate chunks (exec_inter.c) ----------------------------------- */
-
-/* Where an intermediate chunk stands. */
-enum sl__entry_state {
-    SL__ENTRY_PENDING, /* its task has not finished */
-    SL__ENTRY_READY,   /* its block can be read */
-    SL__ENTRY_FAILED   /* its task failed; `code` and `text` say why */
-};
-
-/* A task waiting for an entry to leave PENDING. */
-struct sl__waiter {
-    struct sl__exec_task *task; /* released when the entry is done */
-    struct sl__waiter *next;    /* next waiter of the entry, or of the free list */
-};
-
-/*
- * One chunk of a stage whose root feeds other stages: computed once, read by
- * every consumer chunk that needs it, freed after the last.
- */
-struct sl__entry {
-    uint32_t stage;              /* producing stage */
-    uint64_t linear;             /* chunk's linear index in the stage root's grid */
-    enum sl__entry_state state;  /* guarded by the table lock */
-    uint64_t refs_left;          /* consumer reads still to come */
-    struct sl_block block;       /* the chunk, once READY */
-    void *buf;                   /* owned buffer behind `block` */
-    size_t buf_bytes;            /* its size, also its budget share */
-    sl_status code;              /* why it FAILED */
-    char text[112];              /* ... with the message */
-    struct sl__waiter *waiters;  /* tasks to release when done */
-    struct sl__entry *hash_next; /* bucket chain, or free list */
-};
-
-/* Entries by (stage, linear), under one mutex. */
-struct sl__inter_table {
-    pthread_mutex_t lock;            /* guards everything below and every entry */
-    struct sl__entry **buckets;      /* power-of-two count */
-    size_t n_buckets;                /* bucket count */
-    size_t n_entries;                /* entries in the table */
-    struct sl__entry *free_entries;  /* recycled entries */
-    struct sl__waiter *free_waiters; /* recycled waiters */
-    struct sl_allocator alloc;       /* the plan's */
-};
-
-sl_status sl__inter_init(struct sl__inter_table *t, const struct sl_allocator *alloc,
-                         struct sl_error *err);
-void sl__inter_fini(struct sl__inter_table *t, sl_pool *pool);
-/* Find the entry of (stage, linear); lock held. */
-struct sl__entry *sl__inter_find_locked(struct sl__inter_table *t, uint32_t stage, uint64_t linear);
-/* Insert a new PENDING entry; lock held.  NULL when out of memory. */
-struct sl__entry *sl__inter_insert_locked(struct sl__inter_table *t, uint32_t stage,
-                                          uint64_t linear, uint64_t refs);
-/* Remove and recycle `e` (its buffer already freed); lock held. */
-void sl__inter_remove_locked(struct sl__inter_table *t, struct sl__entry *e);
-/* A recycled or new waiter; lock held.  NULL when out of memory. */
-struct sl__waiter *sl__inter_waiter_locked(struct sl__inter_table *t);
-
-/* ---- trace (exec_trace.c) ------------------------------------------------------- */
-
-/* One task as the Chrome trace shows it. */
-struct sl__trace_event {
-    uint64_t start_ns; /* since the run started */
-    uint64_t end_ns;   /* since the run started */
-    uint32_t stage;    /* which stage */
-    uint32_t count;    /* chunks in the task */
-    uint64_t first;    /* first chunk's linear index in the stage root's grid */
-};
-
-/* Events of one worker; full buffers drop further events and count them. */
-struct sl__trace_buf {
-    struct sl__trace_event *events; /* owned; NULL when tracing is off */
-    size_t n;                       /* events recorded */
-    size_t cap;                     /* events that fit */
-    uint64_t dropped;               /* events beyond cap */
-};
-
-struct sl__exec_worker;
-
-/* Write every worker's events as Chrome trace JSON to `path`. */
-sl_status sl__trace_write(const char *path, const sl_graph *g, const struct sl__fusion *f,
-                          const struct sl__exec_worker *workers, unsigned n_workers,
-                          struct sl_error *err);
 
 /* ---- runs ------------------------------------------------------------------ */
 
@@ -282,97 +203,5 @@ sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);
 
 /* Bytes staged in the run's open transactions. */
 size_t sl__exec_staged(const struct sl__exec *ex);
-
-/* ---- the driver's waits (exec_wait.c) --------------------------------------- */
-
-/* Progress totals, computed once per run. */
-struct sl__exec_totals {
-    uint64_t chunks;           /* output chunks of every put */
-    uint64_t bytes;            /* their decoded bytes */
-    uint64_t next_progress_ns; /* when the next progress call is due */
-};
-
-/* Call the progress callback with the run's counters (`final`: the last call). */
-void sl__exec_progress(struct sl__exec *ex, uint64_t total, uint64_t bytes_total, bool final);
-
-/*
- * Sleep until `what` holds (room for `need` bytes and fewer than `max_tasks`
- * tasks in flight, or no task in flight), calling the progress callback
- * when due.
- * @return SL_OK, or SL_EBUDGET when room is awaited with nothing running
- * (intermediate chunks waiting for consumers hold the budget).
- * Thread-safety: the driver only.
- */
-sl_status sl__exec_wait(struct sl__exec *ex, enum sl__exec_wait what, size_t need,
-                        uint64_t max_tasks, struct sl__exec_totals *tot, struct sl_error *err);
-
-/* ---- emitting tasks (exec_emit.c) ------------------------------------------- */
-
-/* Scratch list of intermediate chunks one task reads. */
-struct sl__exec_needs {
-    uint32_t *node;   /* producer node ids */
-    uint64_t *coords; /* SL_MAX_RANK coordinates each */
-    size_t n;         /* in use */
-    size_t cap;       /* allocated */
-};
-
-/* The driver's state while emitting. */
-struct sl__exec_drive {
-    struct sl__exec_totals tot;  /* progress totals */
-    uint64_t max_tasks;          /* queued tasks at most */
-    struct sl__exec_needs needs; /* scratch */
-};
-
-/*
- * Emit a task computing `count` chunks of stage `stage` from position `first`
- * of box `box` (and `output`, the intermediate chunk it produces, or NULL):
- * the intermediate chunks it reads first, then room in the budget, then
- * the pool.  A task that could not be prepared still runs, as cancelled.
- * @return SL_OK, SL_ENOMEM, SL_EOVERFLOW, SL_EBUDGET or the pool's refusal.
- * Thread-safety: the driver only.
- */
-sl_status sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stage,
-                             uint64_t box, uint64_t first, uint32_t count, struct sl__entry *output,
-                             struct sl_error *err);
-
-/* Wait for workers still leaving their last task, then free every task.
- * Thread-safety: the driver only, after the run went idle. */
-void sl__exec_tasks_fini(struct sl__exec *ex);
-
-/* ---- parts of a split run (exec_parts.c) ------------------------------------ */
-
-/*
- * The positions [lo, hi) of put stage `stage` that this part runs: the
- * chunks split into n_parts runs of about equal count, cut at box (shard)
- * boundaries when there are several boxes, so no shard is written by two
- * parts.
- */
-void sl__exec_part_range(const struct sl__exec *ex, uint32_t stage, uint64_t *lo, uint64_t *hi);
-
-/* Mark the chunks of put stage `stage` outside [lo, hi) as SL_ESKIPPED
- * (before any task of the stage runs). */
-void sl__exec_part_mark_skipped(struct sl__exec *ex, uint32_t stage, uint64_t lo, uint64_t hi);
-
-/* ---- put transactions (exec_put.c) ------------------------------------------ */
-
-/* Open a transaction per put (see struct sl__exec_put).
- * @return SL_OK, SL_ENOMEM or the transaction's failure. */
-sl_status sl__exec_puts_open(struct sl__exec *ex, struct sl_error *err);
-
-/* Commit the transactions of the puts of `phase`: write what is still staged. */
-void sl__exec_puts_commit(struct sl__exec *ex, uint32_t phase);
-
-/* Close (abort) what is still open and free the puts. */
-void sl__exec_puts_close(struct sl__exec *ex);
-
-/* ---- evaluating chunks (exec_eval.c) ---------------------------------------- */
-
-/* Compute every chunk of task `t`.  Thread-safety: a worker, or the driver. */
-void sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker);
-
-/* Fail intermediate chunk `e`, whose task could not be made (out of
- * memory), and release the tasks waiting for it.  Thread-safety: the driver. */
-void sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code,
-                            const char *text);
 
 #endif /* SL_EXEC_INTERNAL_H */

@@ -6,6 +6,7 @@
  * the others as skipped.
  */
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /*
  * The positions [lo, hi) of put stage `stage` that this part runs: the

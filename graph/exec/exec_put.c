@@ -12,6 +12,7 @@
 #include <sluice/plan.h>
 
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /*
  * A put's shard (or unsharded chunk) write ended: on failure, every chunk

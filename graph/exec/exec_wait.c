@@ -15,6 +15,7 @@
 #include <sluice/plan.h>
 
 #include "exec_internal.h"
+#include "exec_steps_internal.h"
 
 /* How long the driver yields and looks again before it sleeps (ns). */
 #define EXEC_DRIVER_SPIN_NS 200000u

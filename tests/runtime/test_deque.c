@@ -10,7 +10,7 @@
 #include "plain_test.h"
 #include <stdint.h>
 
-#include "runtime_internal.h"
+#include "deque_internal.h"
 
 TestSuite(runtime_deque, .timeout = 10.0);
 

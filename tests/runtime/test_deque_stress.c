@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime_internal.h"
+#include "deque_internal.h"
 
 TestSuite(runtime_deque_stress, .timeout = 120.0);
 

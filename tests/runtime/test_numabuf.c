@@ -15,6 +15,7 @@
 #include "plain_test.h"
 #include "pool_test.h"
 #include "runtime_internal.h"
+#include "topo_internal.h"
 
 TestSuite(runtime_numabuf, .timeout = 30.0);
 

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "park_internal.h"
 #include "plain_test.h"
 #include "pool_test.h"
-#include "runtime_internal.h"
 
 TestSuite(runtime_park, .timeout = 30.0);
 

@@ -12,8 +12,10 @@
 
 #include <hwloc.h>
 
+#include <sluice/pool.h>
+
 #include "plain_test.h"
-#include "runtime_internal.h"
+#include "topo_internal.h"
 
 TestSuite(runtime_topo, .timeout = 20.0);
 
