@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Filesystem paths as the kernel reaches them, and whole-node replacement.
+ *
+ * Two paths given by a user can name the same directory (a symbolic link,
+ * "..", a trailing slash), or one can lie inside the other; a command that
+ * reads one and writes the other must know before it touches anything.
+ * sl_fs_path_resolve and sl_fs_path_overlap answer that.
+ *
+ * A node (a Zarr array or group: a directory) is replaced whole and
+ * atomically by writing the new one beside it, in a hidden sibling, and
+ * swapping the two when the new one is complete (renameat2 with
+ * RENAME_EXCHANGE; two renames where the file system lacks it), then
+ * removing the old one.  Until the swap, readers see the old node as it
+ * was; a run that fails, is refused or is killed leaves it so.  The cost is
+ * the space of both nodes during the run; SL_FS_REPLACE_IN_PLACE deletes the
+ * old node first instead, for datasets too large to hold twice.
+ */
+#ifndef SL_FS_H
+#define SL_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Resolve `path` to the absolute path the kernel would reach: its longest
+ * existing prefix through realpath(3) (symbolic links and ".." resolved),
+ * then the missing rest appended, its "." and ".." applied by name.
+ * @return SL_OK; SL_EINVAL (empty path, or the result does not fit `size`
+ * bytes), SL_EIO (the working directory or a prefix cannot be resolved, with
+ * the reason).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_fs_path_resolve(const char *path, char *out, size_t size,
+                                                 struct sl_error *err);
+
+/* How two resolved paths relate. */
+typedef enum sl_fs_overlap {
+    SL_FS_APART,   /* neither holds the other */
+    SL_FS_SAME,    /* the same path */
+    SL_FS_INSIDE,  /* the first lies inside the second */
+    SL_FS_CONTAINS /* the second lies inside the first */
+} sl_fs_overlap;
+
+/**
+ * Compare two paths made by sl_fs_path_resolve, by whole components.
+ * @return how `a` relates to `b`.
+ * Thread-safety: any thread.
+ */
+SL_API sl_fs_overlap sl_fs_path_overlap(const char *a, const char *b);
+
+/* What sl_fs_replace_begin does with a node already at the destination. */
+typedef enum sl_fs_replace_mode {
+    SL_FS_REPLACE_REFUSE,  /* refuse it (SL_EEXIST) */
+    SL_FS_REPLACE_STAGED,  /* write beside it, swap at commit, then remove it */
+    SL_FS_REPLACE_IN_PLACE /* remove its contents now, write in its place */
+} sl_fs_replace_mode;
+
+/* One replacement under way. */
+typedef struct sl_fs_replace sl_fs_replace;
+
+/**
+ * Begin writing a node at directory `dest`.  Its parents are made when
+ * missing (and removed again by an abort).  What is at `dest` decides:
+ * nothing, or an empty directory: the node is written in a hidden sibling
+ * and renamed into place at commit (so a refused or killed run leaves
+ * nothing behind).  A Zarr node (a directory holding .zarray, .zgroup,
+ * .zattrs or zarr.json): as `mode` says.  A file, or a directory that holds
+ * entries but no Zarr node: refused (SL_EEXIST) in every mode, since
+ * replacing it would delete what is not a dataset.  Hidden siblings that
+ * killed runs on this host left behind (their process is gone) are removed
+ * first.  `dest` is named as given in every message.
+ * @return the replacement (finish it with sl_fs_replace_commit or
+ * sl_fs_replace_abort), or NULL with SL_EEXIST (see above: the text says
+ * what is there), SL_EINVAL (an empty or too long path), SL_EACCES or SL_EIO
+ * (a directory could not be made or read) or SL_ENOMEM in `err`.
+ * Thread-safety: any thread; one replacement per destination at a time.
+ */
+SL_API sl_fs_replace *sl_fs_replace_begin(const char *dest, sl_fs_replace_mode mode,
+                                          struct sl_error *err);
+
+/**
+ * The directory to write the new node into (the hidden sibling, or `dest`
+ * itself in place).  Valid until the replacement ends.
+ * @return a NUL-terminated path, never NULL.
+ * Thread-safety: any thread.
+ */
+SL_API const char *sl_fs_replace_path(const sl_fs_replace *r);
+
+/**
+ * Whether a Zarr node was at the destination when the replacement began.
+ * @return true when one was there.
+ * Thread-safety: any thread.
+ */
+SL_API bool sl_fs_replace_existed(const sl_fs_replace *r);
+
+/**
+ * Put the new node in place: swap it with the old one (or rename it into
+ * place), then remove the old one, and free `r`.  Once this returns SL_OK
+ * the destination is the new node, even when removing the old one failed
+ * part way (its rest stays in a hidden sibling that the next replacement of
+ * `dest` removes; the error is not reported then).
+ * @return SL_OK, or SL_EEXIST (something appeared at the destination
+ * meanwhile) or SL_EIO with the reason; the old node is then still in
+ * place and the new one removed.
+ * Thread-safety: the thread that owns `r`.
+ */
+SL_API SL_NODISCARD sl_status sl_fs_replace_commit(sl_fs_replace *r, struct sl_error *err);
+
+/**
+ * Give up: remove the new node and any parents begin made, leave the old
+ * node as it was (in place mode: as emptied), and free `r`.  NULL is a
+ * no-op.
+ * Thread-safety: the thread that owns `r`.
+ */
+SL_API void sl_fs_replace_abort(sl_fs_replace *r);
+
+/**
+ * Remove the directory tree at `path` (files, links and directories; links
+ * are removed, never followed).  An absent path succeeds.
+ * @return SL_OK, or SL_EIO naming the entry that could not be removed.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_fs_remove_tree(const char *path, struct sl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_FS_H */
