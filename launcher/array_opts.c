@@ -16,6 +16,10 @@ array_opts_parse(const struct cmd *c, struct array_opts *o, int argc, char **arg
         o->overwrite = true;
         return 1;
     }
+    if (strcmp(a, "--overwrite-in-place") == 0) {
+        o->overwrite_in_place = true;
+        return 1;
+    }
     bool takes = strcmp(a, "--format") == 0 || strcmp(a, "--chunks") == 0 ||
                  strcmp(a, "--shards") == 0 || strcmp(a, "--codec") == 0;
     if (!takes)
@@ -56,7 +60,7 @@ array_opts_spec(const struct cmd *c, const struct array_opts *o, const sl_array 
     spec->dtype = sl_array_dtype(src);
     spec->fill_value = sl_array_fill_value(src);
     spec->attributes_json = sl_array_attributes(src);
-    spec->overwrite = o->overwrite;
+    spec->overwrite = false; /* dest_begin replaced what was there (dest.c) */
     if (o->have_codec)
         spec->codec = o->codec;
     if (o->n_chunks != 0 && o->n_chunks != rank)

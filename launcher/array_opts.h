@@ -24,7 +24,16 @@ struct array_opts {
     bool have_codec;              /* --codec given */
     struct sl_codec_spec codec;   /* --codec SPEC */
     bool overwrite;               /* --overwrite */
+    bool overwrite_in_place;      /* --overwrite-in-place */
 };
+
+/* Help lines of the overwrite options, for commands' usage texts. */
+#define DEST_OPTS_HELP                                                                           \
+    "  --overwrite          replace an existing output array or group whole: the new one is\n"   \
+    "                       written beside it and swapped in when the run succeeds (space for\n" \
+    "                       both meanwhile; a failed or killed run leaves the old one)\n"        \
+    "  --overwrite-in-place delete an existing output array or group first, then write (for\n"   \
+    "                       data too large to hold twice; a failed run leaves neither)\n"
 
 #define ARRAY_OPTS_HELP                                                                         \
     "  --format v2|v3       Zarr format of the output (default: the input's)\n"                 \
@@ -33,8 +42,7 @@ struct array_opts {
     "  --shards S           shard shape (v3), a multiple of the chunk shape (default: the\n"    \
     "                       input's sharding when both are v3, else none)\n"                    \
     "  --codec SPEC         zstd:LEVEL | gzip:LEVEL | blosc:CNAME:CLEVEL[:shuffle|noshuffle|\n" \
-    "                       bitshuffle] | none (default: zstd:1)\n"                             \
-    "  --overwrite          replace an existing output array\n"
+    "                       bitshuffle] | none (default: zstd:1)\n" DEST_OPTS_HELP
 
 /*
  * Consume the option at argv[*i] (and its value).

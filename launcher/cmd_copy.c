@@ -11,6 +11,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dest.h"
 #include "dist.h"
 #include "runner.h"
 
@@ -50,6 +51,8 @@ run_copy(int argc, char **argv)
     }
     if (n_paths != 2)
         return cmd_usage_error(&cmd_copy, "need SRC and DST");
+    if (dest_check_alias(&cmd_copy, paths[0], paths[1]) != 0)
+        return 2;
 
     struct sl_error err = SL_ERROR_INIT;
     sl_store *in = open_dir_store(paths[0], false, &err);
@@ -62,8 +65,11 @@ run_copy(int argc, char **argv)
     int rc = array_opts_spec(&cmd_copy, &ao, src, sl_array_shape(src), &spec);
     sl_store *out = NULL;
     sl_array *dst = NULL;
+    struct dest d = {0};
+    if (rc == 0)
+        rc = dest_begin(&cmd_copy, &d, paths[1], &ao);
     if (rc == 0) {
-        out = open_dir_store(paths[1], true, &err);
+        out = dest_open_store(&d, &err);
         dst = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
         if (dst == NULL)
             rc = cmd_fail("copy", paths[1], &err);
@@ -80,5 +86,5 @@ run_copy(int argc, char **argv)
     sl_array_unref(dst);
     sl_store_unref(in);
     sl_store_unref(out);
-    return rc;
+    return dest_finish(&cmd_copy, &d, rc);
 }

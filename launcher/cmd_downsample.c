@@ -11,6 +11,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dest.h"
 #include "dist.h"
 #include "downsample_opts.h"
 #include "runner.h"
@@ -73,7 +74,7 @@ ds_parse_all(const char **paths, struct downsample_opts *o, struct array_opts *a
         return cmd_usage_error(&cmd_downsample, "need SRC and DST");
     if (o->n_factors == 0)
         return cmd_usage_error(&cmd_downsample, "need --factors");
-    return 0;
+    return dest_check_alias(&cmd_downsample, paths[0], paths[1]);
 }
 
 static int
@@ -103,9 +104,12 @@ run_downsample(int argc, char **argv)
     }
     sl_store *out = NULL;
     sl_array *dst = NULL;
+    struct dest d = {0};
+    if (rc == 0)
+        rc = dest_begin(&cmd_downsample, &d, paths[1], &ao);
     if (rc == 0) {
         ds_clip_layout(&spec);
-        out = open_dir_store(paths[1], true, &err);
+        out = dest_open_store(&d, &err);
         dst = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
         if (dst == NULL)
             rc = cmd_fail("downsample", paths[1], &err);
@@ -124,5 +128,5 @@ run_downsample(int argc, char **argv)
     sl_array_unref(dst);
     sl_store_unref(in);
     sl_store_unref(out);
-    return rc;
+    return dest_finish(&cmd_downsample, &d, rc);
 }

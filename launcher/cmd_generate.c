@@ -15,6 +15,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dest.h"
 #include "dist.h"
 #include "runner.h"
 
@@ -188,14 +189,16 @@ run_generate(int argc, char **argv)
     if (rc != 0)
         return rc;
     spec.zarr_format = ao.format != 0 ? ao.format : 3;
-    spec.overwrite = ao.overwrite;
     if (ao.have_codec)
         spec.codec = ao.codec;
     memcpy(spec.chunk_shape, ao.chunks, spec.rank * sizeof(uint64_t));
     memcpy(spec.shard_shape, ao.shards, ao.n_shards * sizeof(uint64_t));
     struct generate_ctx g = {.rank = spec.rank, .seed = seed};
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *out = open_dir_store(dst, true, &err);
+    struct dest d;
+    if (dest_begin(&cmd_generate, &d, dst, &ao) != 0)
+        return 2;
+    sl_store *out = dest_open_store(&d, &err);
     sl_array *a = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
     sl_graph *gr = a != NULL ? sl_graph_create(NULL, &err) : NULL;
     const struct sl_getter_desc gd = {.array_name = "sample",
@@ -214,5 +217,5 @@ run_generate(int argc, char **argv)
     sl_graph_unref(gr);
     sl_array_unref(a);
     sl_store_unref(out);
-    return rc;
+    return dest_finish(&cmd_generate, &d, rc);
 }

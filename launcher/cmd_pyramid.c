@@ -16,6 +16,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "dest.h"
 #include "dist.h"
 #include "downsample_opts.h"
 #include "runner.h"
@@ -193,7 +194,7 @@ pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct ar
         return cmd_usage_error(&cmd_pyramid, "need --levels");
     if (dso->n_factors == 0)
         return cmd_usage_error(&cmd_pyramid, "need --factors");
-    return 0;
+    return dest_check_alias(&cmd_pyramid, a->paths[0], a->paths[1]);
 }
 
 /* Check that a per-axis list has one entry per dimension (or was not given). */
@@ -338,7 +339,10 @@ run_pyramid(int argc, char **argv)
         base_name(a.paths[1], name, sizeof(name));
         o.name = a.name != NULL ? a.name : name;
     }
-    sl_store *out = rc == 0 ? open_dir_store(a.paths[1], true, &err) : NULL;
+    struct dest d = {0};
+    if (rc == 0)
+        rc = dest_begin(&cmd_pyramid, &d, a.paths[1], &ao);
+    sl_store *out = rc == 0 ? dest_open_store(&d, &err) : NULL;
     if (rc == 0 && out == NULL)
         rc = cmd_fail("pyramid", a.paths[1], &err);
     if (rc == 0)
@@ -346,5 +350,5 @@ run_pyramid(int argc, char **argv)
     sl_array_unref(src);
     sl_store_unref(in);
     sl_store_unref(out);
-    return rc;
+    return dest_finish(&cmd_pyramid, &d, rc);
 }

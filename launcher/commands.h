@@ -28,7 +28,8 @@ extern const struct cmd cmd_run;
 extern const struct cmd cmd_validate;
 extern const struct cmd cmd_explain;
 
-/* Print "sluice NAME: PATH: " and the error record on stderr; return 1. */
+/* Print "sluice NAME: PATH: " and the error record on stderr; return 2: a
+ * failure before any chunk ran (opening, validating, creating, planning). */
 struct sl_error;
 int cmd_fail(const char *name, const char *path, const struct sl_error *err);
 

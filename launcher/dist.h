@@ -12,6 +12,7 @@
 #define SL_LAUNCHER_DIST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <sluice.h>
 
@@ -60,6 +61,10 @@ sl_array *dist_create_array(sl_store *store, const char *path, const struct sl_a
  * rank 0 does first, such as creating outputs the others then open.
  */
 sl_status dist_share(sl_status status, struct sl_error *err);
+
+/* Give every rank rank 0's NUL-terminated text in `buf` (`size` bytes, the
+ * same on every rank). */
+void dist_share_text(char *buf, size_t size);
 
 /* Agree on an exit status: rank 0's, on every rank. */
 int dist_exit_status(int rc);

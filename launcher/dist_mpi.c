@@ -370,6 +370,15 @@ dist_share(sl_status status, struct sl_error *err)
     return e.code;
 }
 
+void
+dist_share_text(char *buf, size_t size)
+{
+    if (!active || n_ranks == 1 || size == 0)
+        return;
+    MPI_Bcast(buf, (int)size, MPI_CHAR, 0, MPI_COMM_WORLD);
+    buf[size - 1] = '\0';
+}
+
 int
 dist_exit_status(int rc)
 {

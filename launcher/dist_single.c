@@ -64,6 +64,13 @@ dist_share(sl_status status, struct sl_error *err)
     return status;
 }
 
+void
+dist_share_text(char *buf, size_t size)
+{
+    (void)buf;
+    (void)size;
+}
+
 int
 dist_exit_status(int rc)
 {

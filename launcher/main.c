@@ -61,7 +61,7 @@ cmd_fail(const char *name, const char *path, const struct sl_error *err)
     char text[512];
     sl_error_format(err, text, sizeof(text));
     fprintf(stderr, "sluice %s: %s: %s\n", name, path, text);
-    return 1;
+    return 2;
 }
 
 int

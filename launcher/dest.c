@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Output nodes of commands: aliasing refused, existing nodes replaced whole
+ * and atomically (or in place when asked), nothing left behind by a refused
+ * run.  See dest.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dest.h"
+#include "dist.h"
+#include "runner.h"
+
+int
+dest_check_alias(const struct cmd *c, const char *src, const char *dst)
+{
+    char a[4096], b[4096];
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_fs_path_resolve(src, a, sizeof(a), &err) != SL_OK ||
+        sl_fs_path_resolve(dst, b, sizeof(b), &err) != SL_OK)
+        return cmd_usage_error(c, "%s", err.text);
+    switch (sl_fs_path_overlap(a, b)) {
+    case SL_FS_APART:
+        return 0;
+    case SL_FS_SAME:
+        return cmd_usage_error(c,
+                               "SRC \"%s\" and DST \"%s\" are the same directory (%s); write "
+                               "to another path",
+                               src, dst, a);
+    case SL_FS_INSIDE:
+        return cmd_usage_error(c,
+                               "SRC \"%s\" lies inside DST \"%s\" (%s inside %s): writing DST "
+                               "would destroy its input; write to another path",
+                               src, dst, a, b);
+    case SL_FS_CONTAINS:
+    default:
+        return cmd_usage_error(c,
+                               "DST \"%s\" lies inside SRC \"%s\" (%s inside %s): writing it "
+                               "would change its input; write to another path",
+                               dst, src, b, a);
+    }
+}
+
+int
+dest_begin(const struct cmd *c, struct dest *d, const char *path, const struct array_opts *ao)
+{
+    memset(d, 0, sizeof(*d));
+    d->given = path;
+    d->in_place = ao->overwrite_in_place;
+    sl_fs_replace_mode mode = ao->overwrite_in_place ? SL_FS_REPLACE_IN_PLACE
+                              : ao->overwrite        ? SL_FS_REPLACE_STAGED
+                                                     : SL_FS_REPLACE_REFUSE;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = SL_OK;
+    if (dist_rank() == 0) {
+        d->rep = sl_fs_replace_begin(path, mode, &err);
+        st = d->rep != NULL ? SL_OK : err.code;
+        if (d->rep != NULL) {
+            snprintf(d->at, sizeof(d->at), "%s", sl_fs_replace_path(d->rep));
+            d->existed = sl_fs_replace_existed(d->rep);
+        }
+    }
+    st = dist_share(st, &err);
+    dist_share_text(d->at, sizeof(d->at));
+    if (st == SL_OK)
+        return 0;
+    bool may = mode == SL_FS_REPLACE_REFUSE && strstr(err.text, "needs the overwrite") != NULL;
+    fprintf(stderr, "sluice %s: %s%s\n", c->name, err.text,
+            may ? " (pass --overwrite to replace it whole, or --overwrite-in-place)" : "");
+    return 2;
+}
+
+sl_store *
+dest_open_store(const struct dest *d, struct sl_error *err)
+{
+    return open_dir_store(d->at, true, err);
+}
+
+int
+dest_finish(const struct cmd *c, struct dest *d, int rc)
+{
+    if (d->rep == NULL)
+        return dist_exit_status(rc);
+    /* In place the old node is gone already: keep what this run wrote. */
+    bool keep = rc == 0 || (rc == 1 && (!d->existed || d->in_place));
+    if (keep) {
+        struct sl_error err = SL_ERROR_INIT;
+        if (sl_fs_replace_commit(d->rep, &err) != SL_OK) {
+            fprintf(stderr, "sluice %s: %s: the new node was not put in place: %s\n", c->name,
+                    d->given, err.text);
+            rc = 1;
+        }
+    } else {
+        sl_fs_replace_abort(d->rep);
+        if (rc == 1)
+            fprintf(stderr,
+                    "sluice %s: %s: left as it was, since chunks failed (this run's output was "
+                    "removed)\n",
+                    c->name, d->given);
+    }
+    d->rep = NULL;
+    return dist_exit_status(rc);
+}

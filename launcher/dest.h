@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a command writes its output node (an array, or a pyramid's group):
+ * refused when it aliases the input; otherwise written beside what is at
+ * the path and put in place after the run (sl_fs_replace), so that a
+ * refused, failed or killed run leaves the destination as it was.
+ */
+#ifndef SL_LAUNCHER_DEST_H
+#define SL_LAUNCHER_DEST_H
+
+#include <stdbool.h>
+
+#include <sluice.h>
+
+#include "array_opts.h"
+#include "commands.h"
+
+/* One output node being written. */
+struct dest {
+    const char *given;  /* the path as the user gave it */
+    sl_fs_replace *rep; /* rank 0's replacement; NULL elsewhere and once finished */
+    char at[4096];      /* the directory the new node is written into */
+    bool existed;       /* a Zarr node was there */
+    bool in_place;      /* --overwrite-in-place */
+};
+
+/*
+ * Refuse input `src` and output `dst` that are the same directory or one
+ * inside the other, through symbolic links and ".." too.
+ * @return 0, or 2 after a message naming both paths.
+ */
+int dest_check_alias(const struct cmd *c, const char *src, const char *dst);
+
+/*
+ * Begin writing a node at `path`, replacing what is there as `ao` allows.
+ * Across processes rank 0 decides and every rank learns where to write.
+ * @return 0, or 2 after a message (something is there and may not be
+ * replaced: the message names the option that would allow it).
+ */
+int dest_begin(const struct cmd *c, struct dest *d, const char *path, const struct array_opts *ao);
+
+/* Open the store that writes into d->at. */
+sl_store *dest_open_store(const struct dest *d, struct sl_error *err);
+
+/*
+ * End the run whose exit status is `rc`: put the new node in place when the
+ * run succeeded, or when it failed in some chunks and nothing was there
+ * before (the failures are reported; the rest is kept); otherwise remove it
+ * and leave the old node.  Says what happened on stderr.
+ * @return the command's exit status (1 when putting the node in place fails).
+ */
+int dest_finish(const struct cmd *c, struct dest *d, int rc);
+
+#endif /* SL_LAUNCHER_DEST_H */
