@@ -268,8 +268,10 @@ pyr_check_group(sl_store *store, const char *group, bool overwrite, struct sl_er
     sl_zarr_kind kind;
     int format = 0;
     SL_TRY(sl_zarr_probe(store, group, &kind, &format, err));
-    if (kind == SL_ZARR_NONE || overwrite)
+    if (kind == SL_ZARR_NONE)
         return SL_OK;
+    if (overwrite) /* replaced whole: no level of the old pyramid stays */
+        return sl_store_delete_tree(store, group, err);
     return sl_error_set(err, SL_EEXIST, NULL,
                         "pyramid: \"%s\" already holds a Zarr v%d %s; ask to overwrite it", group,
                         format, kind == SL_ZARR_ARRAY ? "array" : "group");

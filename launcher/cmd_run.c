@@ -98,6 +98,13 @@ run_run(int argc, char **argv)
         rc |= dry_run_graph(&cmd_run, g, &ro, name);
     } else {
         rc = run_graph(&cmd_run, g, &ro, name);
+        struct sl_error err = SL_ERROR_INIT;
+        /* Refused (2): destroying the document removes what it wrote. */
+        if (rc != 2 && sl_graph_json_commit(doc, rc == 0, &err) != SL_OK) {
+            fprintf(stderr, "sluice run: %s: a new array was not put in place: %s\n", path,
+                    err.text);
+            rc = 1;
+        }
     }
     sl_graph_json_destroy(doc);
     return rc;

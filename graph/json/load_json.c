@@ -400,6 +400,7 @@ sl_graph_json_destroy(sl_graph_json *doc)
     sl_graph_unref(doc->graph);
     sl__jnodes_fini(doc);
     sl__jarrays_fini(doc);
+    sl__jreplace_fini(doc);
     json_decref(doc->root);
     struct sl_allocator a = doc->alloc;
     sl_free(&a, doc->base_dir, strlen(doc->base_dir) + 1);

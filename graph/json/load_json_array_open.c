@@ -297,10 +297,17 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
     struct sl_error err = SL_ERROR_INIT;
     bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
     if (on_disk) {
+        char at[SL__JPTR_MAX];
+        sl__jptr_key(at, a->ptr, "path");
+        const char *dir =
+            open ? sl__jreplace_find(doc, a->full_path)
+                 : sl__jreplace_begin(doc, a->full_path, a->path, at, a->overwrite, a->in_place);
+        if (dir == NULL)
+            return false;
         struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
         so.create = !open;
         so.alloc = &doc->alloc;
-        a->store = sl_store_open_fs(a->full_path, &so, &err);
+        a->store = sl_store_open_fs(dir, &so, &err);
     } else {
         struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
         mo.alloc = &doc->alloc;

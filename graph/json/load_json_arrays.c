@@ -181,7 +181,7 @@ array_parse_entry(sl_graph_json *doc, struct sl__jarray *a, const json_t *v)
         a->full_path = sl__jpath_join(doc, a->path, at);
     sl__jptr_key(at, a->ptr, "overwrite");
     if ((f = json_object_get(v, "overwrite")) != NULL)
-        (void)sl__jget_bool(d, f, at, &a->overwrite);
+        (void)sl__jget_overwrite(d, f, at, &a->overwrite, &a->in_place);
     sl__jptr_key(at, a->ptr, "like");
     if ((f = json_object_get(v, "like")) != NULL && sl__jget_string(d, f, at, &a->like_name))
         a->role = SL__JARRAY_CREATE;

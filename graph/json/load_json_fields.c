@@ -174,6 +174,24 @@ sl__jget_bool(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *out)
 }
 
 bool
+sl__jget_overwrite(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *overwrite,
+                   bool *in_place)
+{
+    if (json_is_string(v) && strcmp(json_string_value(v), "in-place") == 0) {
+        *overwrite = *in_place = true;
+        return true;
+    }
+    if (json_is_boolean(v)) {
+        *overwrite = json_is_true(v);
+        *in_place = false;
+        return true;
+    }
+    sl__jdiag_add(d, SL_EINVAL, ptr, "expected true, false or \"in-place\", found %s",
+                  json_is_string(v) ? json_string_value(v) : sl__json_type_name(v));
+    return false;
+}
+
+bool
 sl__jget_uint(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo, uint64_t hi,
               uint64_t *out)
 {

@@ -67,6 +67,9 @@ bool sl__jcheck_keys(struct sl__jdiag *d, const json_t *obj, const char *ptr, co
  * `ptr` and returns false. */
 bool sl__jget_string(struct sl__jdiag *d, const json_t *v, const char *ptr, const char **out);
 bool sl__jget_bool(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *out);
+/* "overwrite": true, false or "in-place" (which sets both flags). */
+bool sl__jget_overwrite(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *overwrite,
+                        bool *in_place);
 bool sl__jget_uint(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo, uint64_t hi,
                    uint64_t *out);
 /* A list of 1..SL_MAX_RANK integers >= `lo` (reported at ptr/i). */

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <sluice/array.h>
+#include <sluice/fs.h>
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>
 #include <sluice/ops.h>
@@ -69,6 +70,7 @@ struct sl__jarray {
     char *full_path;               /* base directory joined with `path`; owned */
     sl__jarray_role role;          /* read or create */
     bool overwrite;                /* "overwrite" */
+    bool in_place;                 /* "overwrite": "in-place" */
     bool exists;                   /* create: something is stored at the path already */
     const char *like_name;         /* "like" as written, or NULL */
     int like;                      /* index of the "like" array, or -1 */
@@ -114,6 +116,7 @@ struct sl__jpyramid {
     uint64_t factors[SL_MAX_RANK];      /* downsampling factor between levels */
     sl_downsample_method method;        /* "method" */
     bool overwrite;                     /* "overwrite" */
+    bool in_place;                      /* "overwrite": "in-place" */
     struct sl__jcreate create;          /* "create": format, chunks, shards, codec, fill_value */
     const char *name;                   /* "name" of the multiscales; NULL: none */
     uint32_t n_axes;                    /* "axes" entries; 0: the defaults */
@@ -174,6 +177,9 @@ struct sl_graph_json {
     size_t *order;                  /* node indices, each after what it depends on; owned,
                                        room for n_nodes + 1 */
     sl_graph *graph;                /* the graph built by the last build pass */
+    sl_fs_replace **reps;           /* nodes written beside their paths; owned */
+    size_t n_reps;                  /* entries of reps */
+    char found[4096];               /* sl__jreplace_find's answer */
 };
 
 /* The document pass over "arrays": fields, paths, "create" and "like"
@@ -236,6 +242,25 @@ void sl__jnodes_fini(sl_graph_json *doc);
  * ".." component.  Reports at `ptr`.  @return NULL after reporting.
  */
 char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
+
+/*
+ * Begin writing a new node (array or pyramid group) at `full_path`
+ * ("path" `path` as written, reported at `ptr`): beside what is there,
+ * replacing it at sl_graph_json_commit when `overwrite` allows, or in place
+ * (load_json_replace.c).
+ * @return the directory to write into (valid while `doc` lives), or NULL
+ * after reporting why.
+ */
+const char *sl__jreplace_begin(sl_graph_json *doc, const char *full_path, const char *path,
+                               const char *ptr, bool overwrite, bool in_place);
+
+/* Where to open a node another process of the run is writing for
+ * `full_path` (SL_GRAPH_JSON_OPEN): its hidden sibling while there is one,
+ * else the path itself (valid until the next call). */
+const char *sl__jreplace_find(sl_graph_json *doc, const char *full_path);
+
+/* Abort the replacements not committed (the document is being destroyed). */
+void sl__jreplace_fini(sl_graph_json *doc);
 
 /*
  * Check what is stored at `full_path` (`path` as written, reported at

@@ -150,7 +150,7 @@ pyramid_parse_fields(sl_graph_json *doc, struct sl__jnode *n)
         (void)sl__jget_string(d, v, at, &p->name);
     sl__jptr_key(at, n->ptr, "overwrite");
     if ((v = json_object_get(n->obj, "overwrite")) != NULL)
-        (void)sl__jget_bool(d, v, at, &p->overwrite);
+        (void)sl__jget_overwrite(d, v, at, &p->overwrite, &p->in_place);
 }
 
 void
@@ -241,10 +241,17 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     struct sl_error err = SL_ERROR_INIT;
     sl_store *store;
     if (on_disk) {
+        char at[SL__JPTR_MAX];
+        sl__jptr_key(at, n->ptr, "group");
+        const char *dir =
+            open ? sl__jreplace_find(doc, p->full_path)
+                 : sl__jreplace_begin(doc, p->full_path, p->group, at, p->overwrite, p->in_place);
+        if (dir == NULL)
+            return false;
         struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
         so.create = !open;
         so.alloc = &doc->alloc;
-        store = sl_store_open_fs(p->full_path, &so, &err);
+        store = sl_store_open_fs(dir, &so, &err);
     } else {
         struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
         mo.alloc = &doc->alloc;

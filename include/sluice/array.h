@@ -64,7 +64,9 @@ struct sl_array_spec {
     const char *dimension_names[SL_MAX_RANK]; /* NULL entries: unnamed; all NULL: none */
     const char *attributes_json;              /* a JSON object, or NULL for {} */
     char separator;                           /* '/' or '.'; 0: v3 '/', v2 '.' */
-    bool overwrite;                           /* replace an existing array's metadata */
+    bool overwrite;                           /* replace what is at the path whole: every
+                                                 object under it is deleted first (not
+                                                 atomic; sl_fs_replace_begin is) */
 };
 #define SL_ARRAY_SPEC_DEFAULT                               \
     ((struct sl_array_spec){.zarr_format = 3,               \

@@ -116,6 +116,19 @@ SL_API bool sl_fs_replace_existed(const sl_fs_replace *r);
 SL_API SL_NODISCARD sl_status sl_fs_replace_commit(sl_fs_replace *r, struct sl_error *err);
 
 /**
+ * Find where another process is writing a new node for `dest` (the hidden
+ * sibling its sl_fs_replace_begin made), so that the processes of one run
+ * can write into the same new node before the first commits it.
+ * @return SL_OK with the directory in `out` (`size` bytes); SL_ENOTFOUND
+ * when no such sibling exists (the node is in place, or was never begun);
+ * SL_EEXIST when several runs are writing it, naming two; SL_EINVAL when the
+ * path does not fit.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_fs_replace_find(const char *dest, char *out, size_t size,
+                                                 struct sl_error *err);
+
+/**
  * Give up: remove the new node and any parents begin made, leave the old
  * node as it was (in place mode: as emptied), and free `r`.  NULL is a
  * no-op.

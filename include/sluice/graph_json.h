@@ -127,6 +127,24 @@ SL_API sl_graph_json *sl_graph_json_load_string(const char *text, size_t len, co
 SL_API void sl_graph_json_destroy(sl_graph_json *doc);
 
 /**
+ * Put the arrays and pyramid groups the document created on disk
+ * (SL_GRAPH_JSON_CREATE writes each beside its path, in a hidden sibling)
+ * in place, after the run.  `run_ok`: the run succeeded; every node is put
+ * in place, replacing what was at its path ("overwrite").  Otherwise a node
+ * whose path held nothing is still put in place (its failed chunks were
+ * reported) and one that would replace a node is removed, leaving the old
+ * node as it was.  Destroying a document without committing removes them
+ * all, so a refused run leaves nothing behind.  Call once; afterwards the
+ * document's arrays must not be read or written, only destroyed.
+ * @return SL_OK, or the first failure to put a node in place (SL_EEXIST:
+ * something appeared at its path meanwhile; SL_EIO), naming the path; the
+ * other nodes are still handled.
+ * Thread-safety: one thread, after the run has ended.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_json_commit(sl_graph_json *doc, bool run_ok,
+                                                   struct sl_error *err);
+
+/**
  * The sealed graph (borrowed: valid while `doc` lives; take a reference with
  * sl_graph_ref to keep it longer).  Node names are the file's node ids.
  * Thread-safety: any thread.

@@ -240,6 +240,17 @@ SL_API SL_NODISCARD sl_status sl_store_set(sl_store *s, const char *key, const v
  */
 SL_API SL_NODISCARD sl_status sl_store_delete(sl_store *s, const char *key, struct sl_error *err);
 
+/**
+ * Remove node `path` whole: every object whose key is `path` or starts with
+ * `path` + "/" ("" removes everything in the store).  Not atomic: a failure
+ * leaves part of it.
+ * @return SL_OK, SL_EACCES (refused path, read-only store), SL_EIO or
+ * SL_ENOMEM, naming the key that failed.
+ * Thread-safety: any thread; objects set under `path` meanwhile may stay.
+ */
+SL_API SL_NODISCARD sl_status sl_store_delete_tree(sl_store *s, const char *path,
+                                                   struct sl_error *err);
+
 /* Called by sl_store_list once per key; a status other than SL_OK stops the
  * listing and is returned. */
 typedef sl_status sl_store_list_fn(void *arg, const char *key, uint64_t bytes);

@@ -207,6 +207,45 @@ remove_stale_siblings(const char *parent, const char *base, const char *host)
     closedir(d);
 }
 
+sl_status
+sl_fs_replace_find(const char *dest, char *out, size_t size, struct sl_error *err)
+{
+    char resolved[PATH_MAX], parent[PATH_MAX], found[NAME_MAX + 1] = "";
+    SL_TRY(sl_fs_path_resolve(dest, resolved, sizeof(resolved), err));
+    const char *base;
+    path_split(resolved, parent, sizeof(parent), &base);
+    DIR *d = opendir(parent);
+    if (d == NULL)
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no new node is being written for \"%s\"",
+                            dest);
+    size_t nb = strlen(base), np = sizeof(NODE_PREFIX) - 1;
+    sl_status st = SL_OK;
+    struct dirent *e;
+    while (st == SL_OK && (e = readdir(d)) != NULL) {
+        size_t nn = strlen(e->d_name);
+        if (strncmp(e->d_name, NODE_PREFIX, np) != 0 || nn < np + nb + 1 ||
+            strcmp(e->d_name + nn - nb, base) != 0 || e->d_name[nn - nb - 1] != '.')
+            continue;
+        if (found[0] != '\0')
+            st = sl_error_set(err, SL_EEXIST, NULL,
+                              "several runs are writing \"%s\" (\"%s\" and \"%s\")", dest, found,
+                              e->d_name);
+        else
+            sl__strlcpy(found, e->d_name, sizeof(found));
+    }
+    closedir(d);
+    if (st != SL_OK)
+        return st;
+    if (found[0] == '\0')
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no new node is being written for \"%s\"",
+                            dest);
+    int n = snprintf(out, size, "%s/%s", strcmp(parent, "/") == 0 ? "" : parent, found);
+    if (n < 0 || (size_t)n >= size)
+        return sl_error_set(err, SL_EINVAL, NULL, "the path of \"%s\"'s new node is too long",
+                            dest);
+    return SL_OK;
+}
+
 /* mkdir -p the parents of r->dest, remembering the topmost one made. */
 static sl_status
 make_parents(struct sl_fs_replace *r, const char *parent, struct sl_error *err)

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
@@ -405,4 +406,50 @@ bool
 sl__store_sets_wait(const sl_store *s)
 {
     return s->vt->sets_wait;
+}
+
+/* Keys collected by a listing, NUL-separated in one growing buffer. */
+struct key_list {
+    char *text;
+    size_t len, cap;
+    const char *path; /* the node whose keys are wanted */
+    size_t path_len;
+};
+
+static sl_status
+key_list_add(void *arg, const char *key, uint64_t bytes)
+{
+    (void)bytes;
+    struct key_list *k = arg;
+    if (k->path_len > 0 && key[k->path_len] != '\0' && key[k->path_len] != '/')
+        return SL_OK; /* "a/bc" under "a/b" */
+    size_t n = strlen(key) + 1;
+    if (k->len + n > k->cap) {
+        size_t cap = k->cap > 0 ? k->cap * 2 : 4096;
+        while (cap < k->len + n)
+            cap *= 2;
+        char *grown = realloc(k->text, cap);
+        if (grown == NULL)
+            return SL_ENOMEM;
+        k->text = grown;
+        k->cap = cap;
+    }
+    memcpy(k->text + k->len, key, n);
+    k->len += n;
+    return SL_OK;
+}
+
+sl_status
+sl_store_delete_tree(sl_store *s, const char *path, struct sl_error *err)
+{
+    if (s == NULL || path == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store or path is missing");
+    struct key_list k = {.path = path, .path_len = strlen(path)};
+    sl_status st = sl_store_list(s, path, key_list_add, &k, err);
+    if (st == SL_ENOMEM)
+        sl_error_set(err, st, NULL, "out of memory listing the keys under \"%s\"", path);
+    for (size_t at = 0; st == SL_OK && at < k.len; at += strlen(k.text + at) + 1)
+        st = sl_store_delete(s, k.text + at, err);
+    free(k.text);
+    return st;
 }

@@ -421,6 +421,10 @@ sl_array_create(sl_store *store, const char *path, const struct sl_array_spec *s
         goto out_fini_meta;
     if (!spec->overwrite && sl_zarr_probe(store, path, &kind, NULL, err) != SL_OK)
         goto out_fini_meta;
+    /* Overwriting replaces the node whole: no chunk outside the new grid,
+     * no metadata of the other format, no members stay. */
+    if (spec->overwrite && sl_store_delete_tree(store, path, err) != SL_OK)
+        goto out_fini_meta;
     if (kind != SL_ZARR_NONE) {
         sl_error_set(err, SL_EEXIST, NULL, "an %s already exists at \"%.60s\"",
                      kind == SL_ZARR_ARRAY ? "array" : "group", path);

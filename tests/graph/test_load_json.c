@@ -274,8 +274,17 @@ Test(graph_load_json, new_arrays_take_their_spec_from_the_writer_and_like)
     const char *dir = sl_test_tmpdir("json-derive");
     make_array(dir, "raw.zarr", raw_shape, raw_chunks, NULL, false);
     struct errs e;
+    /* Destroyed without a commit (a refused run): nothing is left. */
     sl_graph_json *doc = load_text(dir, derive_graph, true, &e);
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
+    sl_graph_json_destroy(doc);
+    cr_assert(!path_exists(dir, "results/out.zarr") && !path_exists(dir, "f.zarr"));
+    cr_assert(!path_exists(dir, "results"), "the parent made for it is removed too");
+    doc = load_text(dir, derive_graph, true, &e);
+    cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
+    cr_assert(!path_exists(dir, "results/out.zarr"), "written beside its path until committed");
+    struct sl_error cerr = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_json_commit(doc, true, &cerr), SL_OK, "%s", cerr.text);
     sl_array *out = open_array(dir, "results/out.zarr");
     cr_assert_eq(sl_array_zarr_format(out), 3);
     cr_assert_eq(sl_array_dtype(out), SL_DTYPE_U16);
@@ -343,6 +352,7 @@ Test(graph_load_json, a_loaded_graph_runs_end_to_end)
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     sl_plan_destroy(plan);
     sl_pool_destroy(pool);
+    cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
 
     sl_array *out = open_array(dir, "out.zarr");
@@ -443,6 +453,7 @@ Test(graph_load_json, writing_into_an_existing_array_reopens_it_for_writing)
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     sl_plan_destroy(plan);
     sl_pool_destroy(pool);
+    cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
     sl_array *dst = open_array(dir, "dst.zarr");
     uint16_t v;
@@ -505,6 +516,12 @@ Test(graph_load_json, other_processes_open_what_the_first_created)
     cr_assert_eq(sl_graph_node_count(sl_graph_json_graph(other)),
                  sl_graph_node_count(sl_graph_json_graph(first)));
     sl_graph_json_destroy(other);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_json_commit(first, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(first);
+    /* Once committed, the others open it at its path. */
+    other = sl_graph_json_load_string(derive_graph, len, NULL, &o, errs_init(&e, 4));
+    cr_assert_not_null(other, "%s %s", e.rec[0].path, e.rec[0].text);
+    sl_graph_json_destroy(other);
     sl_test_rmtree(dir);
 }

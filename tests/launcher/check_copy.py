@@ -96,7 +96,10 @@ def check_failures(tmp, data):
 
     rc, _, err = run("copy", os.path.join(tmp, "in.zarr"), os.path.join(tmp, "small.zarr"),
                      "--memory", "100", "--no-progress")
-    expect(rc == 1 and "EBUDGET" in err and "100 bytes" in err, f"a tiny budget is refused: {err}")
+    expect(rc == 2 and "EBUDGET" in err and "100 bytes" in err, f"a tiny budget is refused: {err}")
+    expect(not os.path.exists(os.path.join(tmp, "small.zarr")) and
+           not [n for n in os.listdir(tmp) if n.startswith(".sluice-tmp")],
+           f"a refused budget leaves nothing behind: {os.listdir(tmp)}")
 
 
 def check_usage(tmp):
@@ -116,7 +119,7 @@ def check_usage(tmp):
     dst = os.path.join(tmp, "exists.zarr")
     expect(run("copy", src, dst, "--no-progress")[0] == 0, "first copy")
     rc, _, err = run("copy", src, dst, "--no-progress")
-    expect(rc == 1 and "EEXIST" in err, f"copying onto an existing array is refused: {err}")
+    expect(rc == 2 and "--overwrite" in err, f"copying onto an existing array is refused: {err}")
     rc, _, err = run("copy", src, dst, "--no-progress", "--overwrite")
     expect(rc == 0, f"--overwrite replaces it: {err}")
     rc, _, err = run("copy", src, os.path.join(tmp, "p.zarr"), "--progress")

@@ -226,18 +226,24 @@ def check_usage(tmp):
         rc, _, err = run(*args)
         expect(rc == 2 and msg in err, f"{' '.join(args[3:])} exits 2 with '{msg}': {rc} {err}")
     rc, _, err = run("pyramid", src, x, "--levels", "9", "--factors", "1,1,2,2,2")
-    expect(rc == 1 and "would equal level 7" in err and "at most 8 levels" in err,
+    expect(rc == 2 and "would equal level 7" in err and "at most 8 levels" in err,
            f"too many levels are refused, not clamped: {err}")
     rc, _, err = run("pyramid", src, x, "--levels", "2", "--factors", "1,1,2,2,2", "--axis-types",
                      "space,time,space,space,space")
-    expect(rc == 1 and "break OME-Zarr's order" in err, f"axes against OME are refused: {err}")
+    expect(rc == 2 and "break OME-Zarr's order" in err, f"axes against OME are refused: {err}")
+    expect(not os.path.exists(x) and not [n for n in os.listdir(tmp) if n.startswith(".sluice")],
+           f"refused pyramids leave nothing behind: {sorted(os.listdir(tmp))}")
     dst = os.path.join(tmp, "again.zarr")
     args = ["pyramid", src, dst, "--levels", "2", "--factors", "1,1,2,2,2", "--no-progress"]
     expect(run(*args)[0] == 0, "first pyramid")
     rc, _, err = run(*args)
-    expect(rc == 1 and "EEXIST" in err, f"writing over a pyramid is refused: {err}")
-    rc, _, err = run(*args, "--overwrite")
+    expect(rc == 2 and "--overwrite" in err, f"writing over a pyramid is refused: {err}")
+    rc, _, err = run(*args[:3], "--levels", "3", *args[5:], "--overwrite")
     expect(rc == 0, f"--overwrite replaces it: {err}")
+    rc, _, err = run(*args, "--overwrite")
+    expect(rc == 0 and sorted(n for n in os.listdir(dst) if not n.startswith(".z")) == ["0", "1"]
+           and "zarr.json" not in os.listdir(dst),
+           f"a pyramid of 3 levels replaced by one of 2 keeps 2: {err} {os.listdir(dst)}")
 
 
 def main():

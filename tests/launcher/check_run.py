@@ -259,7 +259,7 @@ def check_explain_and_options(tmp):
     small["run"]["memory"] = "1K"
     small_graph = write_graph(d, "small.json", small)
     rc, _, err = run("run", "--no-progress", small_graph)
-    expect(rc == 1 and "EBUDGET" in err, f"the file's memory budget is used: {err}")
+    expect(rc == 2 and "EBUDGET" in err, f"the file's memory budget is used: {err}")
     rc, _, err = run("run", "--no-progress", "--memory", "64M", small_graph)
     expect(rc == 0, f"--memory overrides the file's budget: {err}")
     rc, _, err = run("run", "--progress", graph)

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nodes a graph file creates on disk are written beside their paths
+ * (sl_fs_replace) and put in place by sl_graph_json_commit after the run,
+ * so that a refused, failed or killed run leaves every path as it was;
+ * "overwrite": "in-place" empties an existing node first instead.
+ */
+#include <string.h>
+
+#include <sluice/alloc.h>
+
+#include "load_json_internal.h"
+
+const char *
+sl__jreplace_begin(sl_graph_json *doc, const char *full_path, const char *path, const char *ptr,
+                   bool overwrite, bool in_place)
+{
+    size_t old = doc->n_reps * sizeof(sl_fs_replace *);
+    sl_fs_replace **grown = sl_alloc(&doc->alloc, old + sizeof(sl_fs_replace *), 0);
+    if (grown == NULL) {
+        sl__jdiag_add(&doc->diag, SL_ENOMEM, ptr, "out of memory creating \"%s\"", path);
+        return NULL;
+    }
+    if (old > 0)
+        memcpy(grown, doc->reps, old);
+    sl_free(&doc->alloc, doc->reps, old);
+    doc->reps = grown;
+    sl_fs_replace_mode mode = in_place    ? SL_FS_REPLACE_IN_PLACE
+                              : overwrite ? SL_FS_REPLACE_STAGED
+                                          : SL_FS_REPLACE_REFUSE;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_fs_replace *r = sl_fs_replace_begin(full_path, mode, &err);
+    if (r == NULL) {
+        bool may = err.code == SL_EEXIST && mode == SL_FS_REPLACE_REFUSE &&
+                   strstr(err.text, "needs the overwrite") != NULL;
+        sl__jdiag_add(&doc->diag, err.code, ptr, "\"%s\": %s%s", path, err.text,
+                      may ? " (set \"overwrite\": true, or \"in-place\")" : "");
+        return NULL;
+    }
+    doc->reps[doc->n_reps++] = r;
+    return sl_fs_replace_path(r);
+}
+
+const char *
+sl__jreplace_find(sl_graph_json *doc, const char *full_path)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_fs_replace_find(full_path, doc->found, sizeof(doc->found), &err) != SL_OK)
+        return full_path;
+    return doc->found;
+}
+
+sl_status
+sl_graph_json_commit(sl_graph_json *doc, bool run_ok, struct sl_error *err)
+{
+    sl_status st = SL_OK;
+    for (size_t i = 0; i < doc->n_reps; i++) {
+        sl_fs_replace *r = doc->reps[i];
+        doc->reps[i] = NULL;
+        if (run_ok || !sl_fs_replace_existed(r)) {
+            struct sl_error e = SL_ERROR_INIT;
+            if (sl_fs_replace_commit(r, &e) != SL_OK && st == SL_OK)
+                st = sl_error_set(err, e.code, NULL, "%s", e.text);
+        } else {
+            sl_fs_replace_abort(r);
+        }
+    }
+    return st;
+}
+
+void
+sl__jreplace_fini(sl_graph_json *doc)
+{
+    for (size_t i = 0; i < doc->n_reps; i++)
+        sl_fs_replace_abort(doc->reps[i]);
+    sl_free(&doc->alloc, doc->reps, doc->n_reps * sizeof(sl_fs_replace *));
+    doc->reps = NULL;
+    doc->n_reps = 0;
+}
