@@ -52,6 +52,16 @@ void sl__strbuf_append(char *buf, size_t size, size_t *len, const char *fmt, ...
 /* Copy `src` into `dst` of `size` bytes, truncating, always NUL-terminated. */
 void sl__strlcpy(char *dst, const char *src, size_t size);
 
+/*
+ * Copy message or path `src` into `dst` of `size` bytes, always
+ * NUL-terminated.  Text that does not fit keeps its head and its tail (which
+ * names the file and the cause, e.g. ": Permission denied") around "...",
+ * each cut at a space, '/' or ',' where one is near and never inside a UTF-8
+ * sequence.  `dst` and `src` must not overlap.
+ * @return true when `src` was copied whole.
+ */
+bool sl__text_fit(char *dst, size_t size, const char *src);
+
 /* Advance the C-order index `idx` over `shape` (n entries); false after the
  * last index, when `idx` is back to all zeros. */
 static inline bool

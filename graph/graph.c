@@ -205,9 +205,9 @@ sl_status
 sl__node_fail(struct sl_error *err, const char *name, sl_status st)
 {
     if (err != NULL && err->code == st && strncmp(err->text, "node \"", 6) != 0) {
-        char text[sizeof(err->text)];
+        char text[2 * sizeof(err->text)];
         snprintf(text, sizeof(text), "node \"%s\": %s", name, err->text);
-        sl__strlcpy(err->text, text, sizeof(err->text));
+        sl__text_fit(err->text, sizeof(err->text), text);
     }
     return st;
 }

@@ -679,7 +679,7 @@ finish_entry(struct sl__exec *ex, struct sl__entry *e, struct eval *ev, struct e
     } else {
         e->state = SL__ENTRY_FAILED;
         e->code = ev->code;
-        sl__strlcpy(e->text, ev->err.text, sizeof(e->text));
+        sl__text_fit(e->text, sizeof(e->text), ev->err.text);
     }
     struct sl__waiter *w = e->waiters;
     e->waiters = NULL;

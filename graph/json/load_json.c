@@ -263,13 +263,11 @@ doc_load(sl_graph_json *doc, const char *text, size_t len)
     return doc_build(doc, true);
 }
 
-/* Keep the last 79 characters of `name` for error records. */
+/* Keep `name` for error records; a long one keeps its head and its tail. */
 static void
 doc_set_source(sl_graph_json *doc, const char *name)
 {
-    size_t n = strlen(name);
-    sl__strlcpy(doc->source, n < sizeof(doc->source) ? name : name + n - (sizeof(doc->source) - 1),
-                sizeof(doc->source));
+    sl__text_fit(doc->source, sizeof(doc->source), name);
     doc->diag.source = doc->source;
 }
 
