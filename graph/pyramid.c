@@ -384,7 +384,7 @@ sl_graph_add_pyramid(sl_graph *g, const char *name, uint32_t input, sl_store *st
         return sl_error_set(err, SL_EINVAL, NULL,
                             "sl_graph_add_pyramid needs a graph, a store and options");
     if (g->sealed)
-        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add pyramid \"%.48s\"",
+        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add pyramid \"%s\"",
                             name != NULL ? name : "");
     SL_TRY(pyr_check_names(g, name, opts->n_levels <= SL_PYRAMID_MAX_LEVELS ? opts->n_levels : 0,
                            err));

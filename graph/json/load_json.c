@@ -37,7 +37,7 @@ run_parse_memory(sl_graph_json *doc, const json_t *v, const char *ptr)
     }
     sl__jdiag_add(
         &doc->diag, SL_EINVAL, ptr,
-        "expected a positive byte count or a size like \"512M\" or \"2G\", found %s%s%.40s%s",
+        "expected a positive byte count or a size like \"512M\" or \"2G\", found %s%s%s%s",
         sl__json_type_name(v), json_is_string(v) ? " \"" : "",
         json_is_string(v) ? json_string_value(v) : "", json_is_string(v) ? "\"" : "");
 }
@@ -57,7 +57,7 @@ jget_enum(struct sl__jdiag *d, const json_t *v, const char *ptr, const char *con
             return i;
         sl__strbuf_append(list, sizeof(list), &len, "%s\"%s\"", i ? " or " : "", names[i]);
     }
-    sl__jdiag_add(d, SL_EINVAL, ptr, "expected %s, found \"%.40s\"", list, s);
+    sl__jdiag_add(d, SL_EINVAL, ptr, "expected %s, found \"%s\"", list, s);
     return -1;
 }
 
