@@ -42,6 +42,9 @@
 
 #define SL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The plural ending for a count in a message: "1 level", "2 levels". */
+#define SL__PLURAL(n) ((n) == 1 ? "" : "s")
+
 /*
  * Append printf-style text at `*len` in `buf` of `size` bytes, keeping it
  * NUL-terminated and advancing `*len` even past `size` (as snprintf reports),

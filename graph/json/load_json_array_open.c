@@ -126,7 +126,8 @@ spec_check_rank(sl_graph_json *doc, const struct sl__jarray *a, const char *fiel
     sl__jptr_key(create, a->ptr, "create");
     sl__jptr_key(at, create, field);
     sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                  "expected %" PRIu32 " entries (the rank of %s), found %" PRIu32, rank, from, n);
+                  "expected %" PRIu32 " entr%s (the rank of %s), found %" PRIu32, rank,
+                  rank == 1 ? "y" : "ies", from, n);
     return false;
 }
 

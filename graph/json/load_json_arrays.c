@@ -65,8 +65,8 @@ create_check_lists(sl_graph_json *doc, const char *ptr, struct sl__jcreate *c)
             char at[SL__JPTR_MAX];
             sl__jptr_key(at, ptr, lists[i].name);
             sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                          "expected %" PRIu32 " entries, as \"%s\" has, found %" PRIu32, rank,
-                          first, lists[i].n);
+                          "expected %" PRIu32 " entr%s, as \"%s\" has, found %" PRIu32, rank,
+                          rank == 1 ? "y" : "ies", first, lists[i].n);
         }
     }
     for (uint32_t d = 0; c->n_shards == c->n_chunks && d < c->n_shards; d++) {

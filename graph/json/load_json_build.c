@@ -50,9 +50,9 @@ build_check_rank(sl_graph_json *doc, const struct sl__jnode *n, const char *fiel
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, field);
     sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                  "expected %" PRIu32 " entries (input \"%s\" has rank %" PRIu32
-                  "), found %" PRIu32,
-                  in->grid->rank, in->name, in->grid->rank, count);
+                  "expected %" PRIu32 " entr%s (input \"%s\" has rank %" PRIu32 "), found %" PRIu32,
+                  in->grid->rank, in->grid->rank == 1 ? "y" : "ies", in->name, in->grid->rank,
+                  count);
     return false;
 }
 
@@ -103,10 +103,10 @@ build_slice(sl_graph_json *doc, const struct sl__jslice *s, const char *ptr,
             const struct sl_node_info *in, struct sl_region *out)
 {
     if (s->rank != in->grid->rank) {
-        sl__jdiag_add(&doc->diag, SL_EINVAL, ptr,
-                      "expected %" PRIu32 " dimensions (input \"%s\" has rank %" PRIu32
-                      "), found %" PRIu32,
-                      in->grid->rank, in->name, in->grid->rank, s->rank);
+        sl__jdiag_add(
+            &doc->diag, SL_EINVAL, ptr,
+            "expected %" PRIu32 " dimension%s (input \"%s\" has rank %" PRIu32 "), found %" PRIu32,
+            in->grid->rank, SL__PLURAL(in->grid->rank), in->name, in->grid->rank, s->rank);
         return false;
     }
     out->rank = s->rank;

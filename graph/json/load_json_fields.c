@@ -286,8 +286,8 @@ sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr)
     bool absolute = path[0] == '/';
     if (!doc->opts.allow_outside && (absolute || path_has_dotdot(path))) {
         sl__jdiag_add(&doc->diag, SL_EACCES, ptr,
-                      "path \"%s\" leaves the graph's directory (%s); allow outside paths to "
-                      "use it",
+                      "path \"%s\" leaves the graph's directory (%s); allow it with "
+                      "opts.allow_outside (`sluice run/validate/explain` take --allow-outside)",
                       path, absolute ? "absolute" : "a \"..\" component");
         return NULL;
     }

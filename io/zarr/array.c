@@ -435,7 +435,9 @@ sl_array_create(sl_store *store, const char *path, const struct sl_array_spec *s
     if (!spec->overwrite && sl_zarr_probe(store, path, &kind, NULL, err) != SL_OK)
         goto out_fini_meta;
     if (kind != SL_ZARR_NONE) {
-        sl_error_set(err, SL_EEXIST, NULL, "an %s already exists at %s",
+        sl_error_set(err, SL_EEXIST, NULL,
+                     "an %s already exists at %s; set spec.overwrite to replace it (`sluice` "
+                     "takes --overwrite)",
                      kind == SL_ZARR_ARRAY ? "array" : "group",
                      node_name(store, path, &(struct node_name){0}));
         goto out_fini_meta;
