@@ -203,9 +203,16 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
         goto out_free_doc;
     if (found) {
         struct sl__meta meta;
+        struct sl_error local = SL_ERROR_INIT;
         sl__meta_init(&meta, opts != NULL ? opts->alloc : NULL);
-        if (sl__meta_parse_v3((const char *)doc.data, doc.size, key, &meta, err) == SL_OK)
+        if (sl__meta_parse_v3((const char *)doc.data, doc.size, key, &meta, &local) == SL_OK)
             a = array_new(store, path, &meta, opts, err);
+        else if (local.code == SL_EINVAL && strcmp(local.path, "/node_type") == 0)
+            /* A group: say so by the path the user gave, as for v2 below. */
+            sl_error_set(err, SL_EINVAL, NULL, "%s is a group, not an array",
+                         node_name(store, path, &(struct node_name){0}));
+        else
+            sl__error_forward(err, &local);
         sl__meta_fini(&meta);
         goto out_free_doc;
     }
