@@ -42,6 +42,9 @@
 
 #define SL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The plural ending for a count in a message: "1 level", "2 levels". */
+#define SL__PLURAL(n) ((n) == 1 ? "" : "s")
+
 /*
  * Append printf-style text at `*len` in `buf` of `size` bytes, keeping it
  * NUL-terminated and advancing `*len` even past `size` (as snprintf reports),
@@ -51,6 +54,16 @@ void sl__strbuf_append(char *buf, size_t size, size_t *len, const char *fmt, ...
 
 /* Copy `src` into `dst` of `size` bytes, truncating, always NUL-terminated. */
 void sl__strlcpy(char *dst, const char *src, size_t size);
+
+/*
+ * Copy message or path `src` into `dst` of `size` bytes, always
+ * NUL-terminated.  Text that does not fit keeps its head and its tail (which
+ * names the file and the cause, e.g. ": Permission denied") around "...",
+ * each cut at a space, '/' or ',' where one is near and never inside a UTF-8
+ * sequence.  `dst` and `src` must not overlap.
+ * @return true when `src` was copied whole.
+ */
+bool sl__text_fit(char *dst, size_t size, const char *src);
 
 /* Advance the C-order index `idx` over `shape` (n entries); false after the
  * last index, when `idx` is back to all zeros. */

@@ -2,6 +2,12 @@
 /*
  * Error records: recording (first error wins, never allocates), formatting
  * for people, and the string helpers of core_internal.h.
+ *
+ * DESIGN: a message longer than its record keeps its head and its tail
+ * around "..." (sl__text_fit): the head says what failed, the tail names
+ * the file and the cause.  Formatting goes to the record first and, only
+ * when that is too short, again to a scratch buffer on the stack, so the
+ * common case copies nothing and recording still never allocates.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +27,94 @@ sl__strlcpy(char *dst, const char *src, size_t size)
         n = size - 1;
     memcpy(dst, src, n);
     dst[n] = '\0';
+}
+
+/* True for the bytes a long text may be cut after (head) or before (tail). */
+static bool
+text_is_boundary(char c)
+{
+    return c == ' ' || c == '/' || c == ',';
+}
+
+/* True when `p` points inside a UTF-8 sequence (at a continuation byte). */
+static bool
+text_is_continuation(const char *p)
+{
+    return ((unsigned char)*p & 0xC0u) == 0x80u;
+}
+
+/* Length of the head of `src` to keep within `max` bytes: up to and including
+ * the last boundary in its second half, else cut between UTF-8 sequences. */
+static size_t
+text_head_len(const char *src, size_t max)
+{
+    size_t h = max;
+    while (h > 0 && text_is_continuation(src + h))
+        h--;
+    for (size_t b = h; b > max / 2; b--)
+        if (text_is_boundary(src[b - 1]))
+            return b;
+    return h;
+}
+
+/* Start of the tail of `src` (`n` bytes) to keep within `max` bytes: at the
+ * first boundary in its first half, else between UTF-8 sequences. */
+static size_t
+text_tail_start(const char *src, size_t n, size_t max)
+{
+    size_t t = n - max;
+    while (t < n && text_is_continuation(src + t))
+        t++;
+    for (size_t b = t; b < n - max / 2; b++)
+        if (text_is_boundary(src[b]))
+            return b;
+    return t;
+}
+
+bool
+sl__text_fit(char *dst, size_t size, const char *src)
+{
+    static const char dots[] = "...";
+    const size_t n_dots = sizeof(dots) - 1;
+    size_t n = strlen(src);
+    if (n < size) {
+        memcpy(dst, src, n + 1);
+        return true;
+    }
+    if (size < 4 * n_dots) {
+        /* Too small to show both ends: a head cut between UTF-8 sequences. */
+        size_t h = size > 0 ? size - 1 : 0;
+        while (h > 0 && text_is_continuation(src + h))
+            h--;
+        if (size > 0) {
+            memcpy(dst, src, h);
+            dst[h] = '\0';
+        }
+        return false;
+    }
+    size_t room = size - 1 - n_dots;
+    size_t head = text_head_len(src, room / 3);
+    size_t tail = text_tail_start(src, n, room - room / 3);
+    memcpy(dst, src, head);
+    memcpy(dst + head, dots, n_dots);
+    memcpy(dst + head + n_dots, src + tail, n - tail + 1);
+    return false;
+}
+
+/* Format into `text` (`size` bytes), fitting with sl__text_fit what does not
+ * fit.  A message past the scratch buffer loses its tail beyond it. */
+static void
+text_vformat(char *text, size_t size, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(text, size, fmt, ap);
+    if (n >= 0 && (size_t)n >= size) {
+        char scratch[4096];
+        vsnprintf(scratch, sizeof(scratch), fmt, again);
+        sl__text_fit(text, size, scratch);
+    }
+    va_end(again);
 }
 
 void
@@ -55,7 +149,7 @@ sl_error_setv(struct sl_error *err, sl_status code, const struct sl_chunk_key *c
         return code;
     if (chunk != NULL)
         err->chunk = *chunk;
-    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    text_vformat(err->text, sizeof(err->text), fmt, ap);
     return code;
 }
 
@@ -75,10 +169,10 @@ sl_error_set_path(struct sl_error *err, sl_status code, const char *path, const 
 {
     if (!error_claim(err, code))
         return code;
-    sl__strlcpy(err->path, path != NULL ? path : "", sizeof(err->path));
+    sl__text_fit(err->path, sizeof(err->path), path != NULL ? path : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    text_vformat(err->text, sizeof(err->text), fmt, ap);
     va_end(ap);
     return code;
 }
@@ -94,7 +188,7 @@ sl_error_set_at(struct sl_error *err, sl_status code, int line, int column, size
     err->position = position;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    text_vformat(err->text, sizeof(err->text), fmt, ap);
     va_end(ap);
     return code;
 }
@@ -104,7 +198,7 @@ sl_error_set_source(struct sl_error *err, const char *source)
 {
     if (err == NULL || err->code == SL_OK || err->source[0] != '\0' || source == NULL)
         return;
-    sl__strlcpy(err->source, source, sizeof(err->source));
+    sl__text_fit(err->source, sizeof(err->source), source);
 }
 
 size_t
@@ -189,6 +283,6 @@ sl_status_from_name(const char *name, sl_status *out, struct sl_error *err)
     if (name == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "status from name: NULL argument");
     if (!sl__status_find(name, out))
-        return sl_error_set(err, SL_EINVAL, NULL, "unknown status name \"%.60s\"", name);
+        return sl_error_set(err, SL_EINVAL, NULL, "unknown status name \"%s\"", name);
     return SL_OK;
 }

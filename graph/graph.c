@@ -99,12 +99,13 @@ sl_status
 sl__graph_check_new_node(const sl_graph *g, const char *name, struct sl_error *err)
 {
     if (g->sealed)
-        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add node \"%.63s\"",
+        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add node \"%s\"",
                             name != NULL ? name : "");
     if (name == NULL || name[0] == '\0')
         return sl_error_set(err, SL_EINVAL, NULL, "node name is empty");
     size_t len = strlen(name);
     if (len > SL__NODE_NAME_MAX)
+        /* A name past the limit is shown by its head: the count says the rest. */
         return sl_error_set(err, SL_EINVAL, NULL,
                             "node name \"%.40s...\" is %zu characters; the limit is %d", name, len,
                             SL__NODE_NAME_MAX);
@@ -205,9 +206,9 @@ sl_status
 sl__node_fail(struct sl_error *err, const char *name, sl_status st)
 {
     if (err != NULL && err->code == st && strncmp(err->text, "node \"", 6) != 0) {
-        char text[sizeof(err->text)];
+        char text[2 * sizeof(err->text)];
         snprintf(text, sizeof(text), "node \"%s\": %s", name, err->text);
-        sl__strlcpy(err->text, text, sizeof(err->text));
+        sl__text_fit(err->text, sizeof(err->text), text);
     }
     return st;
 }
@@ -302,7 +303,7 @@ sl_graph_find(const sl_graph *g, const char *name, uint32_t *id, struct sl_error
             return SL_OK;
         }
     }
-    return sl_error_set(err, SL_ENOTFOUND, NULL, "no node named \"%.60s\"", name);
+    return sl_error_set(err, SL_ENOTFOUND, NULL, "no node named \"%s\"", name);
 }
 
 sl_status

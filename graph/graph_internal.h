@@ -17,6 +17,7 @@
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/plan.h>
+#include <sluice/store.h>
 
 #define SL__NODE_NAME_MAX 63
 
@@ -206,6 +207,16 @@ void sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *o
 
 /* True when `a` and `b` are the same stored array (same store and path). */
 bool sl__array_same(const sl_array *a, const sl_array *b);
+
+/* Room for an array's name in messages: a store root plus a key. */
+struct sl__array_name {
+    char text[SL_STORE_KEY_MAX + 4096];
+};
+
+/* Array `a` as the user would name it (sl_store_name of its store and path,
+ * e.g. `"in.zarr"` rather than the key ""), written into `out`; returns
+ * out->text. */
+const char *sl__array_name(const sl_array *a, struct sl__array_name *out);
 
 /* ---- plans (plan.c, plan_status.c, plan_merge.c) ------------------------ */
 

@@ -40,9 +40,10 @@ put_check_input(const char *name, const struct sl__node *in, const sl_array *arr
 {
     if (in->dtype != sl_array_dtype(array))
         return sl_error_set(err, SL_EINVAL, NULL,
-                            "node \"%s\": input \"%s\" is %s but array \"%s\" stores %s; add a "
+                            "node \"%s\": input \"%s\" is %s but array %s stores %s; add a "
                             "cast op",
-                            name, in->name, sl_dtype_name(in->dtype), sl_array_path(array),
+                            name, in->name, sl_dtype_name(in->dtype),
+                            sl__array_name(array, &(struct sl__array_name){0}),
                             sl_dtype_name(sl_array_dtype(array)));
     uint32_t rank = sl_array_rank(array);
     const uint64_t *shape = sl_array_shape(array);
@@ -55,8 +56,8 @@ put_check_input(const char *name, const struct sl__node *in, const sl_array *arr
     sl_shape_format(in->grid.rank, in->grid.shape, a, sizeof(a));
     sl_shape_format(rank, shape, b, sizeof(b));
     return sl_error_set(err, SL_EINVAL, NULL,
-                        "node \"%s\": input \"%s\" has shape %s but array \"%s\" has shape %s",
-                        name, in->name, a, sl_array_path(array), b);
+                        "node \"%s\": input \"%s\" has shape %s but array %s has shape %s", name,
+                        in->name, a, sl__array_name(array, &(struct sl__array_name){0}), b);
 }
 
 sl_status
@@ -93,6 +94,13 @@ sl_graph_add_put(sl_graph *g, const char *name, uint32_t input, sl_array *array,
     tmp.u.io.array = array;
     sl__graph_commit_node(g, &tmp, id);
     return SL_OK;
+}
+
+const char *
+sl__array_name(const sl_array *a, struct sl__array_name *out)
+{
+    sl_store_name(sl_array_store(a), sl_array_path(a), out->text, sizeof(out->text));
+    return out->text;
 }
 
 /* True when `a` and `b` are the same stored array (same store and path). */

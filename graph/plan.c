@@ -152,9 +152,11 @@ plan_phases(sl_plan *plan, struct sl_error *err)
             if (g->nodes[k].kind == SL_NODE_PUT &&
                 sl__array_same(g->nodes[k].u.io.array, n->u.io.array))
                 return sl_error_set(err, SL_EINVAL, NULL,
-                                    "get \"%s\" reads array \"%s\", which put \"%s\" writes from "
+                                    "get \"%s\" reads array %s, which put \"%s\" writes from "
                                     "what that get reads: a cycle through storage",
-                                    n->name, sl_array_path(n->u.io.array), g->nodes[k].name);
+                                    n->name,
+                                    sl__array_name(n->u.io.array, &(struct sl__array_name){0}),
+                                    g->nodes[k].name);
     }
     return sl_error_set(err, SL_EINVAL, NULL, "the graph's puts and gets form a cycle");
 }

@@ -9,6 +9,7 @@
 
 #include <sluice/plan.h>
 
+#include "core_internal.h"
 #include "graph_internal.h"
 
 sl_status
@@ -20,8 +21,9 @@ sl_plan_merge_codes(sl_plan *plan, uint32_t node, const uint8_t *codes, uint64_t
         return sl_error_set(err, SL_EINVAL, NULL, "node %" PRIu32 " is not a put", node);
     if (n_codes != ps->n_chunks)
         return sl_error_set(err, SL_EINVAL, NULL,
-                            "put \"%s\" has %" PRIu64 " chunks; %" PRIu64 " codes were given",
-                            sl__graph_node(plan->graph, node)->name, ps->n_chunks, n_codes);
+                            "put \"%s\" has %" PRIu64 " chunk%s; %" PRIu64 " code%s given",
+                            sl__graph_node(plan->graph, node)->name, ps->n_chunks,
+                            SL__PLURAL(ps->n_chunks), n_codes, n_codes == 1 ? " was" : "s were");
     for (uint64_t k = 0; k < n_codes; k++) {
         uint8_t mine = sl__put_state_code(ps, k);
         if (codes[k] == SL_ESKIPPED || codes[k] == mine)

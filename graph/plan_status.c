@@ -61,7 +61,7 @@ sl__plan_error_add(sl_plan *plan, const struct sl__put_state *ps, uint64_t linea
     e->key.rank = n->grid.rank;
     sl_grid_coords_of(&n->grid, linear, e->key.idx);
     e->code = code;
-    sl__strlcpy(e->text, text != NULL ? text : sl_status_message(code), sizeof(e->text));
+    sl__text_fit(e->text, sizeof(e->text), text != NULL ? text : sl_status_message(code));
 }
 
 void

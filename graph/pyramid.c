@@ -96,10 +96,11 @@ pyr_shapes(struct sl__pyramid_layout *l, const uint64_t *shape, struct sl_error 
             sl_shape_format(l->rank, l->shape[k - 1], text, sizeof(text));
             sl_shape_format(l->rank, f, fs, sizeof(fs));
             return sl_error_set(err, SL_EINVAL, NULL,
-                                "pyramid: %" PRIu32 " levels asked, but level %" PRIu32
+                                "pyramid: %" PRIu32 " level%s asked, but level %" PRIu32
                                 " would equal level %" PRIu32 " (shape %s: factors %s shrink it "
-                                "no further); at most %" PRIu32 " levels",
-                                l->n_levels, k, k - 1, text, fs, k);
+                                "no further); at most %" PRIu32 " level%s",
+                                l->n_levels, SL__PLURAL(l->n_levels), k, k - 1, text, fs, k,
+                                SL__PLURAL(k));
         }
     }
     return SL_OK;
@@ -235,8 +236,8 @@ sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint32_t rank,
             err, SL_EINVAL, NULL,
             "pyramid: OME-Zarr images have 2 to 5 dimensions; the input has %" PRIu32, rank);
     if (opts->n_levels < 1 || opts->n_levels > SL_PYRAMID_MAX_LEVELS)
-        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: %" PRIu32 " levels; 1 to %d allowed",
-                            opts->n_levels, SL_PYRAMID_MAX_LEVELS);
+        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: %" PRIu32 " level%s; 1 to %d allowed",
+                            opts->n_levels, SL__PLURAL(opts->n_levels), SL_PYRAMID_MAX_LEVELS);
     int format = opts->level.zarr_format;
     if (format != 2 && format != 3)
         return sl_error_set(err, SL_EINVAL, NULL, "pyramid: zarr_format %d is neither 2 nor 3",
@@ -272,9 +273,12 @@ pyr_check_group(sl_store *store, const char *group, bool overwrite, struct sl_er
         return SL_OK;
     if (overwrite) /* replaced whole: no level of the old pyramid stays */
         return sl_store_delete_tree(store, group, err);
+    char name[SL_STORE_KEY_MAX + 4096];
+    sl_store_name(store, group, name, sizeof(name));
     return sl_error_set(err, SL_EEXIST, NULL,
-                        "pyramid: \"%s\" already holds a Zarr v%d %s; ask to overwrite it", group,
-                        format, kind == SL_ZARR_ARRAY ? "array" : "group");
+                        "pyramid: %s already holds a Zarr v%d %s; set opts.overwrite to replace "
+                        "it (`sluice pyramid` takes --overwrite, a graph file \"overwrite\": true)",
+                        name, format, kind == SL_ZARR_ARRAY ? "array" : "group");
 }
 
 /* Create the level arrays (arrays[k], one reference each), then the group. */
@@ -386,7 +390,7 @@ sl_graph_add_pyramid(sl_graph *g, const char *name, uint32_t input, sl_store *st
         return sl_error_set(err, SL_EINVAL, NULL,
                             "sl_graph_add_pyramid needs a graph, a store and options");
     if (g->sealed)
-        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add pyramid \"%.48s\"",
+        return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add pyramid \"%s\"",
                             name != NULL ? name : "");
     SL_TRY(pyr_check_names(g, name, opts->n_levels <= SL_PYRAMID_MAX_LEVELS ? opts->n_levels : 0,
                            err));

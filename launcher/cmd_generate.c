@@ -170,8 +170,8 @@ generate_parse(int argc, char **argv, const char **dst, struct sl_array_spec *sp
     if (*dst == NULL || n_shape == 0 || ao->n_chunks == 0)
         return cmd_usage_error(&cmd_generate, "need DST, --shape and --chunks");
     if (ao->n_chunks != n_shape || (ao->n_shards != 0 && ao->n_shards != n_shape))
-        return cmd_usage_error(&cmd_generate, "--chunks and --shards need %u values, like --shape",
-                               n_shape);
+        return cmd_usage_error(&cmd_generate, "--chunks and --shards need %u value%s, like --shape",
+                               n_shape, CMD_PLURAL(n_shape));
     spec->rank = n_shape;
     return 0;
 }

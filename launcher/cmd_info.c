@@ -130,13 +130,13 @@ print_member(void *arg, const char *key, uint64_t bytes)
             kind = SL_ZARR_NONE;
         struct sl_error err = SL_ERROR_INIT;
         sl_array *a = kind == SL_ZARR_ARRAY ? sl_array_open(m->store, path, NULL, &err) : NULL;
-        char what[300] = "";
+        char what[700] = "";
         if (a != NULL) {
             char shape[256];
             sl_shape_format(sl_array_rank(a), sl_array_shape(a), shape, sizeof(shape));
             snprintf(what, sizeof(what), " %s %s", sl_dtype_name(sl_array_dtype(a)), shape);
         } else if (kind == SL_ZARR_ARRAY) {
-            snprintf(what, sizeof(what), " (cannot open: %s: %.200s)", sl_status_name(err.code),
+            snprintf(what, sizeof(what), " (cannot open: %s: %s)", sl_status_name(err.code),
                      err.text);
         }
         printf("  %-40s v%d %s%s\n", path, format,

@@ -204,8 +204,8 @@ check_count(const char *option, uint32_t n, uint32_t rank)
     if (n == 0 || n == rank)
         return 0;
     return cmd_usage_error(&cmd_pyramid,
-                           "%s has %" PRIu32 " entries; the array has %" PRIu32 " dimensions",
-                           option, n, rank);
+                           "%s has %" PRIu32 " entr%s; the array has %" PRIu32 " dimension%s",
+                           option, n, n == 1 ? "y" : "ies", rank, CMD_PLURAL(rank));
 }
 
 /* The builder's options from the command line and the source array. */

@@ -33,7 +33,11 @@ extern const struct cmd cmd_explain;
 struct sl_error;
 int cmd_fail(const char *name, const char *path, const struct sl_error *err);
 
-/* Print a usage error for command `c` on stderr; return 2. */
+/* The plural ending for a count in a message: "1 entry" needs its own. */
+#define CMD_PLURAL(n) ((n) == 1 ? "" : "s")
+
+/* Print a usage error for command `c` on stderr, one line and a pointer to
+ * `sluice NAME --help` (never the usage text itself); return 2. */
 int cmd_usage_error(const struct cmd *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -52,8 +52,8 @@ dry_node_done(struct dry_state *s)
     struct sl_node_info info;
     if (sl_graph_node_info(s->g, s->node, &info, NULL) != SL_OK)
         return;
-    printf("get \"%s\": %" PRIu64 " chunks to read, %" PRIu64 " missing\n", info.name, s->n_read,
-           s->n_missing);
+    printf("get \"%s\": %" PRIu64 " chunk%s to read, %" PRIu64 " missing\n", info.name, s->n_read,
+           CMD_PLURAL(s->n_read), s->n_missing);
     if (s->report != NULL)
         fprintf(s->report, "], \"chunks\": %" PRIu64 ", \"missing_count\": %" PRIu64 "}", s->n_read,
                 s->n_missing);

@@ -72,7 +72,7 @@ cmd_usage_error(const struct cmd *c, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s", c->usage);
+    fprintf(stderr, "\n(see \"sluice %s --help\")\n", c->name);
     return 2;
 }
 

@@ -42,6 +42,8 @@ parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n)
         if (errno != 0 || v == 0)
             return false;
         out[(*n)++] = v;
+        if (*end == ',' && (end[1] < '0' || end[1] > '9'))
+            return false; /* an empty item: "2,,2" or a trailing comma */
         if (*end == ',')
             end++;
         else if (*end != '\0')
@@ -275,10 +277,10 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     human_bytes((double)s.bytes_read, rd, sizeof(rd));
     human_bytes((double)s.bytes_written, wr, sizeof(wr));
     fprintf(stderr,
-            "sluice %s: %" PRIu64 " chunks in %.2f s: %" PRIu64 " ok, %" PRIu64 " failed, %" PRIu64
+            "sluice %s: %" PRIu64 " chunk%s in %.2f s: %" PRIu64 " ok, %" PRIu64 " failed, %" PRIu64
             " upstream of a failure, %" PRIu64 " cancelled; read %s, wrote %s\n",
-            c->name, s.n_chunks, s.elapsed_s, s.n_ok, s.n_failed, s.n_upstream, s.n_canceled, rd,
-            wr);
+            c->name, s.n_chunks, CMD_PLURAL(s.n_chunks), s.elapsed_s, s.n_ok, s.n_failed,
+            s.n_upstream, s.n_canceled, rd, wr);
     int rc = st == SL_OK ? 0 : 1;
     if (st != SL_OK && s.n_failed + s.n_upstream + s.n_canceled == 0)
         cmd_fail(c->name, what, &err);

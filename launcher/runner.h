@@ -52,7 +52,8 @@ int run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **arg
  * "2G", "1.5GiB") that fits in size_t; false otherwise. */
 bool memory_parse(const char *text, size_t *out);
 
-/* Parse "32,256,256" into at most `max` values > 0; false if malformed. */
+/* Parse "32,256,256" into at most `max` values > 0; false if malformed,
+ * including empty items ("2,,2") and a trailing comma. */
 bool parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n);
 
 /* Open the directory store at `path` (read-only or created for writing). */

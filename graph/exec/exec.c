@@ -353,8 +353,9 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
         return s->first_error;
     }
     if (s->n_ok + s->n_skipped != s->n_chunks)
-        return sl_error_set(err, SL_ECANCELED, NULL, "%" PRIu64 " chunks were not run",
-                            s->n_chunks - s->n_ok - s->n_skipped);
+        return sl_error_set(err, SL_ECANCELED, NULL, "%" PRIu64 " chunk%s not run",
+                            s->n_chunks - s->n_ok - s->n_skipped,
+                            s->n_chunks - s->n_ok - s->n_skipped == 1 ? " was" : "s were");
     return SL_OK;
 }
 

@@ -355,9 +355,9 @@ get_check_writer(struct eval *ev, const struct sl__node *n, const struct sl__put
     char key[96];
     coords_text(n, coords, key, sizeof(key));
     const struct sl__node *w = sl__graph_node(ev->ex->graph, ps->node);
-    return eval_fail(ev, SL_EUPSTREAM, "upstream %s: put \"%s\" did not write chunk %s of \"%s\"",
+    return eval_fail(ev, SL_EUPSTREAM, "upstream %s: put \"%s\" did not write chunk %s of %s",
                      code == SL__CODE_PENDING ? "pending" : sl_status_name((sl_status)code),
-                     w->name, key, sl_array_path(n->u.io.array));
+                     w->name, key, sl__array_name(n->u.io.array, &(struct sl__array_name){0}));
 }
 
 /* A stored chunk: decoded whole, then clipped at the array's edge. */
@@ -381,8 +381,8 @@ eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     /* A chunk this run wrote may be absent because it equals the fill value. */
     if (st == SL_OK && missing && writer == NULL && ev->ex->plan->opts.missing_is_error) {
         coords_text(n, coords, key, sizeof(key));
-        st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of array \"%s\" is absent", key,
-                          sl_array_path(a));
+        st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of array %s is absent", key,
+                          sl__array_name(a, &(struct sl__array_name){0}));
     }
     if (st == SL_OK && !sl_region_equal(&full, r))
         st = sl_block_slice(&out->block, r, &out->block, &err);
@@ -679,7 +679,7 @@ finish_entry(struct sl__exec *ex, struct sl__entry *e, struct eval *ev, struct e
     } else {
         e->state = SL__ENTRY_FAILED;
         e->code = ev->code;
-        sl__strlcpy(e->text, ev->err.text, sizeof(e->text));
+        sl__text_fit(e->text, sizeof(e->text), ev->err.text);
     }
     struct sl__waiter *w = e->waiters;
     e->waiters = NULL;

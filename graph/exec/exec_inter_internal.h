@@ -48,7 +48,7 @@ struct sl__entry {
     void *buf;                   /* owned buffer behind `block` */
     size_t buf_bytes;            /* its size, also its budget share */
     sl_status code;              /* why it FAILED */
-    char text[112];              /* ... with the message */
+    char text[256];              /* ... with the message (head and tail if long) */
     struct sl__waiter *waiters;  /* tasks to release when done */
     struct sl__entry *hash_next; /* bucket chain, or free list */
 };

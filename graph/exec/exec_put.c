@@ -35,7 +35,7 @@ exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_
     /* The unit's key, from its first chunk. */
     char key[SL_STORE_KEY_MAX];
     sl_array_chunk_key(n->u.io.array, it.iter.coords, key, sizeof(key));
-    char text[160];
+    char text[1024]; /* sl__plan_error_add fits it to the record */
     snprintf(text, sizeof(text), "put \"%s\": shard %s not written: %s: %s", n->name, key,
              sl_status_name(status), uerr != NULL ? uerr->text : sl_status_message(status));
     uint64_t changed = 0;

@@ -41,7 +41,7 @@ sl__trace_write(const char *path, const sl_graph *g, const struct sl__fusion *f,
 {
     FILE *out = fopen(path, "w");
     if (out == NULL)
-        return sl_error_set(err, SL_EIO, NULL, "cannot write trace \"%.80s\": %s", path,
+        return sl_error_set(err, SL_EIO, NULL, "cannot write trace \"%s\": %s", path,
                             strerror(errno));
     uint64_t dropped = 0;
     fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", out);
@@ -69,6 +69,6 @@ sl__trace_write(const char *path, const sl_graph *g, const struct sl__fusion *f,
     fprintf(out, "\n], \"otherData\": {\"dropped_events\": %" PRIu64 "}}\n", dropped);
     bool failed = ferror(out) != 0;
     if (fclose(out) != 0 || failed)
-        return sl_error_set(err, SL_EIO, NULL, "cannot write trace \"%.80s\"", path);
+        return sl_error_set(err, SL_EIO, NULL, "cannot write trace \"%s\"", path);
     return SL_OK;
 }

@@ -37,7 +37,7 @@ run_parse_memory(sl_graph_json *doc, const json_t *v, const char *ptr)
     }
     sl__jdiag_add(
         &doc->diag, SL_EINVAL, ptr,
-        "expected a positive byte count or a size like \"512M\" or \"2G\", found %s%s%.40s%s",
+        "expected a positive byte count or a size like \"512M\" or \"2G\", found %s%s%s%s",
         sl__json_type_name(v), json_is_string(v) ? " \"" : "",
         json_is_string(v) ? json_string_value(v) : "", json_is_string(v) ? "\"" : "");
 }
@@ -57,7 +57,7 @@ jget_enum(struct sl__jdiag *d, const json_t *v, const char *ptr, const char *con
             return i;
         sl__strbuf_append(list, sizeof(list), &len, "%s\"%s\"", i ? " or " : "", names[i]);
     }
-    sl__jdiag_add(d, SL_EINVAL, ptr, "expected %s, found \"%.40s\"", list, s);
+    sl__jdiag_add(d, SL_EINVAL, ptr, "expected %s, found \"%s\"", list, s);
     return -1;
 }
 
@@ -263,13 +263,11 @@ doc_load(sl_graph_json *doc, const char *text, size_t len)
     return doc_build(doc, true);
 }
 
-/* Keep the last 79 characters of `name` for error records. */
+/* Keep `name` for error records; a long one keeps its head and its tail. */
 static void
 doc_set_source(sl_graph_json *doc, const char *name)
 {
-    size_t n = strlen(name);
-    sl__strlcpy(doc->source, n < sizeof(doc->source) ? name : name + n - (sizeof(doc->source) - 1),
-                sizeof(doc->source));
+    sl__text_fit(doc->source, sizeof(doc->source), name);
     doc->diag.source = doc->source;
 }
 

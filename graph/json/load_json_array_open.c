@@ -40,7 +40,7 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
     a->array = a->store != NULL ? sl_array_open(a->store, "", &ao, &err) : NULL;
     if (a->array == NULL) {
         sl__jdiag_add(&doc->diag, err.code, at,
-                      "cannot open array \"%.40s\" (it must exist; add \"create\" to make it): %s",
+                      "cannot open array \"%s\" (it must exist; add \"create\" to make it): %s",
                       a->path, err.text);
         a->bad = true;
         return;
@@ -64,14 +64,14 @@ sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path
     if (st == SL_EPARSE) {
         kind = SL_ZARR_ARRAY; /* unreadable metadata: something is there */
     } else if (st != SL_OK && st != SL_ENOTFOUND) {
-        sl__jdiag_add(&doc->diag, st, ptr, "cannot look at \"%.40s\": %s", path, err.text);
+        sl__jdiag_add(&doc->diag, st, ptr, "cannot look at \"%s\": %s", path, err.text);
         return false;
     }
     *exists = kind != SL_ZARR_NONE;
     if (!*exists || overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
         return true;
     sl__jdiag_add(&doc->diag, SL_EEXIST, ptr,
-                  "%s already exists at \"%.40s\"; set \"overwrite\": true to replace it",
+                  "%s already exists at \"%s\"; set \"overwrite\": true to replace it",
                   kind == SL_ZARR_GROUP ? "a group" : "an array", path);
     return false;
 }
@@ -110,8 +110,8 @@ spec_missing(sl_graph_json *doc, const struct sl__jarray *a, const char *field, 
     sl__jptr_key(create, a->ptr, "create");
     sl__jptr_key(at, create, field);
     sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                  "missing \"%s\": no put writes array \"%.40s\" and it is \"like\" no array%s",
-                  field, a->name, extra);
+                  "missing \"%s\": no put writes array \"%s\" and it is \"like\" no array%s", field,
+                  a->name, extra);
     return false;
 }
 
@@ -126,7 +126,8 @@ spec_check_rank(sl_graph_json *doc, const struct sl__jarray *a, const char *fiel
     sl__jptr_key(create, a->ptr, "create");
     sl__jptr_key(at, create, field);
     sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                  "expected %" PRIu32 " entries (the rank of %s), found %" PRIu32, rank, from, n);
+                  "expected %" PRIu32 " entr%s (the rank of %s), found %" PRIu32, rank,
+                  rank == 1 ? "y" : "ies", from, n);
     return false;
 }
 
@@ -322,7 +323,7 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
         return true;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, on_disk ? "path" : "create");
-    sl__jdiag_add(&doc->diag, err.code, at, "cannot %s array \"%.40s\": %s",
+    sl__jdiag_add(&doc->diag, err.code, at, "cannot %s array \"%s\": %s",
                   open ? "open the created" : "create", a->name, err.text);
     sl_store_unref(a->store);
     a->store = NULL;

@@ -65,8 +65,8 @@ create_check_lists(sl_graph_json *doc, const char *ptr, struct sl__jcreate *c)
             char at[SL__JPTR_MAX];
             sl__jptr_key(at, ptr, lists[i].name);
             sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                          "expected %" PRIu32 " entries, as \"%s\" has, found %" PRIu32, rank,
-                          first, lists[i].n);
+                          "expected %" PRIu32 " entr%s, as \"%s\" has, found %" PRIu32, rank,
+                          rank == 1 ? "y" : "ies", first, lists[i].n);
         }
     }
     for (uint32_t d = 0; c->n_shards == c->n_chunks && d < c->n_shards; d++) {
@@ -218,7 +218,7 @@ arrays_link(sl_graph_json *doc)
             a->like = sl__jarrays_find(doc, a->like_name);
             if (a->like < 0) {
                 sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                              "unknown array \"%.40s\": \"like\" names an entry of \"arrays\"",
+                              "unknown array \"%s\": \"like\" names an entry of \"arrays\"",
                               a->like_name);
                 a->bad = true;
             }
@@ -229,8 +229,8 @@ arrays_link(sl_graph_json *doc)
                 continue;
             sl__jptr_key(at, a->ptr, "path");
             sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                          "array \"%.30s\" has the same path as array \"%.30s\": \"%.40s\"",
-                          a->name, b->name, a->path);
+                          "array \"%s\" has the same path as array \"%s\": \"%s\"", a->name,
+                          b->name, a->path);
             a->bad = true;
             break;
         }
@@ -278,11 +278,11 @@ sl__jarrays_check_like(sl_graph_json *doc)
         sl__jptr_key(at, a->ptr, "like");
         if (!a->bad && loops)
             sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                          "\"like\" loops: array \"%.40s\" is, through \"like\", like itself",
+                          "\"like\" loops: array \"%s\" is, through \"like\", like itself",
                           a->name);
         else if (!a->bad)
             sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                          "\"like\" chain from array \"%.40s\" loops or is longer than %d arrays",
+                          "\"like\" chain from array \"%s\" loops or is longer than %d arrays",
                           a->name, SL__JLIKE_MAX);
         a->bad = true;
     }

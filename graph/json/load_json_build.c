@@ -50,9 +50,9 @@ build_check_rank(sl_graph_json *doc, const struct sl__jnode *n, const char *fiel
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, field);
     sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                  "expected %" PRIu32 " entries (input \"%.40s\" has rank %" PRIu32
-                  "), found %" PRIu32,
-                  in->grid->rank, in->name, in->grid->rank, count);
+                  "expected %" PRIu32 " entr%s (input \"%s\" has rank %" PRIu32 "), found %" PRIu32,
+                  in->grid->rank, in->grid->rank == 1 ? "y" : "ies", in->name, in->grid->rank,
+                  count);
     return false;
 }
 
@@ -84,9 +84,8 @@ build_put(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
         char have[96], want[96];
         sl_shape_format(in.grid->rank, in.grid->shape, have, sizeof(have));
         sl_shape_format(rank, sl_array_shape(a->array), want, sizeof(want));
-        sl_error_set(&err, SL_EINVAL, NULL,
-                     "input \"%.30s\" is %s %s but array \"%.30s\" is %s %s%s", in.name,
-                     sl_dtype_name(in.dtype), have, a->name,
+        sl_error_set(&err, SL_EINVAL, NULL, "input \"%s\" is %s %s but array \"%s\" is %s %s%s",
+                     in.name, sl_dtype_name(in.dtype), have, a->name,
                      sl_dtype_name(sl_array_dtype(a->array)), want,
                      in.dtype != sl_array_dtype(a->array) ? "; add a cast op" : "");
         return build_fail(doc, n, "array", &err);
@@ -104,10 +103,10 @@ build_slice(sl_graph_json *doc, const struct sl__jslice *s, const char *ptr,
             const struct sl_node_info *in, struct sl_region *out)
 {
     if (s->rank != in->grid->rank) {
-        sl__jdiag_add(&doc->diag, SL_EINVAL, ptr,
-                      "expected %" PRIu32 " dimensions (input \"%.40s\" has rank %" PRIu32
-                      "), found %" PRIu32,
-                      in->grid->rank, in->name, in->grid->rank, s->rank);
+        sl__jdiag_add(
+            &doc->diag, SL_EINVAL, ptr,
+            "expected %" PRIu32 " dimension%s (input \"%s\" has rank %" PRIu32 "), found %" PRIu32,
+            in->grid->rank, SL__PLURAL(in->grid->rank), in->name, in->grid->rank, s->rank);
         return false;
     }
     out->rank = s->rank;
@@ -120,7 +119,7 @@ build_slice(sl_graph_json *doc, const struct sl__jslice *s, const char *ptr,
         char at[SL__JPTR_MAX];
         sl__jptr_index(at, ptr, d);
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                      "[%" PRIu64 ", %" PRIu64 ") is %s dimension %" PRIu32 " of input \"%.40s\" "
+                      "[%" PRIu64 ", %" PRIu64 ") is %s dimension %" PRIu32 " of input \"%s\" "
                       "(extent %" PRIu64 ")",
                       out->start[d], out->stop[d],
                       out->start[d] >= out->stop[d] ? "empty in" : "outside", d, in->name, extent);
@@ -151,7 +150,7 @@ build_select(sl_graph_json *doc, struct sl__jnode *n)
     if (ok && n->concat && n->axis >= in.grid->rank) {
         sl__jptr_key(at, n->ptr, "axis");
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                      "axis %" PRIu32 " is not a dimension of input \"%.40s\" (rank %" PRIu32 ")",
+                      "axis %" PRIu32 " is not a dimension of input \"%s\" (rank %" PRIu32 ")",
                       n->axis, in.name, in.grid->rank);
         ok = false;
     }

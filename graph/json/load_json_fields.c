@@ -51,7 +51,7 @@ sl__jdiag_add(struct sl__jdiag *d, sl_status code, const char *ptr, const char *
     va_start(ap, fmt);
     sl_error_setv(e, code, NULL, fmt, ap);
     va_end(ap);
-    sl__strlcpy(e->path, ptr, sizeof(e->path));
+    sl__text_fit(e->path, sizeof(e->path), ptr);
     sl_error_set_source(e, d->source);
     return code;
 }
@@ -144,7 +144,7 @@ sl__jcheck_keys(struct sl__jdiag *d, const json_t *obj, const char *ptr, const c
             sl__strbuf_append(list, sizeof(list), &len, ", %s", op->params[i].name);
         char at[SL__JPTR_MAX];
         sl__jptr_key(at, ptr, key);
-        sl__jdiag_add(d, SL_EINVAL, at, "unknown field \"%.40s\" in %s; expected one of: %s", key,
+        sl__jdiag_add(d, SL_EINVAL, at, "unknown field \"%s\" in %s; expected one of: %s", key,
                       what, list);
         ok = false;
     }
@@ -304,8 +304,8 @@ sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr)
     bool absolute = path[0] == '/';
     if (!doc->opts.allow_outside && (absolute || path_has_dotdot(path))) {
         sl__jdiag_add(&doc->diag, SL_EACCES, ptr,
-                      "path \"%.60s\" leaves the graph's directory (%s); allow outside paths to "
-                      "use it",
+                      "path \"%s\" leaves the graph's directory (%s); allow it with "
+                      "opts.allow_outside (`sluice run/validate/explain` take --allow-outside)",
                       path, absolute ? "absolute" : "a \"..\" component");
         return NULL;
     }

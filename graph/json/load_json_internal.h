@@ -165,7 +165,7 @@ struct sl_graph_json {
     struct sl_allocator alloc;      /* everything owned below */
     struct sl_graph_json_opts opts; /* copied; base_dir points at `base_dir` */
     char *base_dir;                 /* owned */
-    char source[80];                /* the file name for error records */
+    char source[256];               /* the file name for error records */
     json_t *root;                   /* the parsed document */
     struct sl__jdiag diag;          /* the error list */
     struct sl_graph_json_run run;   /* "run" */

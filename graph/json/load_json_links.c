@@ -69,7 +69,7 @@ id_suggest(const sl_graph_json *doc, const char *name, char *buf, size_t size)
         }
     }
     if (found != NULL)
-        snprintf(buf, size, "; did you mean \"%.40s\"?", found);
+        snprintf(buf, size, "; did you mean \"%s\"?", found);
     else
         buf[0] = '\0';
 }
@@ -94,7 +94,7 @@ names_index(sl_graph_json *doc, size_t *n_out)
             continue;
         char at[SL__JPTR_MAX];
         sl__jptr_key(at, by_id[k]->ptr, "id");
-        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "duplicate node id \"%.40s\" (also at %s)",
+        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "duplicate node id \"%s\" (also at %s)",
                       by_id[k]->id, by_id[k - 1]->ptr);
         by_id[k]->bad = true;
     }
@@ -136,14 +136,14 @@ link_input(sl_graph_json *doc, struct sl__jnode *n, struct sl__jnode *const *by_
     if (k < 0) {
         char hint[64];
         id_suggest(doc, n->input_name, hint, sizeof(hint));
-        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown node \"%.40s\"%s", n->input_name, hint);
+        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown node \"%s\"%s", n->input_name, hint);
         n->bad = true;
         return false;
     }
     struct sl__jnode *in = &doc->nodes[k];
     if (in->kind == SL__JNODE_PUT || in->kind == SL__JNODE_PYRAMID) {
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                      "node \"%.40s\" is a %s, which produces no chunks to read", in->id,
+                      "node \"%s\" is a %s, which produces no chunks to read", in->id,
                       in->kind == SL__JNODE_PUT ? "put" : "pyramid");
         n->bad = true;
         return true;
@@ -174,7 +174,7 @@ link_array(sl_graph_json *doc, struct sl__jnode *n)
     if (k < 0) {
         char names[96];
         array_names(doc, names, sizeof(names));
-        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown array \"%.40s\"; \"arrays\" has: %s",
+        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown array \"%s\"; \"arrays\" has: %s",
                       n->array_name, names);
         n->bad = true;
         return;
@@ -187,16 +187,16 @@ link_array(sl_graph_json *doc, struct sl__jnode *n)
     }
     if (a->writer >= 0) {
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                      "array \"%.40s\" is already written by node \"%.40s\"; one put per array",
-                      a->name, doc->nodes[a->writer].id);
+                      "array \"%s\" is already written by node \"%s\"; one put per array", a->name,
+                      doc->nodes[a->writer].id);
         n->bad = true;
         return;
     }
     a->writer = (int)(n - doc->nodes);
     if (a->role == SL__JARRAY_READ && !a->overwrite) {
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                      "array \"%.40s\" exists and is not created here; set \"overwrite\": true "
-                      "in %.30s to write into it",
+                      "array \"%s\" exists and is not created here; set \"overwrite\": true "
+                      "in %s to write into it",
                       a->name, a->ptr);
         n->bad = true;
     }
@@ -215,7 +215,7 @@ link_check_use(sl_graph_json *doc, bool all_inputs_found)
         if (sink || n->bad || n->n_consumers > 0 || !all_inputs_found)
             continue;
         sl__jdiag_add(&doc->diag, SL_EINVAL, n->ptr,
-                      "node \"%.40s\" is never used: make it the \"input\" of a node that leads "
+                      "node \"%s\" is never used: make it the \"input\" of a node that leads "
                       "to a put, or remove it",
                       n->id);
         n->bad = true;
@@ -263,18 +263,17 @@ cycle_report(sl_graph_json *doc, const struct search_frame *stack, size_t depth,
     size_t from = 0;
     while (from + 1 < depth && stack[from].node != dep)
         from++;
-    char text[160];
+    char text[1024]; /* sl__jdiag_add fits it to the record */
     size_t len = 0;
     text[0] = '\0';
-    sl__strbuf_append(text, sizeof(text), &len, "cycle: %.20s", doc->nodes[dep].id);
+    sl__strbuf_append(text, sizeof(text), &len, "cycle: %s", doc->nodes[dep].id);
     /* stack[k] depends on stack[k + 1] (and the top on `dep`): walk down. */
     for (size_t k = depth; k-- > from;) {
         const struct sl__jnode *n = &doc->nodes[stack[k].node];
         size_t feeder = k + 1 < depth ? stack[k + 1].node : dep;
         if ((int)feeder != n->input && n->array >= 0)
-            sl__strbuf_append(text, sizeof(text), &len, " -> array %.20s",
-                              doc->arrays[n->array].name);
-        sl__strbuf_append(text, sizeof(text), &len, " -> %.20s", n->id);
+            sl__strbuf_append(text, sizeof(text), &len, " -> array %s", doc->arrays[n->array].name);
+        sl__strbuf_append(text, sizeof(text), &len, " -> %s", n->id);
         doc->nodes[stack[k].node].bad = true;
     }
     const struct sl__jnode *top = &doc->nodes[stack[depth - 1].node];

@@ -105,7 +105,7 @@ node_parse_kind(sl_graph_json *doc, struct sl__jnode *n, const char *const **key
     sl__strbuf_append(known, sizeof(known), &len, "%s", ops);
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, "op");
-    sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown op \"%.30s\"; known: %s", name, known);
+    sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown op \"%s\"; known: %s", name, known);
     return false;
 }
 

@@ -107,8 +107,8 @@ pyramid_check_ranks(sl_graph_json *doc, const struct sl__jnode *n)
         char at[SL__JPTR_MAX];
         snprintf(at, sizeof(at), "%s/%s", n->ptr, lists[i].name);
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
-                      "expected %" PRIu32 " entries, as \"factors\" has, found %" PRIu32,
-                      p->n_factors, lists[i].count);
+                      "expected %" PRIu32 " entr%s, as \"factors\" has, found %" PRIu32,
+                      p->n_factors, p->n_factors == 1 ? "y" : "ies", lists[i].count);
     }
 }
 

@@ -34,9 +34,9 @@ struct sl_error {
     int column;                /* 1-based; -1 if unknown */
     size_t position;           /* byte offset into the input */
     struct sl_chunk_key chunk; /* grid coordinates; rank 0 if none */
-    char source[80];           /* file name, store key or node id */
-    char path[80];             /* JSON pointer, e.g. "/nodes/3/kind" */
-    char text[160];            /* message with the numbers, NUL-terminated */
+    char source[256];          /* file name, store key or node id */
+    char path[128];            /* JSON pointer, e.g. "/nodes/3/kind" */
+    char text[512];            /* message with the numbers, NUL-terminated */
 };
 #define SL_ERROR_INIT ((struct sl_error){.code = SL_OK, .line = -1, .column = -1})
 
@@ -44,7 +44,7 @@ struct sl_error {
  * Forget any recorded error: make `err` an empty record, as
  * `*err = SL_ERROR_INIT` does for every reader.  Inline, writing only what
  * readers look at (the numbers, the chunk's rank, the first byte of each
- * string) instead of all ~480 bytes, so records made once per chunk in hot
+ * string) instead of all ~1 KiB, so records made once per chunk in hot
  * loops stay cheap.  `err` may be NULL.
  * Thread-safety: one record per thread.
  */
@@ -66,8 +66,9 @@ sl_error_clear(struct sl_error *err)
 /**
  * Record `code` with a printf-style message and optional chunk coordinates,
  * unless an error is already recorded; then return `code`, so callers can
- * write `return sl_error_set(...)`.  `err` and `chunk` may be NULL.  The
- * message is truncated to fit `text`.
+ * write `return sl_error_set(...)`.  `err` and `chunk` may be NULL.  A
+ * message too long for `text` keeps its head and its tail around "...",
+ * cut at a space, '/' or ',', never inside a UTF-8 sequence.
  * @return `code` unchanged: any status, SL_OK included.
  * Thread-safety: one record per thread; recording never allocates.
  */
@@ -105,7 +106,8 @@ SL_API sl_status sl_error_set_at(struct sl_error *err, sl_status code, int line,
 /**
  * Name the file, store key or node the recorded error concerns, when an
  * error is recorded and names no source yet; the innermost caller that knows
- * a source wins.  `err` may be NULL.
+ * a source wins.  `err` may be NULL.  A source too long for the record
+ * keeps its head and its tail (the file name) around "...".
  * Thread-safety: one record per thread; recording never allocates.
  */
 SL_API void sl_error_set_source(struct sl_error *err, const char *source);

@@ -103,7 +103,8 @@ struct sl_chunk_error {
     uint32_t node;           /* the put or putter node */
     struct sl_chunk_key key; /* the chunk, in the node's grid */
     sl_status code;          /* why */
-    char text[128];          /* the message, naming the chunk and the cause */
+    char text[512];          /* the message, naming the chunk and the cause; a longer one
+                                keeps its head and tail around "..." */
 };
 
 /* Counts of the last run. */

@@ -283,6 +283,17 @@ SL_API void sl_store_get_stats(const sl_store *s, struct sl_store_stats *out);
 /** "fs" or "memory".  Thread-safety: any thread. */
 SL_API const char *sl_store_kind(const sl_store *s);
 
+/**
+ * Name object or node `key` of `s` for messages, as the user would type it:
+ * a filesystem store joins its root as given to sl_store_open_fs with the
+ * key and quotes the result (`"in.zarr"` for key "", `"in.zarr/c/0"`); a
+ * memory store says `memory store key "c/0"` (`memory store root` for "").
+ * Writes into `buf`, always NUL-terminated when `size` > 0.
+ * @return the length the full name needs, as snprintf does.
+ * Thread-safety: any thread.
+ */
+SL_API size_t sl_store_name(const sl_store *s, const char *key, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,14 +61,14 @@ spec_parse_blosc(const char *text, const char **f, size_t *l, size_t n, struct s
 {
     if (n < 3 || n > 4 || l[1] == 0 || l[1] >= sizeof(out->blosc_cname))
         return sl_error_set(err, SL_EPARSE, NULL,
-                            "codec \"%.60s\": expected blosc:CNAME:CLEVEL[:shuffle|noshuffle|"
+                            "codec \"%s\": expected blosc:CNAME:CLEVEL[:shuffle|noshuffle|"
                             "bitshuffle]",
                             text);
     memcpy(out->blosc_cname, f[1], l[1]);
     out->blosc_cname[l[1]] = '\0';
     if (!parse_int(f[2], l[2], 0, 9, &out->level))
         return sl_error_set(err, SL_EPARSE, NULL,
-                            "codec \"%.60s\": blosc clevel must be an integer 0..9", text);
+                            "codec \"%s\": blosc clevel must be an integer 0..9", text);
     out->blosc_shuffle = SL_BLOSC_SHUFFLE;
     if (n == 4) {
         if (field_is(f[3], l[3], "noshuffle"))
@@ -77,16 +77,16 @@ spec_parse_blosc(const char *text, const char **f, size_t *l, size_t n, struct s
             out->blosc_shuffle = SL_BLOSC_BITSHUFFLE;
         else if (!field_is(f[3], l[3], "shuffle"))
             return sl_error_set(err, SL_EPARSE, NULL,
-                                "codec \"%.60s\": blosc shuffle must be shuffle, noshuffle or "
+                                "codec \"%s\": blosc shuffle must be shuffle, noshuffle or "
                                 "bitshuffle",
                                 text);
     }
     if (!sl__codec_built(SL__CODEC_BLOSC))
-        return sl_error_set(err, SL_EUNSUPPORTED, NULL,
-                            "codec \"%.60s\": this build has no libblosc", text);
+        return sl_error_set(err, SL_EUNSUPPORTED, NULL, "codec \"%s\": this build has no libblosc",
+                            text);
     if (!sl__blosc_cname_known(out->blosc_cname))
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,
-                            "codec \"%.60s\": blosc has no compressor \"%s\" (try lz4, lz4hc, "
+                            "codec \"%s\": blosc has no compressor \"%s\" (try lz4, lz4hc, "
                             "blosclz, zstd, zlib)",
                             text, out->blosc_cname);
     out->compressor = SL_COMPRESSOR_BLOSC;
@@ -108,22 +108,22 @@ sl_codec_spec_parse(const char *text, struct sl_codec_spec *out, struct sl_error
     } else if (n <= 2 && field_is(f[0], l[0], "zstd")) {
         if (n == 2 && !parse_int(f[1], l[1], -131072, 22, &spec.level))
             return sl_error_set(err, SL_EPARSE, NULL,
-                                "codec \"%.60s\": zstd level must be an integer -131072..22", text);
+                                "codec \"%s\": zstd level must be an integer -131072..22", text);
         spec.compressor = SL_COMPRESSOR_ZSTD;
     } else if (n <= 2 && field_is(f[0], l[0], "gzip")) {
         spec.level = 6;
         if (n == 2 && !parse_int(f[1], l[1], 0, 9, &spec.level))
             return sl_error_set(err, SL_EPARSE, NULL,
-                                "codec \"%.60s\": gzip level must be an integer 0..9", text);
+                                "codec \"%s\": gzip level must be an integer 0..9", text);
         if (!sl__codec_built(SL__CODEC_GZIP))
-            return sl_error_set(err, SL_EUNSUPPORTED, NULL,
-                                "codec \"%.60s\": this build has no zlib", text);
+            return sl_error_set(err, SL_EUNSUPPORTED, NULL, "codec \"%s\": this build has no zlib",
+                                text);
         spec.compressor = SL_COMPRESSOR_GZIP;
     } else if (field_is(f[0], l[0], "blosc")) {
         SL_TRY(spec_parse_blosc(text, f, l, n, &spec, err));
     } else {
         return sl_error_set(err, SL_EPARSE, NULL,
-                            "codec \"%.60s\": expected none, zstd:LEVEL, gzip:LEVEL or "
+                            "codec \"%s\": expected none, zstd:LEVEL, gzip:LEVEL or "
                             "blosc:CNAME:CLEVEL[:SHUFFLE]",
                             text);
     }

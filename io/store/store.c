@@ -177,6 +177,7 @@ sl__store_init(sl_store *s, const struct sl__store_vtable *vt, const struct sl_a
 {
     s->vt = vt;
     s->alloc = alloc != NULL ? *alloc : sl_allocator_default();
+    s->given = NULL;
     atomic_init(&s->refs, 1);
     atomic_init(&s->n_get, 0);
     atomic_init(&s->n_set, 0);
@@ -210,6 +211,27 @@ const char *
 sl_store_kind(const sl_store *s)
 {
     return s->vt->kind;
+}
+
+size_t
+sl_store_name(const sl_store *s, const char *key, char *buf, size_t size)
+{
+    size_t len = 0;
+    if (size > 0)
+        buf[0] = '\0';
+    if (key == NULL)
+        key = "";
+    if (s->given == NULL) {
+        if (key[0] == '\0')
+            sl__strbuf_append(buf, size, &len, "memory store root");
+        else
+            sl__strbuf_append(buf, size, &len, "memory store key \"%s\"", key);
+        return len;
+    }
+    size_t n = strlen(s->given);
+    bool slash = key[0] != '\0' && n > 0 && s->given[n - 1] != '/';
+    sl__strbuf_append(buf, size, &len, "\"%s%s%s\"", s->given, slash ? "/" : "", key);
+    return len;
 }
 
 void

@@ -63,6 +63,7 @@ struct fs_store {
     struct sl_store base;          /* must come first */
     const struct sl_io_table *io;  /* borrowed; every system call goes here */
     char *root;                    /* resolved root without trailing '/'; "" for "/" */
+    char *given;                   /* root as the caller gave it, for messages (base.given) */
     size_t root_len;               /* strlen(root) */
     bool durable;                  /* fsync directories after changing them */
     bool read_only;                /* refuse set and delete */
@@ -83,8 +84,20 @@ fs_of(sl_store *s)
 static sl_status
 fs_errno(struct sl_error *err, int rc, const char *what, const char *path)
 {
-    return sl_error_set(err, sl__status_from_errno(rc), NULL, "%s %.100s: %s", what, path,
+    return sl_error_set(err, sl__status_from_errno(rc), NULL, "%s %s: %s", what, path,
                         strerror(-rc));
+}
+
+/* Object or prefix `key` of `st` as the user would name it, for messages. */
+struct fs_name {
+    char text[PATH_MAX + 8];
+};
+
+static const char *
+fs_name(const struct fs_store *st, const char *key, struct fs_name *out)
+{
+    sl_store_name(&st->base, key, out->text, sizeof(out->text));
+    return out->text;
 }
 
 /* root + "/" + rel (rel may be empty: the root itself). */
@@ -93,7 +106,8 @@ fs_path(const struct fs_store *st, const char *rel, char *out, struct sl_error *
 {
     int n = snprintf(out, PATH_MAX, "%s/%s", st->root, rel);
     if (n < 0 || n >= PATH_MAX)
-        return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", rel);
+        return sl_error_set(err, SL_EINVAL, NULL, "path of key %s is too long",
+                            fs_name(st, rel, &(struct fs_name){0}));
     if (rel[0] == '\0' && n > 1)
         out[n - 1] = '\0';
     return SL_OK;
@@ -121,8 +135,8 @@ fs_resolve(const struct fs_store *st, const char *path, const char *key, char *r
         return fs_errno(err, rc, "cannot resolve", path);
     if (!fs_inside(st, resolved))
         return sl_error_set(err, SL_EACCES, NULL,
-                            "key \"%.60s\" refused: it resolves to %.80s, outside the store root",
-                            key, resolved);
+                            "key %s refused: it resolves to %s, outside the store root",
+                            fs_name(st, key, &(struct fs_name){0}), resolved);
     return SL_OK;
 }
 
@@ -136,14 +150,16 @@ fs_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_er
     SL_TRY(fs_path(st, key, path, err));
     sl_status status = fs_resolve(st, path, key, resolved, err);
     if (status == SL_ENOTFOUND)
-        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object %s",
+                            fs_name(st, key, &(struct fs_name){0}));
     SL_TRY(status);
     /* O_NONBLOCK: opening a FIFO planted at a key must not wait for a
      * writer (fstat below refuses it); reads of regular files ignore it. */
     int fd = st->io->open(st->io->ctx, resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) {
         if (fd == -ENOENT || fd == -EISDIR)
-            return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);
+            return sl_error_set(err, SL_ENOTFOUND, NULL, "no object %s",
+                                fs_name(st, key, &(struct fs_name){0}));
         return fs_errno(err, fd, "cannot open", resolved);
     }
     struct sl_io_stat info;
@@ -152,7 +168,8 @@ fs_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_er
         st->io->close(st->io->ctx, fd);
         if (rc < 0)
             return fs_errno(err, rc, "cannot stat", resolved);
-        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\" (not a file)", key);
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object %s (not a file)",
+                            fs_name(st, key, &(struct fs_name){0}));
     }
     rd->fd = fd;
     rd->size = info.size;
@@ -295,10 +312,10 @@ fs_make_durable_dir(struct fs_store *st, char *path, bool *raced, struct sl_erro
         return fs_errno(err, rc, "cannot resolve the parent of", path);
     if (snprintf(entry, sizeof(entry), "%s/%s", strcmp(resolved, "/") == 0 ? "" : resolved,
                  slash + 1) >= (int)sizeof(entry))
-        return sl_error_set(err, SL_EINVAL, NULL, "path %.100s is too long", path);
+        return sl_error_set(err, SL_EINVAL, NULL, "path %s is too long", path);
     uint64_t id = fs_unsynced_add(st, entry);
     if (id == 0)
-        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory making %.100s", path);
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory making %s", path);
     rc = st->io->mkdir(st->io->ctx, path, 0777);
     if (rc < 0) {
         fs_unsynced_remove(st, id);
@@ -341,18 +358,19 @@ fs_make_component(struct fs_store *st, const char *rel, struct sl_error *err)
             sl_status status = fs_resolve(st, path, rel, resolved, err);
             if (status == SL_ENOTFOUND)
                 return sl_error_set(err, SL_ENOTFOUND, NULL,
-                                    "key prefix \"%.60s\" is a dangling symbolic link", rel);
+                                    "key prefix %s is a dangling symbolic link",
+                                    fs_name(st, rel, &(struct fs_name){0}));
             SL_TRY(status);
             rc = st->io->lstat(st->io->ctx, resolved, &info);
             if (rc < 0)
                 return fs_errno(err, rc, "cannot stat", resolved);
         }
         if (info.kind != SL_IO_DIR)
-            return sl_error_set(err, SL_EEXIST, NULL,
-                                "key prefix \"%.60s\" is an object, not a directory", rel);
+            return sl_error_set(err, SL_EEXIST, NULL, "key prefix %s is an object, not a directory",
+                                fs_name(st, rel, &(struct fs_name){0}));
         return SL_OK;
     }
-    return sl_error_set(err, SL_EIO, NULL, "directory %.100s keeps changing", path);
+    return sl_error_set(err, SL_EIO, NULL, "directory %s keeps changing", path);
 }
 
 /*
@@ -389,7 +407,7 @@ fs_parent_dir(struct fs_store *st, const char *key, bool make, char *dir, const 
     }
     status = fs_resolve(st, path, rel, dir, err);
     if (status == SL_ENOTFOUND)
-        return sl_error_set(err, SL_EIO, NULL, "directory %.100s vanished after mkdir", path);
+        return sl_error_set(err, SL_EIO, NULL, "directory %s vanished after mkdir", path);
     return status;
 }
 
@@ -414,8 +432,8 @@ fs_write_all(const struct fs_store *st, int fd, const uint8_t *p, size_t n, cons
         if (r < 0)
             return fs_errno(err, (int)r, "cannot write", path);
         if (r == 0)
-            return sl_error_set(err, SL_EIO, NULL, "write to %.100s made no progress at byte %zu",
-                                path, *done);
+            return sl_error_set(err, SL_EIO, NULL, "write to %s made no progress at byte %zu", path,
+                                *done);
         *done += (size_t)r;
     }
     return SL_OK;
@@ -527,7 +545,8 @@ fs_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
     int a = snprintf(tmp, PATH_MAX, "%s/.sluice-tmp.%ld.%" PRIu64, dir, (long)getpid(), seq);
     int b = snprintf(path, PATH_MAX, "%s/%s", dir, base);
     if (a < 0 || a >= PATH_MAX || b < 0 || b >= PATH_MAX)
-        return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", key);
+        return sl_error_set(err, SL_EINVAL, NULL, "path of key %s is too long",
+                            fs_name(st, key, &(struct fs_name){0}));
     sl_status status = fs_write_tmp(st, tmp, data, n, flags, err);
     if (status == SL_OK) {
         int rc = st->io->rename(st->io->ctx, tmp, path);
@@ -558,13 +577,14 @@ fs_del(sl_store *s, const char *key, struct sl_error *err)
     SL_TRY(status);
     int b = snprintf(path, PATH_MAX, "%s/%s", dir, base);
     if (b < 0 || b >= PATH_MAX)
-        return sl_error_set(err, SL_EINVAL, NULL, "path of key \"%.60s\" is too long", key);
+        return sl_error_set(err, SL_EINVAL, NULL, "path of key %s is too long",
+                            fs_name(st, key, &(struct fs_name){0}));
     int rc = st->io->unlink(st->io->ctx, path);
     if (rc == -ENOENT)
         return SL_OK;
     if (rc == -EISDIR || rc == -EPERM)
-        return sl_error_set(err, SL_EEXIST, NULL, "key \"%.60s\" is a directory, not an object",
-                            key);
+        return sl_error_set(err, SL_EEXIST, NULL, "key %s is a directory, not an object",
+                            fs_name(st, key, &(struct fs_name){0}));
     if (rc < 0)
         return fs_errno(err, rc, "cannot unlink", path);
     return st->durable ? fs_fsync_dir(st, dir, err) : SL_OK;
@@ -699,7 +719,7 @@ fs_walk_dir(struct fs_walk *w, const char *rel)
     int rc = st->io->list_dir(st->io->ctx, path, fs_collect, &es);
     sl_status status = SL_OK;
     if (es.failed)
-        status = sl_error_set(w->err, SL_ENOMEM, NULL, "out of memory listing %.100s", path);
+        status = sl_error_set(w->err, SL_ENOMEM, NULL, "out of memory listing %s", path);
     else if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR)
         status = fs_errno(w->err, rc, "cannot list", path);
     if (status == SL_OK && es.n > 1)
@@ -750,6 +770,7 @@ fs_destroy(sl_store *s)
         fs_unsynced_remove(st, st->unsynced->id);
     pthread_mutex_destroy(&st->unsynced_lock);
     sl_free(&alloc, st->root, st->root_len + 1);
+    sl_free(&alloc, st->given, strlen(st->given) + 1);
     sl_free(&alloc, st, sizeof(*st));
 }
 
@@ -808,17 +829,20 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
         return NULL;
     }
     if (info.kind != SL_IO_DIR) {
-        sl_error_set(err, SL_EEXIST, NULL, "store root %.100s is not a directory", root);
+        sl_error_set(err, SL_EEXIST, NULL, "store root %s is not a directory", root);
         return NULL;
     }
     struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
     struct fs_store *st = sl_alloc(&alloc, sizeof(*st), 0);
     size_t len = strcmp(resolved, "/") == 0 ? 0 : strlen(resolved);
     char *copy = sl_alloc(&alloc, len + 1, 1);
-    if (st == NULL || copy == NULL) {
+    char *given = sl_strdup(&alloc, root);
+    if (st == NULL || copy == NULL || given == NULL) {
         sl_free(&alloc, st, sizeof(*st));
         sl_free(&alloc, copy, len + 1);
-        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening store %.100s", root);
+        if (given != NULL)
+            sl_free(&alloc, given, strlen(given) + 1);
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening store %s", root);
         return NULL;
     }
     memcpy(copy, resolved, len);
@@ -827,6 +851,8 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
     st->io = io;
     st->root = copy;
     st->root_len = len;
+    st->given = given;
+    st->base.given = given;
     st->durable = o.durable;
     st->read_only = o.read_only;
     st->direct = o.direct_writes;
@@ -890,7 +916,7 @@ fs_sweep_dir(struct fs_store *st, const char *path, int depth, uint64_t *n_remov
     int rc = st->io->list_dir(st->io->ctx, path, fs_sweep_collect, &es);
     sl_status status = SL_OK;
     if (es.failed)
-        status = sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %.100s", path);
+        status = sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %s", path);
     else if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR)
         status = fs_errno(err, rc, "cannot list", path);
     bool any = false;

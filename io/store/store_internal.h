@@ -34,6 +34,7 @@ struct sl__store_vtable {
 struct sl_store {
     const struct sl__store_vtable *vt;
     struct sl_allocator alloc; /* the store's own memory */
+    const char *given;         /* filesystem root as opened, for messages; NULL: memory */
     _Atomic uint32_t refs;     /* references; the last unref destroys */
     _Atomic uint64_t n_get;    /* see struct sl_store_stats */
     _Atomic uint64_t n_set;

@@ -79,8 +79,8 @@ mem_hook(struct mem_store *ms, sl_store_op op, const char *key, size_t n, struct
     if (rc >= 0)
         return SL_OK;
     static const char *const names[] = {"get", "set", "delete"};
-    return sl_error_set(err, sl__status_from_errno(rc), NULL, "%s of \"%.60s\" failed: %s",
-                        names[op], key, strerror(-rc));
+    return sl_error_set(err, sl__status_from_errno(rc), NULL, "%s of \"%s\" failed: %s", names[op],
+                        key, strerror(-rc));
 }
 
 /* Find `key`'s node pointer slot; the caller holds the lock. */
@@ -132,7 +132,7 @@ mem_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_e
         atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
     pthread_mutex_unlock(&ms->lock);
     if (v == NULL)
-        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%.100s\"", key);
+        return sl_error_set(err, SL_ENOTFOUND, NULL, "no object \"%s\"", key);
     rd->blob = v;
     rd->size = v->size;
     return SL_OK;

@@ -18,13 +18,25 @@
 
 /* ---- paths and probing ---------------------------------------------------------- */
 
+/* Node `path` of `store` as the user would name it (sl_store_name), for messages. */
+struct node_name {
+    char text[SL_STORE_KEY_MAX + 4096];
+};
+
+static const char *
+node_name(const sl_store *store, const char *path, struct node_name *out)
+{
+    sl_store_name(store, path, out->text, sizeof(out->text));
+    return out->text;
+}
+
 /* Key of `name` under node `path` ("" is the root). */
 static sl_status
 node_key(const char *path, const char *name, char *buf, size_t size, struct sl_error *err)
 {
     int n = snprintf(buf, size, "%s%s%s", path, path[0] != '\0' ? "/" : "", name);
     if (n < 0 || (size_t)n >= size)
-        return sl_error_set(err, SL_EINVAL, NULL, "path \"%.60s\" is too long", path);
+        return sl_error_set(err, SL_EINVAL, NULL, "path \"%s\" is too long", path);
     return SL_OK;
 }
 
@@ -126,7 +138,8 @@ array_new(sl_store *store, const char *path, struct sl__meta *meta,
         sl_free(&alloc, prefix, plen + 1);
         if (path_copy != NULL)
             sl_free(&alloc, path_copy, strlen(path_copy) + 1);
-        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening array \"%.60s\"", path);
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening array %s",
+                     node_name(store, path, &(struct node_name){0}));
         return NULL;
     }
     memset(a, 0, sizeof(*a));
@@ -190,9 +203,16 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
         goto out_free_doc;
     if (found) {
         struct sl__meta meta;
+        struct sl_error local = SL_ERROR_INIT;
         sl__meta_init(&meta, opts != NULL ? opts->alloc : NULL);
-        if (sl__meta_parse_v3((const char *)doc.data, doc.size, key, &meta, err) == SL_OK)
+        if (sl__meta_parse_v3((const char *)doc.data, doc.size, key, &meta, &local) == SL_OK)
             a = array_new(store, path, &meta, opts, err);
+        else if (local.code == SL_EINVAL && strcmp(local.path, "/node_type") == 0)
+            /* A group: say so by the path the user gave, as for v2 below. */
+            sl_error_set(err, SL_EINVAL, NULL, "%s is a group, not an array",
+                         node_name(store, path, &(struct node_name){0}));
+        else
+            sl__error_forward(err, &local);
         sl__meta_fini(&meta);
         goto out_free_doc;
     }
@@ -206,9 +226,9 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
     sl_zarr_kind kind = SL_ZARR_NONE;
     if (sl_zarr_probe(store, path, &kind, NULL, err) == SL_OK)
         sl_error_set(err, kind == SL_ZARR_GROUP ? SL_EINVAL : SL_ENOTFOUND, NULL,
-                     kind == SL_ZARR_GROUP ? "\"%.60s\" is a group, not an array"
-                                           : "no Zarr array at \"%.60s\" (no zarr.json or .zarray)",
-                     path);
+                     kind == SL_ZARR_GROUP ? "%s is a group, not an array"
+                                           : "no Zarr array at %s (no zarr.json or .zarray)",
+                     node_name(store, path, &(struct node_name){0}));
 out_free_doc:
     sl_buf_fini(&doc);
     return a;
@@ -426,8 +446,11 @@ sl_array_create(sl_store *store, const char *path, const struct sl_array_spec *s
     if (spec->overwrite && sl_store_delete_tree(store, path, err) != SL_OK)
         goto out_fini_meta;
     if (kind != SL_ZARR_NONE) {
-        sl_error_set(err, SL_EEXIST, NULL, "an %s already exists at \"%.60s\"",
-                     kind == SL_ZARR_ARRAY ? "array" : "group", path);
+        sl_error_set(err, SL_EEXIST, NULL,
+                     "an %s already exists at %s; set spec.overwrite to replace it (`sluice` "
+                     "takes --overwrite)",
+                     kind == SL_ZARR_ARRAY ? "array" : "group",
+                     node_name(store, path, &(struct node_name){0}));
         goto out_fini_meta;
     }
     if (meta_store(store, path, &meta, err) == SL_OK)

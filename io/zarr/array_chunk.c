@@ -228,8 +228,8 @@ sl_array_shard_chunks_exist(const sl_array *a, const uint64_t *shard, bool *exis
     uint64_t n = a->meta.sharded ? a->meta.n_per_shard : 1;
     if (exist == NULL || n_exist < n)
         return sl_error_set(err, SL_EINVAL, NULL,
-                            "room for %zu chunk flags; a stored object holds %" PRIu64 " chunks",
-                            exist != NULL ? n_exist : 0, n);
+                            "room for %zu chunk flags; a stored object holds %" PRIu64 " chunk%s",
+                            exist != NULL ? n_exist : 0, n, SL__PLURAL(n));
     char key[SL_STORE_KEY_MAX + 1];
     if (sl__array_object_key(a, shard, key, sizeof(key)) >= sizeof(key))
         return sl_error_set(err, SL_EINVAL, NULL, "chunk key too long");

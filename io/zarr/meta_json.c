@@ -84,7 +84,7 @@ sl__json_only_keys(const json_t *obj, const char *path, const char *const *known
         if (!ok) {
             char at[120];
             snprintf(at, sizeof(at), "%s/%s", path, key);
-            return sl_error_set_path(err, SL_EPARSE, at, "unknown key \"%.60s\"", key);
+            return sl_error_set_path(err, SL_EPARSE, at, "unknown key \"%s\"", key);
         }
     }
     return SL_OK;

@@ -92,7 +92,7 @@ v2_compressor(const json_t *c, sl_dtype dt, struct sl__codec *out, bool *present
     if (strcmp(id, "blosc") == 0)
         return v2_blosc(c, dt, out, err);
     return sl_error_set_path(err, SL_EUNSUPPORTED, "/compressor/id",
-                             "compressor \"%.60s\" is not supported by sluice", id);
+                             "compressor \"%s\" is not supported by sluice", id);
 }
 
 static sl_status
@@ -217,8 +217,8 @@ sl__meta_parse_v2(const char *zarray, size_t n, const char *zattrs, size_t n_att
         return st;
     }
     if (zattrs != NULL) {
-        char attr_source[120];
-        snprintf(attr_source, sizeof(attr_source), "%.100s (.zattrs)", source);
+        char attr_source[512];
+        snprintf(attr_source, sizeof(attr_source), "%s (.zattrs)", source);
         SL_TRY(sl__json_parse(zattrs, n_attrs, attr_source, &attrs, err));
         st = v2_zattrs(attrs, m, err);
         json_decref(attrs);

@@ -39,7 +39,7 @@ v3_codec_names_check(const json_t *codecs, const char *path, struct sl_error *er
         return sl_error_set_path(err, SL_EPARSE, path, "expected an array of codecs");
     for (size_t i = 0; i < json_array_size(codecs); i++) {
         const json_t *e = json_array_get(codecs, i);
-        char at[96];
+        char at[128];
         snprintf(at, sizeof(at), "%s/%zu", path, i);
         const char *name = codec_entry_name(e);
         if (name == NULL)
@@ -49,7 +49,7 @@ v3_codec_names_check(const json_t *codecs, const char *path, struct sl_error *er
             known = strcmp(name, v3_codec_names[k]) == 0;
         if (!known)
             return sl_error_set_path(err, SL_EUNSUPPORTED, at,
-                                     "codec \"%.60s\" is not supported by sluice", name);
+                                     "codec \"%s\" is not supported by sluice", name);
         const json_t *conf = json_object_get(e, "configuration");
         if (strcmp(name, "sharding_indexed") == 0 && json_is_object(conf)) {
             char sub[160];
@@ -238,7 +238,7 @@ v3_chain_parse(const json_t *codecs, const char *path, uint32_t rank, sl_dtype d
                                  SL__CHAIN_MAX);
     memset(ch, 0, sizeof(*ch));
     for (size_t i = 0; i < n; i++) {
-        char at[96];
+        char at[128];
         snprintf(at, sizeof(at), "%s/%zu", path, i);
         const json_t *e = json_array_get(codecs, i);
         if (strcmp(codec_entry_name(e), "sharding_indexed") == 0)
@@ -327,10 +327,10 @@ v3_unknown_fields(const json_t *root, const char *const *known, struct sl_error 
         const json_t *mu = json_is_object(value) ? json_object_get(value, "must_understand") : NULL;
         if (json_is_false(mu))
             continue;
-        char at[96];
-        snprintf(at, sizeof(at), "/%.80s", key);
+        char at[128];
+        snprintf(at, sizeof(at), "/%s", key);
         return sl_error_set_path(err, SL_EUNSUPPORTED, at,
-                                 "unknown field \"%.60s\" must be understood (it is not an "
+                                 "unknown field \"%s\" must be understood (it is not an "
                                  "object with \"must_understand\": false)",
                                  key);
     }
@@ -364,7 +364,7 @@ v3_grid_and_keys(const json_t *root, struct sl__meta *m, struct sl_error *err)
         return sl_error_set_path(err, SL_EPARSE, "/chunk_grid", "expected {\"name\": ...}");
     if (strcmp(gname, "regular") != 0)
         return sl_error_set_path(err, SL_EUNSUPPORTED, "/chunk_grid/name",
-                                 "chunk grid \"%.60s\" is not supported (only \"regular\")", gname);
+                                 "chunk grid \"%s\" is not supported (only \"regular\")", gname);
     const json_t *cs = json_object_get(json_object_get(g, "configuration"), "chunk_shape");
     SL_TRY(sl__json_dims(cs, "/chunk_grid/configuration/chunk_shape", 1, m->chunk, SL_MAX_RANK, &n,
                          err));
@@ -377,7 +377,7 @@ v3_grid_and_keys(const json_t *root, struct sl__meta *m, struct sl_error *err)
         return sl_error_set_path(err, SL_EPARSE, "/chunk_key_encoding", "expected {\"name\": ...}");
     if (strcmp(kname, "default") != 0 && strcmp(kname, "v2") != 0)
         return sl_error_set_path(err, SL_EUNSUPPORTED, "/chunk_key_encoding/name",
-                                 "chunk key encoding \"%.60s\" is not supported", kname);
+                                 "chunk key encoding \"%s\" is not supported", kname);
     m->keys = kname[0] == 'd' ? SL__KEYS_DEFAULT : SL__KEYS_V2;
     m->sep = m->keys == SL__KEYS_DEFAULT ? '/' : '.';
     const json_t *sep = json_object_get(json_object_get(k, "configuration"), "separator");
@@ -453,7 +453,7 @@ v3_array_parse(const json_t *root, struct sl__meta *m, struct sl_error *err)
     const json_t *dt = json_object_get(root, "data_type");
     if (json_is_object(dt))
         return sl_error_set_path(err, SL_EUNSUPPORTED, "/data_type",
-                                 "extension data type \"%.60s\" is not supported",
+                                 "extension data type \"%s\" is not supported",
                                  json_string_value(json_object_get(dt, "name")));
     if (!json_is_string(dt))
         return sl_error_set_path(err, SL_EPARSE, "/data_type", "expected a data type name");

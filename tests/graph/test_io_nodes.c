@@ -147,7 +147,8 @@ Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
     uint32_t put;
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(copy(pool, src, dst, &o, &plan, &put, &e2), SL_ENOTFOUND);
-    cr_assert_not_null(strstr(e2.text, "chunk (1, 0) of array \"src\" is absent"), "%s", e2.text);
+    cr_assert_not_null(strstr(e2.text, "chunk (1, 0) of array memory store key \"src\" is absent"),
+                       "%s", e2.text);
     struct sl_put_status ps;
     cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
     cr_assert_eq(ps.codes[2], SL_ENOTFOUND);
@@ -206,12 +207,14 @@ Test(graph_io_nodes, put_checks_dtype_and_shape)
     cr_assert_eq(sl_graph_add_get(g, "src", src, &get, NULL), SL_OK);
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_add_put(g, "p", get, bytes, NULL, &err), SL_EINVAL);
-    cr_assert_not_null(strstr(err.text, "is float32 but array \"bytes\" stores uint8"), "%s",
-                       err.text);
+    cr_assert_not_null(
+        strstr(err.text, "is float32 but array memory store key \"bytes\" stores uint8"), "%s",
+        err.text);
     struct sl_error e2 = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_add_put(g, "p", get, wide, NULL, &e2), SL_EINVAL);
-    cr_assert_not_null(strstr(e2.text, "shape [20, 20] but array \"wide\" has shape [20, 21]"),
-                       "%s", e2.text);
+    cr_assert_not_null(
+        strstr(e2.text, "shape [20, 20] but array memory store key \"wide\" has shape [20, 21]"),
+        "%s", e2.text);
     sl_graph_unref(g);
     sl_array_unref(src);
     sl_array_unref(wide);

@@ -603,7 +603,7 @@ check_chunks_exist(bool sharded)
     struct sl_error err = SL_ERROR_INIT;
     const uint64_t origin[3] = {0, 0, 0};
     cr_assert_eq(sl_array_shard_chunks_exist(a, origin, exist, 0, NULL, &err), SL_EINVAL);
-    cr_assert_not_null(strstr(err.text, sharded ? "holds 8 chunks" : "holds 1 chunks"), "%s",
+    cr_assert_not_null(strstr(err.text, sharded ? "holds 8 chunks" : "holds 1 chunk"), "%s",
                        err.text);
     sl_grid_fini(&shards);
     sl_grid_fini(&chunks);
