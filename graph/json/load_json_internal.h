@@ -239,6 +239,11 @@ void sl__jnodes_fini(sl_graph_json *doc);
  */
 char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
 
+/* After both document passes: refuse two paths of "arrays" and pyramid
+ * groups that name one directory, or one inside the other where either is
+ * written (load_json_alias.c). */
+void sl__jpaths_check_alias(sl_graph_json *doc);
+
 /* `path` for a message, in `size` bytes: whole when it fits, else "..."
  * and its end. */
 void sl__jpath_short(char *out, size_t size, const char *path);
