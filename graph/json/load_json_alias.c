@@ -81,7 +81,20 @@ alias_resolve(sl_graph_json *doc, struct alias_entry *e)
     return true;
 }
 
-/* Report `b` (the later entry) if it aliases `a`.  @return true when it does. */
+/* True when entry `j` is an array spelled like an earlier one once joined
+ * to the base directory: load_json_arrays.c reported that already. */
+static bool
+alias_spelled_alike(const struct alias_entry *e, size_t j)
+{
+    for (size_t i = 0; i < j; i++)
+        if (strcmp(e[i].key, "path") == 0 && strcmp(e[j].key, "path") == 0 &&
+            strcmp(e[i].full, e[j].full) == 0)
+            return true;
+    return false;
+}
+
+/* Report `b` (the later entry) if it aliases `a`.  @return true when it
+ * does. */
 static bool
 alias_report(sl_graph_json *doc, const struct alias_entry *a, const struct alias_entry *b)
 {
@@ -95,23 +108,22 @@ alias_report(sl_graph_json *doc, const struct alias_entry *a, const struct alias
     sl__jpath_short(other, sizeof(other), a->owner);
     sl__jpath_short(real, sizeof(real), b->real);
     struct sl__jdiag *d = &doc->diag;
-    if (o == SL_FS_SAME && !a->written && !b->written)
-        sl__jdiag_add(d, SL_EINVAL, at,
-                      "\"%s\" and \"%s\" (%s) are one array, %s, under two names; name it once", pb,
-                      pa, other, real);
-    else if (o == SL_FS_SAME)
-        sl__jdiag_add(d, SL_EINVAL, at,
-                      "\"%s\" and \"%s\" (%s) are one directory, %s; writing one replaces the "
-                      "other",
-                      pb, pa, other, real);
-    else if ((o == SL_FS_INSIDE && a->written) || (o == SL_FS_CONTAINS && b->written))
-        sl__jdiag_add(d, SL_EINVAL, at,
-                      "\"%s\" lies inside \"%s\" (%s); replacing the outer would destroy the inner",
-                      o == SL_FS_INSIDE ? pb : pa, o == SL_FS_INSIDE ? pa : pb, other);
+    if (o == SL_FS_SAME) {
+        sl__jdiag_add(d, SL_EINVAL, at, "\"%s\" and \"%s\" (%s) are one %s, %s; %s", pb, pa, other,
+                      a->written || b->written ? "directory" : "array", real,
+                      a->written || b->written ? "writing one replaces the other" : "name it once");
+        return true;
+    }
+    /* `b` inside `a`, or `a` (named with its pointer) inside `b`. */
+    const char *outer_words = (o == SL_FS_INSIDE ? a->written : b->written)
+                                  ? "replacing the outer would destroy the inner"
+                                  : "writing the inner would change the outer";
+    if (o == SL_FS_INSIDE)
+        sl__jdiag_add(d, SL_EINVAL, at, "\"%s\" lies inside \"%s\" (%s); %s", pb, pa, other,
+                      outer_words);
     else
-        sl__jdiag_add(d, SL_EINVAL, at,
-                      "\"%s\" lies inside \"%s\" (%s); writing the inner would change the outer",
-                      o == SL_FS_INSIDE ? pb : pa, o == SL_FS_INSIDE ? pa : pb, other);
+        sl__jdiag_add(d, SL_EINVAL, at, "\"%s\" (%s) lies inside \"%s\"; %s", pa, other, pb,
+                      outer_words);
     return true;
 }
 
@@ -130,9 +142,10 @@ sl__jpaths_check_alias(sl_graph_json *doc)
     for (size_t k = 0; k < n && !doc->diag.full; k++)
         (void)alias_resolve(doc, &e[k]);
     /* One report per entry, against the first it aliases; an entry that
-     * could not be resolved was reported already. */
+     * could not be resolved, or is spelled like an earlier array, was
+     * reported already. */
     for (size_t j = 1; j < n && !doc->diag.full; j++)
-        for (size_t i = 0; i < j && e[j].real != NULL; i++)
+        for (size_t i = 0; i < j && e[j].real != NULL && !alias_spelled_alike(e, j); i++)
             if (e[i].real != NULL && alias_report(doc, &e[i], &e[j]))
                 break;
     for (size_t k = 0; k < n; k++)
