@@ -201,6 +201,7 @@ doc_parse(sl_graph_json *doc)
     else
         sl__jnodes_parse(doc, nodes);
     sl__jarrays_check_like(doc);
+    sl__jpaths_check_alias(doc);
 }
 
 /* One build pass: a fresh graph with every node, then the arrays no node

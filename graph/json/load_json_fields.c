@@ -4,13 +4,16 @@
  * list (the caller's records, filled in order until full), JSON pointers
  * (RFC 6901 escaping), typed field access that reports what was expected
  * and found, unknown-field checks, and array paths (joined to the base
- * directory, refused when they leave it and that is not allowed).
+ * directory, refused when they leave it, by name or through a symbolic
+ * link, and that is not allowed).
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <sluice/fs.h>
 #include <sluice/op_registry.h>
 
 #include "core_internal.h"
@@ -294,6 +297,45 @@ path_normalize(char *path)
     *out = '\0';
 }
 
+void
+sl__jpath_short(char *out, size_t size, const char *path)
+{
+    size_t n = strlen(path);
+    if (n < size)
+        memcpy(out, path, n + 1);
+    else if (size > 4)
+        snprintf(out, size, "...%s", path + n - (size - 4));
+    else if (size > 0)
+        out[0] = '\0';
+}
+
+/* Refuse `full` (`path` as written, reported at `ptr`) when the kernel
+ * would reach it outside the base directory: a symbolic link on the way
+ * leads out though the path, by name, stays in. */
+static bool
+path_check_inside(sl_graph_json *doc, const char *full, const char *path, const char *ptr)
+{
+    char base[PATH_MAX], real[PATH_MAX];
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_fs_path_resolve(doc->base_dir, base, sizeof(base), &err) != SL_OK ||
+        sl_fs_path_resolve(full, real, sizeof(real), &err) != SL_OK) {
+        sl__jdiag_add(&doc->diag, err.code, ptr, "cannot resolve \"%.40s\": %s", path, err.text);
+        return false;
+    }
+    sl_fs_overlap o = sl_fs_path_overlap(real, base);
+    if (o == SL_FS_INSIDE || o == SL_FS_SAME)
+        return true;
+    char p[24], r[36], b[28];
+    sl__jpath_short(p, sizeof(p), path);
+    sl__jpath_short(r, sizeof(r), real);
+    sl__jpath_short(b, sizeof(b), base);
+    sl__jdiag_add(&doc->diag, SL_EACCES, ptr,
+                  "\"%s\" leads to %s, outside %s (a symbolic link); --allow-outside or "
+                  "opts.allow_outside allows it",
+                  p, r, b);
+    return false;
+}
+
 char *
 sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr)
 {
@@ -320,5 +362,9 @@ sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr)
     else
         snprintf(full, n, "%s/%s", doc->base_dir, path);
     path_normalize(full);
+    if (!doc->opts.allow_outside && !path_check_inside(doc, full, path, ptr)) {
+        sl_free(&doc->alloc, full, n);
+        return NULL;
+    }
     return full;
 }

@@ -239,9 +239,20 @@ void sl__jnodes_fini(sl_graph_json *doc);
 /*
  * Join `base` and `path` into an owned string, checking `path` first: not
  * empty; when outside paths are not allowed, neither absolute nor with a
- * ".." component.  Reports at `ptr`.  @return NULL after reporting.
+ * ".." component, nor leading out of the base directory once resolved
+ * (through a symbolic link).  Reports at `ptr`.  @return NULL after
+ * reporting.
  */
 char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
+
+/* After both document passes: refuse two paths of "arrays" and pyramid
+ * groups that name one directory, or one inside the other where either is
+ * written (load_json_alias.c). */
+void sl__jpaths_check_alias(sl_graph_json *doc);
+
+/* `path` for a message, in `size` bytes: whole when it fits, else "..."
+ * and its end. */
+void sl__jpath_short(char *out, size_t size, const char *path);
 
 /*
  * Begin writing a new node (array or pyramid group) at `full_path`
