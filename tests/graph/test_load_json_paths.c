@@ -197,6 +197,8 @@ Test(graph_load_json_paths, a_link_that_stays_inside_is_accepted)
     struct errs e;
     sl_graph_json *doc = load(dir, text, false, &e);
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
     cr_assert(exists(dir, "out.zarr"));
     sl_test_rmtree(dir);
@@ -362,6 +364,8 @@ Test(graph_load_json_paths, distinct_paths_with_a_shared_prefix_are_not_aliases)
     struct errs e;
     sl_graph_json *doc = load(dir, text, false, &e);
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
     cr_assert(exists(dir, "raw.zarr2"));
     sl_test_rmtree(dir);
