@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Paths as the kernel reaches them (sl_fs_path_resolve, sl_fs_path_overlap)
+ * and whole-node replacement (sl_fs_replace_*): what each kind of
+ * destination gives, that the old node stays readable until the commit and
+ * nothing of it after, that an abort leaves everything as it was, and that
+ * the leftovers of a killed run are removed by the next one.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sluice.h>
+
+#include "testutil.h"
+
+static void
+put(const char *dir, const char *name, const char *text)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s: %s", p, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+static bool
+has(const char *dir, const char *name)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    return lstat(p, &st) == 0;
+}
+
+/* Entries of `dir`, "." and ".." excluded. */
+static int
+count(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+/* A v2 array's files at dir/name: .zarray and two chunks. */
+static void
+old_node(const char *dir, const char *name)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    put(p, ".zarray", "{\"zarr_format\": 2}");
+    put(p, "0.0", "old");
+    put(p, "9.9", "old chunk outside the new grid");
+}
+
+Test(io_fs, resolve_follows_links_and_dotdot_and_keeps_the_missing_tail)
+{
+    const char *dir = sl_test_tmpdir("fs-resolve");
+    char real[PATH_MAX], a[PATH_MAX], b[PATH_MAX], p[PATH_MAX];
+    cr_assert_not_null(realpath(dir, real));
+    snprintf(p, sizeof(p), "%s/x", dir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    snprintf(p, sizeof(p), "%s/link", dir);
+    cr_assert_eq(symlink("x", p), 0);
+    snprintf(p, sizeof(p), "%s/link/../x/new/./deeper/..//", dir);
+    cr_assert_eq(sl_fs_path_resolve(p, a, sizeof(a), NULL), SL_OK);
+    snprintf(b, sizeof(b), "%s/x/new", real);
+    cr_assert_str_eq(a, b);
+    cr_assert_eq(sl_fs_path_overlap(a, b), SL_FS_SAME);
+    snprintf(p, sizeof(p), "%s/link", dir);
+    cr_assert_eq(sl_fs_path_resolve(p, a, sizeof(a), NULL), SL_OK);
+    cr_assert_eq(sl_fs_path_overlap(b, a), SL_FS_INSIDE);
+    cr_assert_eq(sl_fs_path_overlap(a, b), SL_FS_CONTAINS);
+    cr_assert_eq(sl_fs_path_overlap("/a/b", "/a/bc"), SL_FS_APART, "whole components only");
+    cr_assert_eq(sl_fs_path_overlap("/a/bc", "/"), SL_FS_INSIDE);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_fs_path_resolve("", a, sizeof(a), &err), SL_EINVAL);
+    cr_assert_eq(sl_fs_path_resolve(p, a, 4, NULL), SL_EINVAL, "too small");
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, staged_replacement_keeps_the_old_node_until_commit_and_nothing_of_it_after)
+{
+    const char *dir = sl_test_tmpdir("fs-staged");
+    old_node(dir, "a.zarr");
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/a.zarr", dir);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_null(sl_fs_replace_begin(dest, SL_FS_REPLACE_REFUSE, &err));
+    cr_assert_eq(err.code, SL_EEXIST);
+    cr_assert_not_null(strstr(err.text, "Zarr v2 array"), "%s", err.text);
+    sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_STAGED, NULL);
+    cr_assert_not_null(r);
+    cr_assert(sl_fs_replace_existed(r));
+    const char *at = sl_fs_replace_path(r);
+    cr_assert_neq(strcmp(at, dest), 0);
+    put(at, "zarr.json", "{\"zarr_format\": 3}");
+    cr_assert(has(dir, "a.zarr/.zarray") && has(dir, "a.zarr/9.9"), "old until commit");
+    cr_assert_eq(sl_fs_replace_commit(r, &err), SL_OK, "%s", err.text);
+    cr_assert(has(dir, "a.zarr/zarr.json"));
+    cr_assert_eq(count(dest), 1, "nothing of the old node");
+    cr_assert_eq(count(dir), 1, "no hidden sibling left");
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, abort_leaves_the_old_node_and_removes_the_parents_it_made)
+{
+    const char *dir = sl_test_tmpdir("fs-abort");
+    old_node(dir, "a.zarr");
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/a.zarr", dir);
+    sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_STAGED, NULL);
+    cr_assert_not_null(r);
+    put(sl_fs_replace_path(r), "zarr.json", "{}");
+    sl_fs_replace_abort(r);
+    cr_assert_eq(count(dest), 3);
+    cr_assert_eq(count(dir), 1);
+    snprintf(dest, sizeof(dest), "%s/p/q/new.zarr", dir);
+    r = sl_fs_replace_begin(dest, SL_FS_REPLACE_REFUSE, NULL);
+    cr_assert_not_null(r);
+    cr_assert(!sl_fs_replace_existed(r));
+    cr_assert(!has(dir, "p/q/new.zarr"), "written beside, not at, the path");
+    sl_fs_replace_abort(r);
+    cr_assert(!has(dir, "p"), "the parents it made are gone");
+    r = sl_fs_replace_begin(dest, SL_FS_REPLACE_REFUSE, NULL);
+    cr_assert_eq(sl_fs_replace_commit(r, NULL), SL_OK);
+    cr_assert(has(dir, "p/q/new.zarr"));
+    cr_assert_eq(count(dir), 2);
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, in_place_empties_the_old_node_first)
+{
+    const char *dir = sl_test_tmpdir("fs-inplace");
+    old_node(dir, "a.zarr");
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/a.zarr/sub", dir);
+    cr_assert_eq(mkdir(dest, 0777), 0);
+    put(dest, "0", "deep");
+    snprintf(dest, sizeof(dest), "%s/a.zarr", dir);
+    sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_IN_PLACE, NULL);
+    cr_assert_not_null(r);
+    cr_assert_eq(count(dest), 0, "emptied at begin");
+    char resolved[PATH_MAX];
+    cr_assert_not_null(realpath(dest, resolved));
+    cr_assert_str_eq(sl_fs_replace_path(r), resolved);
+    cr_assert_eq(sl_fs_replace_commit(r, NULL), SL_OK);
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, files_and_foreign_directories_are_never_replaced)
+{
+    const char *dir = sl_test_tmpdir("fs-foreign");
+    put(dir, "file", "precious");
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/file", dir);
+    sl_fs_replace_mode modes[] = {SL_FS_REPLACE_REFUSE, SL_FS_REPLACE_STAGED,
+                                  SL_FS_REPLACE_IN_PLACE};
+    for (int m = 0; m < 3; m++) {
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_null(sl_fs_replace_begin(dest, modes[m], &err));
+        cr_assert_eq(err.code, SL_EEXIST);
+        cr_assert_not_null(strstr(err.text, "is a file"), "%s", err.text);
+    }
+    snprintf(dest, sizeof(dest), "%s/home", dir);
+    cr_assert_eq(mkdir(dest, 0777), 0);
+    put(dest, "thesis.tex", "years of work");
+    for (int m = 0; m < 3; m++) {
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_null(sl_fs_replace_begin(dest, modes[m], &err));
+        cr_assert_eq(err.code, SL_EEXIST);
+        cr_assert_not_null(strstr(err.text, "no Zarr array or group"), "%s", err.text);
+    }
+    cr_assert(has(dir, "home/thesis.tex") && has(dir, "file"));
+    cr_assert_eq(count(dir), 2);
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, leftovers_of_a_killed_run_are_removed_by_the_next)
+{
+    const char *dir = sl_test_tmpdir("fs-stale");
+    old_node(dir, "a.zarr");
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/a.zarr", dir);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_STAGED, NULL);
+        put(sl_fs_replace_path(r), "zarr.json", "{}");
+        _exit(r != NULL ? 0 : 1); /* killed: neither committed nor aborted */
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cr_assert_eq(count(dir), 2, "the dead run's sibling is there");
+    char found[PATH_MAX];
+    cr_assert_eq(sl_fs_replace_find(dest, found, sizeof(found), NULL), SL_OK);
+    sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_STAGED, NULL);
+    cr_assert_not_null(r);
+    cr_assert_eq(count(dir), 2, "the dead run's sibling is removed, ours made");
+    cr_assert_str_neq(found, sl_fs_replace_path(r));
+    sl_fs_replace_abort(r);
+    cr_assert_eq(count(dir), 1);
+    cr_assert_eq(count(dest), 3, "the old node as it was");
+    cr_assert_eq(sl_fs_replace_find(dest, found, sizeof(found), NULL), SL_ENOTFOUND);
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, remove_tree_removes_links_without_following_them)
+{
+    const char *dir = sl_test_tmpdir("fs-rmtree");
+    char p[PATH_MAX], keep[PATH_MAX];
+    snprintf(keep, sizeof(keep), "%s/keep", dir);
+    cr_assert_eq(mkdir(keep, 0777), 0);
+    put(keep, "f", "x");
+    snprintf(p, sizeof(p), "%s/t", dir);
+    cr_assert_eq(mkdir(p, 0777), 0);
+    snprintf(p, sizeof(p), "%s/t/link", dir);
+    cr_assert_eq(symlink(keep, p), 0);
+    snprintf(p, sizeof(p), "%s/t", dir);
+    cr_assert_eq(sl_fs_remove_tree(p, NULL), SL_OK);
+    cr_assert(!has(dir, "t") && has(dir, "keep/f"));
+    cr_assert_eq(sl_fs_remove_tree(p, NULL), SL_OK, "absent is fine");
+    sl_test_rmtree(dir);
+}
