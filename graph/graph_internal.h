@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <sluice/array.h>
+#include <sluice/array_iter.h>
 #include <sluice/graph.h>
 #include <sluice/graph_node.h>
 #include <sluice/op_registry.h>
@@ -247,6 +248,11 @@ sl__put_state_code(const struct sl__put_state *ps, uint64_t k)
     return atomic_load_explicit(&ps->codes[k], memory_order_relaxed);
 }
 
+/* Lists the chunks of unit `unit` (shard grid coordinates) of `a`, as
+ * sl_array_iter_shard_chunks does. */
+typedef sl_status sl__unit_chunks_fn(const sl_array *a, const uint64_t *unit,
+                                     struct sl_array_iter *it, struct sl_error *err);
+
 struct sl_plan {
     sl_graph *graph;               /* retained */
     struct sl_allocator alloc;     /* the graph's */
@@ -261,6 +267,10 @@ struct sl_plan {
     size_t cap_errors;             /* records in `errors`: min(max_errors, output chunks) */
     _Atomic size_t n_errors;       /* slots claimed (may pass max_errors) */
     struct sl_run_summary summary; /* of the last run */
+    /* How a run lists the chunks of a put's shard that failed to be written
+     * (sl_array_iter_shard_chunks).  A seam for faults, as struct
+     * sl_io_table is for stores: tests replace it to make the listing fail. */
+    sl__unit_chunks_fn *unit_chunks;
 };
 
 /* The put state of node `node`, or NULL when it is not a put. */

@@ -171,6 +171,9 @@ sl_graph_add_map(sl_graph *g, const char *name, size_t n_inputs, const uint32_t 
     if (desc == NULL || desc->fn == NULL || n_inputs == 0 || inputs == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,
                             "node \"%s\": a map needs a function and at least one input", name);
+    if (n_inputs > SL_MAP_MAX_INPUTS)
+        return sl_error_set(err, SL_EINVAL, NULL, "map \"%s\": %zu inputs, at most %d", name,
+                            n_inputs, SL_MAP_MAX_INPUTS);
     if ((unsigned)desc->out_dtype >= SL_DTYPE_COUNT_)
         return sl_error_set(err, SL_EINVAL, NULL, "node \"%s\": invalid output dtype %d", name,
                             (int)desc->out_dtype);

@@ -266,6 +266,7 @@ sl_plan_create(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *er
     }
     plan->graph = sl_graph_ref(g);
     plan->alloc = g->alloc;
+    plan->unit_chunks = sl_array_iter_shard_chunks;
     atomic_init(&plan->n_errors, 0);
     sl_status st = plan_set_opts(plan, opts, err);
     if (st == SL_OK)

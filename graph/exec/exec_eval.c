@@ -440,9 +440,10 @@ static sl_status
 eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
          const uint64_t *coords, struct eval_out *out)
 {
-    struct eval_out ins[8];
-    struct sl_block blocks[8];
-    if (n->n_inputs > SL_ARRAY_LEN(ins))
+    struct eval_out ins[SL_MAP_MAX_INPUTS];
+    struct sl_block blocks[SL_MAP_MAX_INPUTS];
+    /* sl_graph_add_map refused more. */
+    if (SL_NEVER(n->n_inputs > SL_ARRAY_LEN(ins)))
         return eval_fail(ev, SL_EUNSUPPORTED, "map \"%s\" has %" PRIu32 " inputs; at most %zu",
                          n->name, n->n_inputs, SL_ARRAY_LEN(ins));
     uint32_t got = 0;

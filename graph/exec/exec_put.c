@@ -14,6 +14,59 @@
 #include "exec_internal.h"
 #include "exec_steps_internal.h"
 
+/* Fail every chunk of put `ps` that is pending or ok with `status` and
+ * `text`.  @return the chunks whose status changed. */
+static uint64_t
+put_fail_all(struct sl__exec *ex, struct sl__put_state *ps, sl_status status, const char *text)
+{
+    uint64_t changed = 0;
+    for (uint64_t k = 0; k < ps->n_chunks; k++)
+        changed += sl__exec_chunk_settle(ex, ps, k, SL__CHUNK_UNIT_FAILED, status, text);
+    return changed;
+}
+
+/*
+ * Fail the chunks of failed unit `unit` of put `xp` with `status` and
+ * `why` (the unit's error).  When they cannot be listed, no chunk of the
+ * put may stay ok, as it might be one of them: every chunk of the put not
+ * failed otherwise fails, with both errors in its message.
+ * @return the chunks whose status changed; `text` gets the message.
+ */
+static uint64_t
+unit_fail_chunks(struct sl__exec *ex, const struct sl__exec_put *xp, const uint64_t *unit,
+                 sl_status status, const char *why, char *text, size_t text_size)
+{
+    const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
+    struct sl__put_state *ps = sl__plan_put(ex->plan, xp->node);
+    struct sl_array_iter it;
+    struct sl_error ierr = SL_ERROR_INIT;
+    sl_status ist = ex->plan->unit_chunks(n->u.io.array, unit, &it, &ierr);
+    if (ist == SL_OK && !sl_array_iter_next(&it))
+        ist = sl_error_set(&ierr, SL_EBOUNDS, NULL, "the shard holds no chunk of the array");
+    if (ist != SL_OK) {
+        char at[SL_MAX_RANK * 21 + 4];
+        struct sl_chunk_key key = sl_chunk_key_make(n->grid.rank, unit);
+        sl_chunk_key_format(&key, at, sizeof(at));
+        /* Both statuses first: a chunk's record keeps 128 bytes. */
+        snprintf(text, text_size,
+                 "put \"%s\": shard %s not written (%s), nor its chunks listed (%s: %s), so "
+                 "no chunk of the put is ok: %s",
+                 n->name, at, sl_status_name(status), sl_status_name(ist), ierr.text, why);
+        return put_fail_all(ex, ps, status, text);
+    }
+    /* The unit's key, from its first chunk. */
+    char key[SL_STORE_KEY_MAX];
+    sl_array_chunk_key(n->u.io.array, it.iter.coords, key, sizeof(key));
+    snprintf(text, text_size, "put \"%s\": shard %s not written: %s: %s", n->name, key,
+             sl_status_name(status), why);
+    uint64_t changed = 0;
+    do
+        changed += sl__exec_chunk_settle(ex, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
+                                         SL__CHUNK_UNIT_FAILED, status, text);
+    while (sl_array_iter_next(&it));
+    return changed;
+}
+
 /*
  * A put's shard (or unsharded chunk) write ended: on failure, every chunk
  * of the unit that was ok fails with the shard's error, as what was
@@ -26,23 +79,10 @@ exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_
     struct sl__exec *ex = xp->ex;
     if (status == SL_OK)
         return;
-    const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
-    struct sl__put_state *ps = sl__plan_put(ex->plan, xp->node);
-    struct sl_array_iter it;
-    if (sl_array_iter_shard_chunks(n->u.io.array, unit, &it, NULL) != SL_OK ||
-        !sl_array_iter_next(&it))
-        return;
-    /* The unit's key, from its first chunk. */
-    char key[SL_STORE_KEY_MAX];
-    sl_array_chunk_key(n->u.io.array, it.iter.coords, key, sizeof(key));
     char text[1024]; /* sl__plan_error_add fits it to the record */
-    snprintf(text, sizeof(text), "put \"%s\": shard %s not written: %s: %s", n->name, key,
-             sl_status_name(status), uerr != NULL ? uerr->text : sl_status_message(status));
-    uint64_t changed = 0;
-    do
-        changed += sl__exec_chunk_settle(ex, ps, sl_grid_linear_index(&n->grid, it.iter.coords),
-                                         SL__CHUNK_UNIT_FAILED, status, text);
-    while (sl_array_iter_next(&it));
+    uint64_t changed =
+        unit_fail_chunks(ex, xp, unit, status,
+                         uerr != NULL ? uerr->text : sl_status_message(status), text, sizeof(text));
     /* Not sl__exec_count: besides workers and the driver, the writer
      * threads of transactions (several at once) report here. */
     int w = sl_pool_worker_index(ex->pool);

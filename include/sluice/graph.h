@@ -111,9 +111,11 @@ SL_API SL_NODISCARD sl_status sl_graph_add_select(sl_graph *g, const char *name,
                                                   struct sl_error *err);
 
 /**
- * A blockwise node over inputs that share one chunk grid.
- * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
- * SL_EUNSUPPORTED (see above).
+ * A blockwise node over `n_inputs` inputs (1 to SL_MAP_MAX_INPUTS, 8) that
+ * share one chunk grid.
+ * @return SL_OK, SL_EINVAL (see above; also more than SL_MAP_MAX_INPUTS
+ * inputs: `map "name": 9 inputs, at most 8`), SL_EEXIST, SL_ESTATE, SL_ENOMEM,
+ * SL_EOVERFLOW or SL_EUNSUPPORTED (see above).
  * Thread-safety: one thread per graph until sealed.
  */
 SL_API SL_NODISCARD sl_status sl_graph_add_map(sl_graph *g, const char *name, size_t n_inputs,

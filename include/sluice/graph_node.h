@@ -77,6 +77,9 @@ struct sl_select_desc {
 typedef sl_status sl_map_fn(void *ctx, struct sl_block *out, size_t n_inputs,
                             const struct sl_block *inputs, struct sl_error *err);
 
+/* Most inputs a map node takes (sl_graph_add_map refuses more). */
+#define SL_MAP_MAX_INPUTS 8
+
 /* A map node. */
 struct sl_map_desc {
     const char *op_name; /* shown by explain, e.g. "scale"; copied; may be NULL */

@@ -170,6 +170,28 @@ Test(graph_build, map_inputs_must_share_a_grid)
     sl_graph_unref(g);
 }
 
+/* The executor evaluates at most SL_MAP_MAX_INPUTS inputs per chunk: more
+ * are refused when the node is added, not chunk by chunk at run time. */
+Test(graph_build, map_inputs_are_at_most_the_limit)
+{
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t in = sl_test_add_getter(g, "a", 1, (const uint64_t[]){100}, (const uint64_t[]){10});
+    uint32_t ins[SL_MAP_MAX_INPUTS + 1];
+    for (size_t i = 0; i < (size_t)(SL_MAP_MAX_INPUTS + 1); i++)
+        ins[i] = in;
+    const struct sl_map_desc md = {.fn = sl_test_map_noop, .out_dtype = SL_DTYPE_F64};
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_map(g, "wide", (size_t)(SL_MAP_MAX_INPUTS + 1), ins, &md, NULL, &err),
+                 SL_EINVAL);
+    cr_assert_eq(SL_MAP_MAX_INPUTS, 8);
+    cr_assert_str_eq(err.text, "map \"wide\": 9 inputs, at most 8");
+    uint32_t m;
+    cr_assert_eq(sl_graph_add_map(g, "wide", SL_MAP_MAX_INPUTS, ins, &md, &m, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_eq(sl__graph_node(g, m)->n_inputs, SL_MAP_MAX_INPUTS);
+    sl_graph_unref(g);
+}
+
 Test(graph_build, map_chunk_factors_scale_the_grid)
 {
     sl_graph *g = sl_graph_create(NULL, NULL);

@@ -504,3 +504,67 @@ Test(graph_io_nodes, sharded_put_writes_each_shard_once_and_reports_its_failure)
     sl_store_unref(s);
     sl_pool_destroy(pool);
 }
+
+/* Lists no chunk: out of memory, as a listing that allocated could be. */
+static sl_status
+unit_chunks_fail(const sl_array *a, const uint64_t *unit, struct sl_array_iter *it,
+                 struct sl_error *err)
+{
+    (void)a, (void)unit, (void)it;
+    return sl_error_set(err, SL_ENOMEM, NULL, "no memory to list the shard's chunks");
+}
+
+/* A shard write fails and its chunks cannot be listed: the failure is not
+ * lost, no chunk of the shard is reported ok, and the run and its summary
+ * carry the shard's status; the messages name both errors. */
+Test(graph_io_nodes, failed_shard_whose_chunks_cannot_be_listed_fails_the_put)
+{
+    sl_pool *pool = sl_test_pool(2);
+    struct set_hook h = {.fail_key = NULL};
+    struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
+    mo.hook = hook_fail_key;
+    mo.hook_ctx = &h;
+    sl_store *s = sl_store_create_memory(&mo, NULL);
+    cr_assert_not_null(s);
+    const uint64_t shape[] = {40, 30}, chunk[] = {5, 5}, shard[] = {20, 15};
+    sl_array *src = make_source(s, "src", 3, shape, (const uint64_t[]){8, 30}, NULL);
+    fill_source(src);
+    sl_array *dst = make_source(s, "dst", 3, shape, chunk, shard);
+    h.fail_key = "dst/c/1/0";
+    struct sl_error err = SL_ERROR_INIT;
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t get, put;
+    cr_assert_eq(sl_graph_add_get(g, "src", src, &get, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_graph_add_put(g, "dst", get, dst, &put, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_graph_seal(g, &err), SL_OK, "%s", err.text);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    sl_graph_unref(g);
+    plan->unit_chunks = unit_chunks_fail;
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_ENOSPC, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "shard (1, 0) not written"), "%s", err.text);
+    struct sl_run_summary sum;
+    sl_plan_summary(plan, &sum);
+    cr_assert_eq(sum.first_error, SL_ENOSPC);
+    cr_assert_gt(sum.n_failed, 0);
+    struct sl_put_status ps;
+    cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
+    for (uint64_t k = 0; k < ps.grid->n_total; k++) {
+        uint64_t c[2];
+        sl_grid_coords_of(ps.grid, k, c);
+        if (c[0] >= 4 && c[1] < 3)
+            cr_assert_eq(ps.codes[k], SL_ENOSPC, "chunk (%llu, %llu) of the failed shard: %s",
+                         (unsigned long long)c[0], (unsigned long long)c[1],
+                         sl_status_name((sl_status)ps.codes[k]));
+    }
+    size_t n_errors;
+    const struct sl_chunk_error *errs = sl_plan_errors(plan, &n_errors);
+    cr_assert_gt(n_errors, 0);
+    cr_assert_not_null(strstr(errs[0].text, "ENOSPC"), "%s", errs[0].text);
+    cr_assert_not_null(strstr(errs[0].text, "ENOMEM: no memory to list"), "%s", errs[0].text);
+    sl_plan_destroy(plan);
+    sl_array_unref(src);
+    sl_array_unref(dst);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
