@@ -4,18 +4,21 @@
 #
 #   . tests/deps.sh; sl_need_packages pkg ...
 #
-# Lists of what each script needs:
+# Lists of what each script needs (nodejs and npm: `npm ci --prefix tests/tools`
+# installs zarrita, the JavaScript reader the launcher tests check with):
 SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
   libjansson-dev zlib1g-dev libblosc-dev"
 SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy
   python3-zarr python3-numcodecs strace util-linux libopenmpi-dev openmpi-bin clang
-  libclang-rt-14-dev"
+  libclang-rt-14-dev nodejs npm"
 SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
   python3-dask libtbb-dev libomp-dev clang time zstd"
 
 sl_need_packages() {
     local missing=() p
     for p in "$@"; do
+        # NodeSource's nodejs bundles npm and conflicts with Debian's npm.
+        [ "$p" = npm ] && command -v npm >/dev/null && continue
         if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
             missing+=("$p")
         fi
