@@ -31,6 +31,30 @@ const struct cmd cmd_copy = {
     .run = run_copy,
 };
 
+/* What a copy's graph is built from. */
+struct copy_job {
+    const char *dst_path;      /* DST as given */
+    sl_array *src;             /* the input */
+    struct sl_array_spec spec; /* the output's layout */
+};
+
+/* get -> put into a new array at the root of `out` (graph_build_fn). */
+static int
+copy_build(void *ctx, sl_store *out, bool real, sl_graph **g)
+{
+    struct copy_job *j = ctx;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *dst = dest_create_array(out, &j->spec, real, &err);
+    *g = dst != NULL ? sl_graph_create(NULL, &err) : NULL;
+    uint32_t get;
+    int rc = 0;
+    if (*g == NULL || sl_graph_add_get(*g, "input", j->src, &get, &err) != SL_OK ||
+        sl_graph_add_put(*g, "output", get, dst, NULL, &err) != SL_OK)
+        rc = cmd_fail("copy", j->dst_path, &err);
+    sl_array_unref(dst);
+    return rc;
+}
+
 static int
 run_copy(int argc, char **argv)
 {
@@ -56,35 +80,16 @@ run_copy(int argc, char **argv)
 
     struct sl_error err = SL_ERROR_INIT;
     sl_store *in = open_dir_store(paths[0], false, &err);
-    sl_array *src = in != NULL ? sl_array_open(in, "", NULL, &err) : NULL;
-    if (src == NULL) {
+    struct copy_job j = {.dst_path = paths[1]};
+    j.src = in != NULL ? sl_array_open(in, "", NULL, &err) : NULL;
+    if (j.src == NULL) {
         sl_store_unref(in);
         return cmd_fail("copy", paths[0], &err);
     }
-    struct sl_array_spec spec;
-    int rc = array_opts_spec(&cmd_copy, &ao, src, sl_array_shape(src), &spec);
-    sl_store *out = NULL;
-    sl_array *dst = NULL;
-    struct dest d = {0};
+    int rc = array_opts_spec(&cmd_copy, &ao, j.src, sl_array_shape(j.src), &j.spec);
     if (rc == 0)
-        rc = dest_begin(&cmd_copy, &d, paths[1], &ao);
-    if (rc == 0) {
-        out = dest_open_store(&d, &err);
-        dst = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
-        if (dst == NULL)
-            rc = cmd_fail("copy", paths[1], &err);
-    }
-    sl_graph *g = rc == 0 ? sl_graph_create(NULL, &err) : NULL;
-    uint32_t get;
-    if (rc == 0 && (g == NULL || sl_graph_add_get(g, "input", src, &get, &err) != SL_OK ||
-                    sl_graph_add_put(g, "output", get, dst, NULL, &err) != SL_OK))
-        rc = cmd_fail("copy", paths[1], &err);
-    if (rc == 0)
-        rc = run_graph(&cmd_copy, g, &ro, "copy");
-    sl_graph_unref(g);
-    sl_array_unref(src);
-    sl_array_unref(dst);
+        rc = dest_write(&cmd_copy, paths[1], &ao, copy_build, &j, &ro, "copy");
+    sl_array_unref(j.src);
     sl_store_unref(in);
-    sl_store_unref(out);
-    return dest_finish(&cmd_copy, &d, rc);
+    return rc;
 }

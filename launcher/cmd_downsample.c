@@ -77,6 +77,33 @@ ds_parse_all(const char **paths, struct downsample_opts *o, struct array_opts *a
     return dest_check_alias(&cmd_downsample, paths[0], paths[1]);
 }
 
+/* What a downsample's graph is built from. */
+struct ds_job {
+    const char *dst_path;      /* DST as given */
+    sl_array *src;             /* the input */
+    struct sl_op op;           /* the bound downsample */
+    struct sl_array_spec spec; /* the output's layout */
+};
+
+/* get -> downsample -> put into a new array at the root of `out`
+ * (graph_build_fn). */
+static int
+ds_build(void *ctx, sl_store *out, bool real, sl_graph **g)
+{
+    struct ds_job *j = ctx;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *dst = dest_create_array(out, &j->spec, real, &err);
+    *g = dst != NULL ? sl_graph_create(NULL, &err) : NULL;
+    uint32_t get, ds;
+    int rc = 0;
+    if (*g == NULL || sl_graph_add_get(*g, "input", j->src, &get, &err) != SL_OK ||
+        sl_graph_add_op(*g, "downsample", get, &j->op, j->spec.chunk_shape, &ds, &err) != SL_OK ||
+        sl_graph_add_put(*g, "output", ds, dst, NULL, &err) != SL_OK)
+        rc = cmd_fail("downsample", j->dst_path, &err);
+    sl_array_unref(dst);
+    return rc;
+}
+
 static int
 run_downsample(int argc, char **argv)
 {
@@ -94,39 +121,18 @@ run_downsample(int argc, char **argv)
         sl_store_unref(in);
         return cmd_fail("downsample", paths[0], &err);
     }
-    struct sl_op op;
+    struct ds_job j = {.dst_path = paths[1], .src = src};
     uint64_t shape[SL_MAX_RANK];
-    struct sl_array_spec spec;
-    rc = downsample_opts_bind(&cmd_downsample, &dso, src, &op);
+    rc = downsample_opts_bind(&cmd_downsample, &dso, src, &j.op);
     if (rc == 0) {
-        sl_op_out_shape(&op, sl_array_shape(src), shape);
-        rc = array_opts_spec(&cmd_downsample, &ao, src, shape, &spec);
+        sl_op_out_shape(&j.op, sl_array_shape(src), shape);
+        rc = array_opts_spec(&cmd_downsample, &ao, src, shape, &j.spec);
     }
-    sl_store *out = NULL;
-    sl_array *dst = NULL;
-    struct dest d = {0};
-    if (rc == 0)
-        rc = dest_begin(&cmd_downsample, &d, paths[1], &ao);
     if (rc == 0) {
-        ds_clip_layout(&spec);
-        out = dest_open_store(&d, &err);
-        dst = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
-        if (dst == NULL)
-            rc = cmd_fail("downsample", paths[1], &err);
+        ds_clip_layout(&j.spec);
+        rc = dest_write(&cmd_downsample, paths[1], &ao, ds_build, &j, &ro, "downsample");
     }
-    sl_graph *g = rc == 0 ? sl_graph_create(NULL, &err) : NULL;
-    uint32_t get, ds;
-    if (rc == 0 &&
-        (g == NULL || sl_graph_add_get(g, "input", src, &get, &err) != SL_OK ||
-         sl_graph_add_op(g, "downsample", get, &op, spec.chunk_shape, &ds, &err) != SL_OK ||
-         sl_graph_add_put(g, "output", ds, dst, NULL, &err) != SL_OK))
-        rc = cmd_fail("downsample", paths[1], &err);
-    if (rc == 0)
-        rc = run_graph(&cmd_downsample, g, &ro, "downsample");
-    sl_graph_unref(g);
     sl_array_unref(src);
-    sl_array_unref(dst);
     sl_store_unref(in);
-    sl_store_unref(out);
-    return dest_finish(&cmd_downsample, &d, rc);
+    return rc;
 }

@@ -176,6 +176,38 @@ generate_parse(int argc, char **argv, const char **dst, struct sl_array_spec *sp
     return 0;
 }
 
+/* What generate's graph is built from. */
+struct gen_job {
+    const char *dst_path;      /* DST as given */
+    struct sl_array_spec spec; /* the output's layout */
+    struct generate_ctx g;     /* the getter's state, alive through the run */
+};
+
+/* sample getter -> put into a new array at the root of `out`
+ * (graph_build_fn). */
+static int
+gen_build(void *ctx, sl_store *out, bool real, sl_graph **g)
+{
+    struct gen_job *j = ctx;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = dest_create_array(out, &j->spec, real, &err);
+    *g = a != NULL ? sl_graph_create(NULL, &err) : NULL;
+    const struct sl_getter_desc gd = {.array_name = "sample",
+                                      .dtype = j->spec.dtype,
+                                      .rank = j->spec.rank,
+                                      .shape = j->spec.shape,
+                                      .chunk_shape = j->spec.chunk_shape,
+                                      .fn = generate_chunk,
+                                      .ctx = &j->g};
+    uint32_t get;
+    int rc = 0;
+    if (*g == NULL || sl_graph_add_getter(*g, "sample", &gd, &get, &err) != SL_OK ||
+        sl_graph_add_put(*g, "write", get, a, NULL, &err) != SL_OK)
+        rc = cmd_fail("generate", j->dst_path, &err);
+    sl_array_unref(a);
+    return rc;
+}
+
 static int
 run_generate(int argc, char **argv)
 {
@@ -193,29 +225,6 @@ run_generate(int argc, char **argv)
         spec.codec = ao.codec;
     memcpy(spec.chunk_shape, ao.chunks, spec.rank * sizeof(uint64_t));
     memcpy(spec.shard_shape, ao.shards, ao.n_shards * sizeof(uint64_t));
-    struct generate_ctx g = {.rank = spec.rank, .seed = seed};
-    struct sl_error err = SL_ERROR_INIT;
-    struct dest d;
-    if (dest_begin(&cmd_generate, &d, dst, &ao) != 0)
-        return 2;
-    sl_store *out = dest_open_store(&d, &err);
-    sl_array *a = out != NULL ? dist_create_array(out, "", &spec, &err) : NULL;
-    sl_graph *gr = a != NULL ? sl_graph_create(NULL, &err) : NULL;
-    const struct sl_getter_desc gd = {.array_name = "sample",
-                                      .dtype = spec.dtype,
-                                      .rank = spec.rank,
-                                      .shape = spec.shape,
-                                      .chunk_shape = spec.chunk_shape,
-                                      .fn = generate_chunk,
-                                      .ctx = &g};
-    uint32_t get;
-    if (gr == NULL || sl_graph_add_getter(gr, "sample", &gd, &get, &err) != SL_OK ||
-        sl_graph_add_put(gr, "write", get, a, NULL, &err) != SL_OK)
-        rc = cmd_fail("generate", dst, &err);
-    else
-        rc = run_graph(&cmd_generate, gr, &ro, "generate");
-    sl_graph_unref(gr);
-    sl_array_unref(a);
-    sl_store_unref(out);
-    return dest_finish(&cmd_generate, &d, rc);
+    struct gen_job j = {.dst_path = dst, .spec = spec, .g = {.rank = spec.rank, .seed = seed}};
+    return dest_write(&cmd_generate, dst, &ao, gen_build, &j, &ro, "generate");
 }

@@ -281,34 +281,39 @@ print_levels(const sl_graph *g, const uint32_t *puts, uint32_t n_levels, const c
     }
 }
 
-/* Add the get and the pyramid to a new graph, then run it. */
+/* What a pyramid's graph is built from. */
+struct pyr_job {
+    const struct pyramid_args *a;
+    sl_array *src;
+    struct sl_pyramid_opts o;
+};
+
+/* The get and the pyramid into a group at the root of `out`
+ * (graph_build_fn).  Across processes rank 0 creates the group and its
+ * levels first; the other ranks then build the same nodes over the arrays
+ * it made. */
 static int
-pyramid_build_and_run(const struct pyramid_args *a, sl_array *src, sl_store *out,
-                      const struct sl_pyramid_opts *o, const struct run_opts *ro)
+pyr_build(void *ctx, sl_store *out, bool real, sl_graph **g)
 {
+    struct pyr_job *j = ctx;
     struct sl_error err = SL_ERROR_INIT;
-    sl_graph *g = sl_graph_create(NULL, &err);
+    *g = sl_graph_create(NULL, &err);
     uint32_t get, puts[SL_PYRAMID_MAX_LEVELS];
-    int rc = 0;
-    /* Across processes rank 0 creates the group and its levels first; the
-     * other ranks then build the same nodes over the arrays it made. */
-    struct sl_pyramid_opts mine = *o;
-    sl_status st = g != NULL ? sl_graph_add_get(g, "input", src, &get, &err) : SL_ENOMEM;
-    if (st == SL_OK && dist_rank() == 0)
-        st = sl_graph_add_pyramid(g, "level", get, out, "", &mine, puts, &err);
-    st = dist_share(st, &err);
+    struct sl_pyramid_opts mine = j->o;
+    bool first = !real || dist_rank() == 0;
+    sl_status st = *g != NULL ? sl_graph_add_get(*g, "input", j->src, &get, &err) : SL_ENOMEM;
+    if (st == SL_OK && first)
+        st = sl_graph_add_pyramid(*g, "level", get, out, "", &mine, puts, &err);
+    if (real)
+        st = dist_share(st, &err);
     mine.open_existing = true;
-    if (st == SL_OK && dist_rank() != 0)
-        st = sl_graph_add_pyramid(g, "level", get, out, "", &mine, puts, &err);
+    if (st == SL_OK && !first)
+        st = sl_graph_add_pyramid(*g, "level", get, out, "", &mine, puts, &err);
     if (st != SL_OK)
-        rc = cmd_fail("pyramid", a->paths[1], &err);
-    if (rc == 0) {
-        if (dist_rank() == 0)
-            print_levels(g, puts, o->n_levels, a->paths[1]);
-        rc = run_graph(&cmd_pyramid, g, ro, "pyramid");
-    }
-    sl_graph_unref(g);
-    return rc;
+        return cmd_fail("pyramid", j->a->paths[1], &err);
+    if (real && dist_rank() == 0)
+        print_levels(*g, puts, j->o.n_levels, j->a->paths[1]);
+    return 0;
 }
 
 static int
@@ -330,25 +335,17 @@ run_pyramid(int argc, char **argv)
         return cmd_fail("pyramid", a.paths[0], &err);
     }
     struct sl_op op;
-    struct sl_pyramid_opts o = SL_PYRAMID_OPTS_DEFAULT;
+    struct pyr_job j = {.a = &a, .src = src, .o = SL_PYRAMID_OPTS_DEFAULT};
     char name[256];
     rc = downsample_opts_bind(&cmd_pyramid, &dso, src, &op);
     if (rc == 0)
-        rc = pyramid_opts_make(&a, &dso, &ao, src, &o);
+        rc = pyramid_opts_make(&a, &dso, &ao, src, &j.o);
     if (rc == 0) {
         base_name(a.paths[1], name, sizeof(name));
-        o.name = a.name != NULL ? a.name : name;
+        j.o.name = a.name != NULL ? a.name : name;
+        rc = dest_write(&cmd_pyramid, a.paths[1], &ao, pyr_build, &j, &ro, "pyramid");
     }
-    struct dest d = {0};
-    if (rc == 0)
-        rc = dest_begin(&cmd_pyramid, &d, a.paths[1], &ao);
-    sl_store *out = rc == 0 ? dest_open_store(&d, &err) : NULL;
-    if (rc == 0 && out == NULL)
-        rc = cmd_fail("pyramid", a.paths[1], &err);
-    if (rc == 0)
-        rc = pyramid_build_and_run(&a, src, out, &o, &ro);
     sl_array_unref(src);
     sl_store_unref(in);
-    sl_store_unref(out);
-    return dest_finish(&cmd_pyramid, &d, rc);
+    return rc;
 }

@@ -83,14 +83,26 @@ run_run(int argc, char **argv)
     }
     if (path == NULL)
         return cmd_usage_error(&cmd_run, "GRAPH.json is missing");
+    const char *name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
     sl_graph_json *doc;
-    int rc =
-        graph_file_load(&cmd_run, path, dry_run ? SL_GRAPH_JSON_IN_MEMORY : SL_GRAPH_JSON_CREATE,
-                        allow_outside, &doc);
+    /* Rehearse in memory first: a budget too small is refused before the
+     * file's arrays are begun on disk (and, in place, before old ones are
+     * emptied). */
+    int rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &doc);
     if (rc != 0)
         return rc;
+    if (!dry_run) {
+        struct run_opts mine = ro;
+        merge_run_opts(doc, &mine);
+        rc = plan_check(&cmd_run, sl_graph_json_graph(doc), &mine, name);
+        sl_graph_json_destroy(doc);
+        doc = NULL;
+        if (rc == 0)
+            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, &doc);
+        if (rc != 0)
+            return rc;
+    }
     merge_run_opts(doc, &ro);
-    const char *name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
     sl_graph *g = sl_graph_json_graph(doc);
     if (dry_run) {
         if (sl_graph_json_write_arrays(doc, stdout, NULL) != SL_OK)

@@ -101,3 +101,29 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
     d->rep = NULL;
     return dist_exit_status(rc);
 }
+
+sl_array *
+dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, struct sl_error *err)
+{
+    return real ? dist_create_array(out, "", spec, err) : sl_array_create(out, "", spec, NULL, err);
+}
+
+int
+dest_write(const struct cmd *c, const char *path, const struct array_opts *ao,
+           graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
+{
+    if (rehearse(c, build, ctx, ro, what) != 0)
+        return 2;
+    struct dest d;
+    if (dest_begin(c, &d, path, ao) != 0)
+        return 2;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *out = dest_open_store(&d, &err);
+    sl_graph *g = NULL;
+    int rc = out != NULL ? build(ctx, out, true, &g) : cmd_fail(c->name, path, &err);
+    if (rc == 0)
+        rc = run_graph(c, g, ro, what);
+    sl_graph_unref(g);
+    sl_store_unref(out);
+    return dest_finish(c, &d, rc);
+}

@@ -14,6 +14,7 @@
 
 #include "array_opts.h"
 #include "commands.h"
+#include "runner.h"
 
 /* One output node being written. */
 struct dest {
@@ -50,5 +51,19 @@ sl_store *dest_open_store(const struct dest *d, struct sl_error *err);
  * @return the command's exit status (1 when putting the node in place fails).
  */
 int dest_finish(const struct cmd *c, struct dest *d, int rc);
+
+/*
+ * The whole life of a command's output: rehearse the graph in memory
+ * (refusals before anything is touched), begin the destination at `path` as
+ * `ao` allows, build the graph over it for real, run it and finish.
+ * @return the command's exit status.
+ */
+int dest_write(const struct cmd *c, const char *path, const struct array_opts *ao,
+               graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what);
+
+/* Create the output array at the root of `out`: in the rehearsal plainly,
+ * for real through dist (rank 0 creates, the others open). */
+sl_array *dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real,
+                            struct sl_error *err);
 
 #endif /* SL_LAUNCHER_DEST_H */

@@ -227,6 +227,51 @@ fit_buffer_caches(struct sl_pool_opts *po, size_t memory)
         po->buf_cache_bytes = share;
 }
 
+/* The plan options every run takes from `o` (no progress, no trace). */
+static struct sl_plan_opts
+plan_opts_of(const struct run_opts *o)
+{
+    struct sl_plan_opts opts = SL_PLAN_OPTS_DEFAULT;
+    opts.memory_budget = o->memory;
+    opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
+    opts.missing_is_error = o->missing_is_error;
+    return opts;
+}
+
+int
+plan_check(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
+    if (sl_pool_opts_from_env(&po, &err) != SL_OK)
+        return cmd_fail(c->name, "environment", &err);
+    if (sl_graph_seal(g, &err) != SL_OK)
+        return cmd_fail(c->name, what, &err);
+    struct sl_plan_opts opts = plan_opts_of(o);
+    sl_plan *plan = sl_plan_create(g, &opts, &err);
+    if (plan == NULL)
+        return cmd_fail(c->name, what, &err);
+    sl_plan_destroy(plan);
+    return 0;
+}
+
+int
+rehearse(const struct cmd *c, graph_build_fn *build, void *ctx, const struct run_opts *o,
+         const char *what)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *mem = sl_store_create_memory(NULL, &err);
+    if (mem == NULL)
+        return cmd_fail(c->name, what, &err);
+    sl_graph *g = NULL;
+    int rc = build(ctx, mem, false, &g);
+    if (rc == 0)
+        rc = plan_check(c, g, o, what);
+    sl_graph_unref(g);
+    sl_store_unref(mem);
+    return rc;
+}
+
 int
 run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what)
 {
@@ -238,10 +283,7 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
         po.n_workers = o->threads;
     fit_buffer_caches(&po, o->memory);
     struct progress_view view = {.what = what, .tty = isatty(STDERR_FILENO) == 1};
-    struct sl_plan_opts opts = SL_PLAN_OPTS_DEFAULT;
-    opts.memory_budget = o->memory;
-    opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
-    opts.missing_is_error = o->missing_is_error;
+    struct sl_plan_opts opts = plan_opts_of(o);
     /* Across processes each rank traces its own tasks: FILE.rank<N>. */
     char trace[4096];
     opts.trace_path = o->trace;

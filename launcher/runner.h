@@ -68,6 +68,31 @@ sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);
 int run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what);
 
 /*
+ * Build a command's graph writing its output node into store `out` (at key
+ * ""): `real` is false for the rehearsal in memory, true for the run (then
+ * across processes arrays are made through dist).  Stores the graph in *g.
+ * @return 0, or 2 after a message.
+ */
+typedef int graph_build_fn(void *ctx, sl_store *out, bool real, sl_graph **g);
+
+/*
+ * Seal `g` and plan it as a run with `o` would (budget included), then
+ * drop the plan: the refusals of run_graph that come before any chunk.
+ * @return 0, or 2 after a message.
+ */
+int plan_check(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char *what);
+
+/*
+ * Rehearse a run before anything is created on disk: build the graph over a
+ * memory store, seal it and plan it with `o`'s budget, so that every refusal
+ * that needs no data (arguments, layouts, budgets) comes before the output
+ * node is touched.
+ * @return 0, or 2 after a message.
+ */
+int rehearse(const struct cmd *c, graph_build_fn *build, void *ctx, const struct run_opts *o,
+             const char *what);
+
+/*
  * A dry run of the sealed graph `g`: prepare its plan as `o` says (so a
  * budget too small is found), print a summary, then find which stored
  * chunks its gets would read and list the missing ones on stdout (the
