@@ -244,10 +244,10 @@ plan_check_budget(const sl_plan *plan, struct sl_error *err)
         return SL_OK;
     const struct sl__stage *s = &plan->fusion.stages[plan->min_budget_stage];
     return sl_error_set(err, SL_EBUDGET, NULL,
-                        "memory budget of %zu bytes is below the %zu bytes one task of stage "
+                        "memory budget of %zu byte%s is below the %zu bytes one task of stage "
                         "%" PRIu32 " (ending at \"%s\") needs: %zu for its own chunks and %zu "
                         "for the input chunks it reads (and the shard it stages)",
-                        budget, plan->min_budget, plan->min_budget_stage,
+                        budget, budget == 1 ? "" : "s", plan->min_budget, plan->min_budget_stage,
                         sl__graph_node(plan->graph, s->root)->name, s->task_bytes,
                         plan->min_budget - s->task_bytes);
 }

@@ -88,7 +88,7 @@ run_copy(int argc, char **argv)
     }
     int rc = array_opts_spec(&cmd_copy, &ao, j.src, sl_array_shape(j.src), &j.spec);
     if (rc == 0)
-        rc = dest_write(&cmd_copy, paths[1], &ao, copy_build, &j, &ro, "copy");
+        rc = dest_write(&cmd_copy, paths[0], paths[1], &ao, copy_build, &j, &ro, "copy");
     sl_array_unref(j.src);
     sl_store_unref(in);
     return rc;

@@ -130,7 +130,7 @@ run_downsample(int argc, char **argv)
     }
     if (rc == 0) {
         ds_clip_layout(&j.spec);
-        rc = dest_write(&cmd_downsample, paths[1], &ao, ds_build, &j, &ro, "downsample");
+        rc = dest_write(&cmd_downsample, paths[0], paths[1], &ao, ds_build, &j, &ro, "downsample");
     }
     sl_array_unref(src);
     sl_store_unref(in);

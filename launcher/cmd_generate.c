@@ -226,5 +226,5 @@ run_generate(int argc, char **argv)
     memcpy(spec.chunk_shape, ao.chunks, spec.rank * sizeof(uint64_t));
     memcpy(spec.shard_shape, ao.shards, ao.n_shards * sizeof(uint64_t));
     struct gen_job j = {.dst_path = dst, .spec = spec, .g = {.rank = spec.rank, .seed = seed}};
-    return dest_write(&cmd_generate, dst, &ao, gen_build, &j, &ro, "generate");
+    return dest_write(&cmd_generate, NULL, dst, &ao, gen_build, &j, &ro, "generate");
 }

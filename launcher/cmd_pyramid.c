@@ -343,7 +343,7 @@ run_pyramid(int argc, char **argv)
     if (rc == 0) {
         base_name(a.paths[1], name, sizeof(name));
         j.o.name = a.name != NULL ? a.name : name;
-        rc = dest_write(&cmd_pyramid, a.paths[1], &ao, pyr_build, &j, &ro, "pyramid");
+        rc = dest_write(&cmd_pyramid, a.paths[0], a.paths[1], &ao, pyr_build, &j, &ro, "pyramid");
     }
     sl_array_unref(src);
     sl_store_unref(in);

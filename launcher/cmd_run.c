@@ -83,11 +83,14 @@ run_run(int argc, char **argv)
     }
     if (path == NULL)
         return cmd_usage_error(&cmd_run, "GRAPH.json is missing");
-    const char *name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+    const char *name = path;
     sl_graph_json *doc;
     /* Rehearse in memory first: a budget too small is refused before the
      * file's arrays are begun on disk (and, in place, before old ones are
      * emptied). */
+    const char *nodes[1] = {path};
+    if (run_files_check(&cmd_run, &ro, nodes, 1) != 0)
+        return 2;
     int rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &doc);
     if (rc != 0)
         return rc;

@@ -94,8 +94,8 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
         sl_fs_replace_abort(d->rep);
         if (rc == 1)
             fprintf(stderr,
-                    "sluice %s: %s: left as it was, since chunks failed (this run's output was "
-                    "removed)\n",
+                    "sluice %s: %s: left as it was, since the run did not succeed (its output "
+                    "was removed)\n",
                     c->name, d->given);
     }
     d->rep = NULL;
@@ -109,10 +109,12 @@ dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, st
 }
 
 int
-dest_write(const struct cmd *c, const char *path, const struct array_opts *ao,
+dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
            graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
 {
-    if (rehearse(c, build, ctx, ro, what) != 0)
+    const char *nodes[2] = {path, src};
+    if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
+        rehearse(c, build, ctx, ro, what) != 0)
         return 2;
     struct dest d;
     if (dest_begin(c, &d, path, ao) != 0)

@@ -53,12 +53,13 @@ sl_store *dest_open_store(const struct dest *d, struct sl_error *err);
 int dest_finish(const struct cmd *c, struct dest *d, int rc);
 
 /*
- * The whole life of a command's output: rehearse the graph in memory
+ * The whole life of a command's output: check the --report and --trace
+ * files against `src` (NULL: none) and `path`, rehearse the graph in memory
  * (refusals before anything is touched), begin the destination at `path` as
  * `ao` allows, build the graph over it for real, run it and finish.
  * @return the command's exit status.
  */
-int dest_write(const struct cmd *c, const char *path, const struct array_opts *ao,
+int dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
                graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what);
 
 /* Create the output array at the root of `out`: in the rehearsal plainly,

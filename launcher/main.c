@@ -58,7 +58,7 @@ is_help(const char *arg)
 int
 cmd_fail(const char *name, const char *path, const struct sl_error *err)
 {
-    char text[512];
+    char text[2048];
     sl_error_format(err, text, sizeof(text));
     fprintf(stderr, "sluice %s: %s: %s\n", name, path, text);
     return 2;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dist.h"
@@ -51,6 +52,49 @@ parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n)
         p = end;
     }
     return *n > 0;
+}
+
+/* One --report or --trace file against the nodes; 0 or 2. */
+static int
+run_file_check(const struct cmd *c, const char *flag, const char *file, const char *const *nodes,
+               size_t n)
+{
+    char rf[4096], rn[4096];
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_fs_path_resolve(file, rf, sizeof(rf), &err) != SL_OK)
+        return cmd_usage_error(c, "%s %s: %s", flag, file, err.text);
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i] == NULL || sl_fs_path_resolve(nodes[i], rn, sizeof(rn), NULL) != SL_OK)
+            continue;
+        sl_fs_overlap rel = sl_fs_path_overlap(rf, rn);
+        if (rel != SL_FS_APART)
+            return cmd_usage_error(c,
+                                   "%s %s %s \"%s\" (%s): writing it would change that "
+                                   "array; write it elsewhere",
+                                   flag, file, rel == SL_FS_CONTAINS ? "holds" : "lies inside",
+                                   nodes[i], rn);
+    }
+    struct stat st;
+    if (stat(rf, &st) == 0 && S_ISDIR(st.st_mode))
+        return cmd_usage_error(c, "%s %s: is a directory", flag, file);
+    char *slash = strrchr(rf, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    const char *dir = slash == rf ? "/" : rf;
+    if (access(dir, W_OK) != 0)
+        return cmd_usage_error(c, "%s %s: cannot write in %s: %s", flag, file, dir,
+                               strerror(errno));
+    return 0;
+}
+
+int
+run_files_check(const struct cmd *c, const struct run_opts *o, const char *const *nodes, size_t n)
+{
+    if (o->report != NULL && run_file_check(c, "--report", o->report, nodes, n) != 0)
+        return 2;
+    if (o->trace != NULL && run_file_check(c, "--trace", o->trace, nodes, n) != 0)
+        return 2;
+    return 0;
 }
 
 sl_store *
@@ -197,12 +241,12 @@ write_report(const sl_plan *plan, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
-        fprintf(stderr, "sluice: cannot write report %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "sluice: --report %s: cannot write it: %s\n", path, strerror(errno));
         return 1;
     }
     sl_status st = sl_plan_write_report(plan, f, NULL);
     if (fclose(f) != 0 || st != SL_OK) {
-        fprintf(stderr, "sluice: cannot write report %s\n", path);
+        fprintf(stderr, "sluice: --report %s: writing it failed\n", path);
         return 1;
     }
     return 0;

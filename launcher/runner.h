@@ -56,6 +56,16 @@ bool memory_parse(const char *text, size_t *out);
  * including empty items ("2,,2") and a trailing comma. */
 bool parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n);
 
+/*
+ * Check the files the run writes besides its output (--report, --trace)
+ * before anything runs: each must not be, hold or lie inside any of the
+ * `n` nodes (inputs and outputs, paths as given), and its directory must
+ * exist and be writable.
+ * @return 0, or 2 after a message naming the option and the path.
+ */
+int run_files_check(const struct cmd *c, const struct run_opts *o, const char *const *nodes,
+                    size_t n);
+
 /* Open the directory store at `path` (read-only or created for writing). */
 sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);
 

@@ -67,7 +67,7 @@ alias_resolve(sl_graph_json *doc, struct alias_entry *e)
     sl__jptr_key(at, e->owner, e->key);
     struct sl_error err = SL_ERROR_INIT;
     if (sl_fs_path_resolve(e->full, real, sizeof(real), &err) != SL_OK) {
-        sl__jdiag_add(&doc->diag, err.code, at, "cannot resolve \"%.40s\": %s", e->path, err.text);
+        sl__jdiag_add(&doc->diag, err.code, at, "cannot resolve \"%s\": %s", e->path, err.text);
         return false;
     }
     e->real_bytes = strlen(real) + 1;
@@ -101,12 +101,10 @@ alias_report(sl_graph_json *doc, const struct alias_entry *a, const struct alias
     sl_fs_overlap o = sl_fs_path_overlap(b->real, a->real);
     if (o == SL_FS_APART || (o != SL_FS_SAME && !a->written && !b->written))
         return false;
-    char at[SL__JPTR_MAX], pa[28], pb[28], other[24], real[32];
+    char at[SL__JPTR_MAX];
     sl__jptr_key(at, b->owner, b->key);
-    sl__jpath_short(pa, sizeof(pa), a->path);
-    sl__jpath_short(pb, sizeof(pb), b->path);
-    sl__jpath_short(other, sizeof(other), a->owner);
-    sl__jpath_short(real, sizeof(real), b->real);
+    /* Named in full: the record keeps a too long message's head and tail. */
+    const char *pa = a->path, *pb = b->path, *other = a->owner, *real = b->real;
     struct sl__jdiag *d = &doc->diag;
     if (o == SL_FS_SAME) {
         sl__jdiag_add(d, SL_EINVAL, at, "\"%s\" and \"%s\" (%s) are one %s, %s; %s", pb, pa, other,

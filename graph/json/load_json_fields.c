@@ -297,18 +297,6 @@ path_normalize(char *path)
     *out = '\0';
 }
 
-void
-sl__jpath_short(char *out, size_t size, const char *path)
-{
-    size_t n = strlen(path);
-    if (n < size)
-        memcpy(out, path, n + 1);
-    else if (size > 4)
-        snprintf(out, size, "...%s", path + n - (size - 4));
-    else if (size > 0)
-        out[0] = '\0';
-}
-
 /* Refuse `full` (`path` as written, reported at `ptr`) when the kernel
  * would reach it outside the base directory: a symbolic link on the way
  * leads out though the path, by name, stays in. */
@@ -319,20 +307,16 @@ path_check_inside(sl_graph_json *doc, const char *full, const char *path, const 
     struct sl_error err = SL_ERROR_INIT;
     if (sl_fs_path_resolve(doc->base_dir, base, sizeof(base), &err) != SL_OK ||
         sl_fs_path_resolve(full, real, sizeof(real), &err) != SL_OK) {
-        sl__jdiag_add(&doc->diag, err.code, ptr, "cannot resolve \"%.40s\": %s", path, err.text);
+        sl__jdiag_add(&doc->diag, err.code, ptr, "cannot resolve \"%s\": %s", path, err.text);
         return false;
     }
     sl_fs_overlap o = sl_fs_path_overlap(real, base);
     if (o == SL_FS_INSIDE || o == SL_FS_SAME)
         return true;
-    char p[24], r[36], b[28];
-    sl__jpath_short(p, sizeof(p), path);
-    sl__jpath_short(r, sizeof(r), real);
-    sl__jpath_short(b, sizeof(b), base);
     sl__jdiag_add(&doc->diag, SL_EACCES, ptr,
                   "\"%s\" leads to %s, outside %s (a symbolic link); --allow-outside or "
                   "opts.allow_outside allows it",
-                  p, r, b);
+                  path, real, base);
     return false;
 }
 

@@ -250,10 +250,6 @@ char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
  * written (load_json_alias.c). */
 void sl__jpaths_check_alias(sl_graph_json *doc);
 
-/* `path` for a message, in `size` bytes: whole when it fits, else "..."
- * and its end. */
-void sl__jpath_short(char *out, size_t size, const char *path);
-
 /*
  * Begin writing a new node (array or pyramid group) at `full_path`
  * ("path" `path` as written, reported at `ptr`): beside what is there,

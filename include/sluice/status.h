@@ -34,7 +34,10 @@ extern "C" {
     X(ESTATE,       "operation not valid in this state")          \
     X(EBOUNDS,      "selection outside the array")                \
     X(EREMOTE,      "another process of the run failed")          \
-    X(ESKIPPED,     "left to another process of the run")
+    X(ESKIPPED,     "left to another process of the run")         \
+    X(ENETWORK,     "network transfer failed")                    \
+    X(ETIMEDOUT,    "remote request timed out")                   \
+    X(EHTTP,        "server answered with an error")
 /* clang-format on */
 
 typedef enum sl_status {

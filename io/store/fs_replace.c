@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Replacing a node (an array's or group's directory) whole: the new node is
- * written in a hidden sibling ".sluice-tmp.node.<pid>.<host>.<name>" and
+ * written in a hidden sibling ".sluice-tmp.node.<pid>@<host>+<name>" and
  * swapped with the old one at commit (renameat2 RENAME_EXCHANGE, or two
  * renames where the file system lacks it), then the old one is removed; or,
  * in place, the old node's contents are removed first.  Siblings of killed
@@ -118,9 +118,36 @@ remove_contents(const char *path, struct sl_error *err)
 
 /* What a directory holds, as far as replacing it goes. */
 struct dir_census {
-    size_t n_entries;   /* entries other than hidden siblings of ours */
+    size_t n_entries;   /* entries */
     const char *marker; /* the first Zarr marker seen, or NULL */
+    char foreign[256];  /* the first file that is no part of a Zarr node, or "" */
 };
+
+/* Whether a file at the top of a node may be part of it: metadata, a chunk
+ * key of either format ("0.1.2", "c", "c.0.1") or a store temporary. */
+static bool
+file_is_zarr(const char *name)
+{
+    static const char *const meta[] = {".zarray", ".zgroup", ".zattrs", "zarr.json", ".zmetadata"};
+    for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++)
+        if (strcmp(name, meta[i]) == 0)
+            return true;
+    if (strncmp(name, ".sluice-tmp.", 12) == 0)
+        return true;
+    const char *p = name;
+    if (*p == 'c')
+        p++;
+    else if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    while (*p == '.' && p[1] >= '0' && p[1] <= '9') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    return *p == '\0';
+}
 
 static void
 dir_census(const char *path, struct dir_census *c)
@@ -138,6 +165,10 @@ dir_census(const char *path, struct dir_census *c)
         for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
             if (c->marker == NULL && strcmp(e->d_name, markers[i]) == 0)
                 c->marker = markers[i];
+        struct stat sb;
+        if (c->foreign[0] == '\0' && !file_is_zarr(e->d_name) &&
+            !(fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode)))
+            sl__strlcpy(c->foreign, e->d_name, sizeof(c->foreign));
     }
     closedir(d);
 }
@@ -170,36 +201,67 @@ path_split(const char *path, char *parent, size_t size, const char **base)
     *base = slash != NULL ? slash + 1 : path;
 }
 
-/* True when `name` is a hidden sibling of `base` left by a process of this
- * host that no longer runs. */
-static bool
-sibling_is_stale(const char *name, const char *base, const char *host)
+/* Kinds of hidden siblings. */
+enum sibling { SIBLING_NONE, SIBLING_NEW, SIBLING_OLD };
+
+/* What `name` is to `base`: ".sluice-tmp.node.<pid>@<host>+<base>" (a new
+ * node being written) or the same with ".old" (an old node moved aside by
+ * the two-rename swap); its pid and host (up to `host_size` bytes). */
+static enum sibling
+sibling_parse(const char *name, const char *base, long *pid, char *host, size_t host_size)
 {
-    size_t np = sizeof(NODE_PREFIX) - 1, nb = strlen(base), nn = strlen(name);
-    if (strncmp(name, NODE_PREFIX, np) != 0 || nn < np + nb + 1 ||
-        strcmp(name + nn - nb, base) != 0 || name[nn - nb - 1] != '.')
-        return false;
+    size_t np = sizeof(NODE_PREFIX) - 1;
+    if (strncmp(name, NODE_PREFIX, np) != 0)
+        return SIBLING_NONE;
     char *end;
     errno = 0;
-    long pid = strtol(name + np, &end, 10);
-    if (errno != 0 || end == name + np || *end != '.' || pid <= 0 || pid == (long)getpid())
-        return false;
-    size_t nh = strlen(host);
-    if ((size_t)(name + nn - nb - 1 - (end + 1)) != nh || strncmp(end + 1, host, nh) != 0)
+    *pid = strtol(name + np, &end, 10);
+    if (errno != 0 || end == name + np || *end != '@' || *pid <= 0)
+        return SIBLING_NONE;
+    const char *plus = strchr(end + 1, '+'); /* host names hold no '+' */
+    if (plus == NULL || (size_t)(plus - end - 1) >= host_size)
+        return SIBLING_NONE;
+    memcpy(host, end + 1, (size_t)(plus - end - 1));
+    host[plus - end - 1] = '\0';
+    size_t nb = strlen(base);
+    if (strcmp(plus + 1, base) == 0)
+        return SIBLING_NEW;
+    if (strncmp(plus + 1, base, nb) == 0 && strcmp(plus + 1 + nb, ".old") == 0)
+        return SIBLING_OLD;
+    return SIBLING_NONE;
+}
+
+/* True when process `pid` of host `host` left it and no longer runs (a
+ * process of another host, or of another PID namespace under the same host
+ * name, is not judged). */
+static bool
+sibling_owner_gone(long pid, const char *owner_host, const char *host)
+{
+    if (strcmp(owner_host, host) != 0 || pid == (long)getpid())
         return false;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* Remove the stale hidden siblings of `base` in `parent`; best effort. */
+/* Deal with what killed runs of this host left beside `dest` (`base` in
+ * `parent`): an old node moved aside while nothing is at `dest` goes back
+ * (the kill fell between the two renames of the fallback swap); the rest is
+ * removed.  Best effort. */
 static void
-remove_stale_siblings(const char *parent, const char *base, const char *host)
+remove_stale_siblings(const char *parent, const char *base, const char *host, const char *dest)
 {
     DIR *d = opendir(parent);
     if (d == NULL)
         return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!sibling_is_stale(e->d_name, base, host))
+        long pid;
+        char owner[HOST_NAME_MAX + 1];
+        enum sibling k = sibling_parse(e->d_name, base, &pid, owner, sizeof(owner));
+        if (k == SIBLING_NONE || !sibling_owner_gone(pid, owner, host))
+            continue;
+        struct stat sb;
+        if (k == SIBLING_OLD && stat(dest, &sb) != 0 && errno == ENOENT &&
+            renameat(dirfd(d), e->d_name, AT_FDCWD, dest) == 0)
             continue;
         struct sl_error ignored = SL_ERROR_INIT;
         (void)remove_entry(dirfd(d), e->d_name, parent, &ignored);
@@ -218,13 +280,12 @@ sl_fs_replace_find(const char *dest, char *out, size_t size, struct sl_error *er
     if (d == NULL)
         return sl_error_set(err, SL_ENOTFOUND, NULL, "no new node is being written for \"%s\"",
                             dest);
-    size_t nb = strlen(base), np = sizeof(NODE_PREFIX) - 1;
     sl_status st = SL_OK;
     struct dirent *e;
     while (st == SL_OK && (e = readdir(d)) != NULL) {
-        size_t nn = strlen(e->d_name);
-        if (strncmp(e->d_name, NODE_PREFIX, np) != 0 || nn < np + nb + 1 ||
-            strcmp(e->d_name + nn - nb, base) != 0 || e->d_name[nn - nb - 1] != '.')
+        long pid;
+        char owner[HOST_NAME_MAX + 1];
+        if (sibling_parse(e->d_name, base, &pid, owner, sizeof(owner)) != SIBLING_NEW)
             continue;
         if (found[0] != '\0')
             st = sl_error_set(err, SL_EEXIST, NULL,
@@ -319,6 +380,11 @@ replace_check_dest(struct sl_fs_replace *r, bool *dir_there, struct sl_error *er
                             ".zarray, .zgroup or zarr.json); it is never replaced (remove it or "
                             "choose another path)",
                             r->given, c.n_entries, c.n_entries == 1 ? "y" : "ies");
+    if (c.foreign[0] != '\0')
+        return sl_error_set(err, SL_EEXIST, NULL,
+                            "\"%s\" holds %s but also \"%s\", which is no part of a Zarr node; "
+                            "it is never replaced (move that file away, or choose another path)",
+                            r->given, marker_kind(c.marker), c.foreign);
     r->existed = true;
     if (r->mode == SL_FS_REPLACE_REFUSE)
         return sl_error_set(err, SL_EEXIST, NULL,
@@ -332,7 +398,7 @@ static sl_status
 replace_make_staging(struct sl_fs_replace *r, const char *parent, const char *base,
                      const char *host, struct sl_error *err)
 {
-    int n = snprintf(r->staging, sizeof(r->staging), "%s/" NODE_PREFIX "%ld.%s.%s",
+    int n = snprintf(r->staging, sizeof(r->staging), "%s/" NODE_PREFIX "%ld@%s+%s",
                      strcmp(parent, "/") == 0 ? "" : parent, (long)getpid(), host, base);
     if (n < 0 || (size_t)n >= sizeof(r->staging) || strlen(strrchr(r->staging, '/') + 1) > NAME_MAX)
         return sl_error_set(err, SL_EINVAL, NULL,
@@ -365,11 +431,11 @@ replace_start(struct sl_fs_replace *r, struct sl_error *err)
         sl__strlcpy(host, "localhost", sizeof(host));
     host[HOST_NAME_MAX] = '\0';
     for (char *h = host; *h != '\0'; h++)
-        if (*h == '/')
+        if (*h == '/' || *h == '+' || *h == '@')
             *h = '_';
     if (!dir_there)
         SL_TRY(make_parents(r, parent, err));
-    remove_stale_siblings(parent, base, host);
+    remove_stale_siblings(parent, base, host, r->dest);
     return replace_make_staging(r, parent, base, host, err);
 }
 

@@ -138,7 +138,7 @@ def root_parent(call, path, roots):
 
 def staging_sibling(path, roots):
     """A root's parent, or inside the hidden sibling a new node is written in
-    before it is put in place (.sluice-tmp.node.<pid>.<host>.<root's name>)."""
+    before it is put in place (.sluice-tmp.node.<pid>@<host>+<root's name>)."""
     real = os.path.realpath(path)
     for r in roots:
         parent, base = os.path.dirname(r), os.path.basename(r)
@@ -146,7 +146,8 @@ def staging_sibling(path, roots):
             return True
         rel = os.path.relpath(real, parent)
         top = rel.split("/")[0]
-        if top.startswith(".sluice-tmp.node.") and top.endswith("." + base):
+        if top.startswith(".sluice-tmp.node.") and (top.endswith("+" + base) or
+                                                     top.endswith("+" + base + ".old")):
             return True
     return False
 

@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The I/O engine (engine_internal.h): a thread that drives libcurl's multi
+ * interface.  Submitted requests wait in a FIFO; up to `window` run at once
+ * on reused connections (HTTP/2 multiplexed where the server offers it);
+ * a finished transfer is judged (status, Content-Range, length) and either
+ * completed through its callback or scheduled again after a backoff.
+ *
+ * DESIGN: only the engine's thread touches libcurl, the in-flight set and
+ * the retry list; submitters touch only the FIFO, under `lock`, and wake
+ * the thread with curl_multi_wakeup.  Retries wait a random time in
+ * [0, min(cap, first * 2^k)) ("full jitter"), or what Retry-After says when
+ * longer; a 429 or 503 halves the window, and each success grows it back by
+ * one, so a throttling server sees fewer requests at once.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine_internal.h"
+#include "core_internal.h"
+
+struct sl__engine {
+    struct sl__engine_opts o;
+    CURLM *multi;
+    pthread_t thread;
+    pthread_mutex_t lock;              /* guards head, tail, stop */
+    struct sl__http_req *head, *tail;  /* submitted, not started: FIFO */
+    bool stop;                         /* destroy asked */
+    /* The engine's thread only. */
+    struct sl__http_req *waiting;      /* retries not yet due */
+    unsigned in_flight;                /* transfers in the multi handle */
+    unsigned window;                   /* the window now: 1 .. o.window */
+    uint64_t rng;                      /* jitter */
+    CURL **idle;                       /* easy handles to reuse */
+    size_t n_idle;
+    /* Counters: written by the engine's thread, read by any (relaxed). */
+    _Atomic uint64_t n_requests, n_attempts, n_retries, n_bytes;
+    _Atomic unsigned max_in_flight, window_now;
+};
+
+/* What a transfer's answer said, gathered by the header callback. */
+struct answer {
+    long status;
+    int64_t range_first, range_last, range_total; /* Content-Range; -1 when absent */
+    int64_t length;                               /* Content-Length; -1 when absent */
+    double retry_after;                           /* seconds; -1 when absent */
+};
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64*: a uniform double in [0, 1). */
+static double
+engine_random(struct sl__engine *e)
+{
+    e->rng ^= e->rng >> 12;
+    e->rng ^= e->rng << 25;
+    e->rng ^= e->rng >> 27;
+    return (double)((e->rng * 2685821657736338717ull) >> 11) * 0x1p-53;
+}
+
+/* ---- per-transfer callbacks ------------------------------------------------------- */
+
+/* The state a transfer carries: its request and what the answer says. */
+struct transfer {
+    struct sl__http_req *req;
+    struct answer a;
+    bool overflow; /* the body grew past what was asked */
+    char range[64];
+};
+
+static size_t
+on_body(char *data, size_t size, size_t n, void *arg)
+{
+    struct transfer *t = arg;
+    size_t bytes = size * n;
+    if (sl_buf_append(&t->req->body, data, bytes, NULL) != SL_OK) {
+        t->overflow = true;
+        return 0; /* libcurl aborts the transfer: CURLE_WRITE_ERROR */
+    }
+    return bytes;
+}
+
+/* Parse "bytes a-b/total" (total may be "*"). */
+static void
+parse_content_range(const char *v, struct answer *a)
+{
+    long long first, last, total;
+    if (sscanf(v, " bytes %lld-%lld/%lld", &first, &last, &total) == 3) {
+        a->range_first = first;
+        a->range_last = last;
+        a->range_total = total;
+    } else if (sscanf(v, " bytes */%lld", &total) == 1) {
+        a->range_total = total;
+    }
+}
+
+static size_t
+on_header(char *data, size_t size, size_t n, void *arg)
+{
+    struct transfer *t = arg;
+    size_t bytes = size * n;
+    char line[256];
+    size_t len = bytes < sizeof(line) - 1 ? bytes : sizeof(line) - 1;
+    memcpy(line, data, len);
+    line[len] = '\0';
+    if (strncmp(line, "HTTP/", 5) == 0) { /* a new answer (after a redirect or 100) */
+        t->a = (struct answer){.range_first = -1, .range_last = -1, .range_total = -1,
+                               .length = -1, .retry_after = -1};
+        return bytes;
+    }
+    char *colon = strchr(line, ':');
+    if (colon == NULL)
+        return bytes;
+    *colon = '\0';
+    const char *v = colon + 1;
+    if (strcasecmp(line, "Content-Range") == 0)
+        parse_content_range(v, &t->a);
+    else if (strcasecmp(line, "Content-Length") == 0)
+        t->a.length = strtoll(v, NULL, 10);
+    else if (strcasecmp(line, "Retry-After") == 0) {
+        char *end;
+        double s = strtod(v, &end);
+        if (end != v && s >= 0) /* HTTP-dates are not honoured: the backoff serves */
+            t->a.retry_after = s;
+    }
+    return bytes;
+}
+
+/* ---- starting and judging transfers ---------------------------------------------- */
+
+static void
+range_text(const struct sl_byte_range *r, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (r->kind == SL_RANGE_SUFFIX)
+        snprintf(buf, size, "-%" PRIu64, r->length);
+    else if (r->kind == SL_RANGE_FROM && r->length == SL_RANGE_TO_END)
+        snprintf(buf, size, "%" PRIu64 "-", r->offset);
+    else if (r->kind == SL_RANGE_FROM)
+        snprintf(buf, size, "%" PRIu64 "-%" PRIu64, r->offset, r->offset + r->length - 1);
+}
+
+/* Start `req` on an easy handle; false when libcurl refuses. */
+static bool
+engine_start(struct sl__engine *e, struct sl__http_req *req)
+{
+    CURL *c = e->n_idle > 0 ? e->idle[--e->n_idle] : curl_easy_init();
+    struct transfer *t = calloc(1, sizeof(*t));
+    if (c == NULL || t == NULL) {
+        if (c != NULL)
+            curl_easy_cleanup(c);
+        free(t);
+        return false;
+    }
+    curl_easy_reset(c);
+    t->req = req;
+    t->a = (struct answer){-1, -1, -1, -1, -1, -1};
+    req->body.size = 0;
+    req->easy = c;
+    range_text(&req->range, t->range, sizeof(t->range));
+    curl_easy_setopt(c, CURLOPT_URL, req->url);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+    if (t->range[0] != '\0')
+        curl_easy_setopt(c, CURLOPT_RANGE, t->range);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->o.connect_timeout_s * 1000));
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->o.low_speed_bytes);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, e->o.low_speed_s);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    if (e->o.user_agent != NULL)
+        curl_easy_setopt(c, CURLOPT_USERAGENT, e->o.user_agent);
+    if (req->attempts == 0)
+        req->started = now_s();
+    req->attempts++;
+    atomic_fetch_add_explicit(&e->n_attempts, 1, memory_order_relaxed);
+    if (req->attempts > 1)
+        atomic_fetch_add_explicit(&e->n_retries, 1, memory_order_relaxed);
+    if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
+        free(t);
+        curl_easy_cleanup(c);
+        req->easy = NULL;
+        return false;
+    }
+    e->in_flight++;
+    if (e->in_flight > atomic_load_explicit(&e->max_in_flight, memory_order_relaxed))
+        atomic_store_explicit(&e->max_in_flight, e->in_flight, memory_order_relaxed);
+    return true;
+}
+
+/* The server's first words, printable, for messages. */
+static void
+body_excerpt(const struct sl_buf *b, char *out, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->size && n + 1 < size && n < 80; i++) {
+        unsigned char ch = b->data[i];
+        out[n++] = ch >= 0x20 && ch < 0x7f ? (char)ch : ' ';
+    }
+    out[n] = '\0';
+}
+
+/* Check a 206 or 200 answer against the range asked, slicing a 200's
+ * whole body down to it.  SL_OK, or SL_ECORRUPT with the message set. */
+static sl_status
+answer_check(struct sl__http_req *req, const struct answer *a, long status)
+{
+    const struct sl_byte_range *r = &req->range;
+    uint64_t got = req->body.size;
+    if (a->length >= 0 && (uint64_t)a->length != got)
+        goto mismatch; /* libcurl reports short bodies itself; never decode one */
+    if (status == 200 || r->kind == SL_RANGE_ALL) {
+        req->object_size = got;
+        if (r->kind == SL_RANGE_ALL)
+            return SL_OK;
+        uint64_t off, n;
+        if (sl__range_resolve(r, got, req->url, &off, &n, NULL) != SL_OK) {
+            snprintf(req->message, sizeof(req->message),
+                     "%s: range %" PRIu64 "+%" PRIu64 " past the end of its %" PRIu64 " bytes",
+                     req->url, r->offset, r->length, got);
+            return SL_EBOUNDS;
+        }
+        memmove(req->body.data, req->body.data + off, (size_t)n);
+        req->body.size = (size_t)n;
+        return SL_OK;
+    }
+    if (a->range_first < 0 || a->range_last < a->range_first ||
+        (uint64_t)(a->range_last - a->range_first + 1) != got)
+        goto mismatch;
+    req->object_size = a->range_total >= 0 ? (uint64_t)a->range_total : 0;
+    if (r->kind == SL_RANGE_SUFFIX) {
+        if (a->range_total < 0 || a->range_last + 1 != a->range_total ||
+            got != (r->length < (uint64_t)a->range_total ? r->length : (uint64_t)a->range_total))
+            goto mismatch;
+        return SL_OK;
+    }
+    uint64_t want_last = r->length == SL_RANGE_TO_END ? UINT64_MAX : r->offset + r->length - 1;
+    if ((uint64_t)a->range_first != r->offset ||
+        (want_last != UINT64_MAX && (uint64_t)a->range_last != want_last &&
+         (a->range_total < 0 || (uint64_t)a->range_last + 1 != (uint64_t)a->range_total)))
+        goto mismatch;
+    if (want_last != UINT64_MAX && (uint64_t)a->range_last != want_last) {
+        snprintf(req->message, sizeof(req->message),
+                 "%s: bytes %" PRIu64 "-%" PRIu64 " asked, the object has %" PRId64, req->url,
+                 r->offset, want_last, a->range_total);
+        return SL_EBOUNDS;
+    }
+    return SL_OK;
+mismatch:
+    snprintf(req->message, sizeof(req->message),
+             "%s: the answer (HTTP %ld, %" PRIu64 " bytes, Content-Range %" PRId64 "-%" PRId64
+             "/%" PRId64 ", Content-Length %" PRId64 ") does not match the range asked",
+             req->url, status, got, a->range_first, a->range_last, a->range_total, a->length);
+    return SL_ECORRUPT;
+}
+
+/* Whether an HTTP status is worth another try. */
+static bool
+status_transient(long s)
+{
+    return s == 408 || s == 429 || s == 500 || s == 502 || s == 503 || s == 504;
+}
+
+static bool
+curl_transient(CURLcode c)
+{
+    return c == CURLE_COULDNT_CONNECT || c == CURLE_COULDNT_RESOLVE_HOST ||
+           c == CURLE_OPERATION_TIMEDOUT || c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR ||
+           c == CURLE_PARTIAL_FILE || c == CURLE_GOT_NOTHING || c == CURLE_HTTP2 ||
+           c == CURLE_HTTP2_STREAM || c == CURLE_SSL_CONNECT_ERROR;
+}
+
+/* Judge a finished try: SL_OK or a final status (message set), or
+ * SL_ECANCELED meaning "try again". */
+static sl_status
+engine_judge(struct sl__engine *e, struct transfer *t, CURLcode rc)
+{
+    struct sl__http_req *req = t->req;
+    long status = 0;
+    curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+    req->http_status = status;
+    req->retry_after = t->a.retry_after;
+    char first[96];
+    if (rc == CURLE_OK && (status == 200 || status == 206))
+        return answer_check(req, &t->a, status);
+    if (rc == CURLE_OK && (status == 404 || (status == 403 && e->o.missing_on_403))) {
+        snprintf(req->message, sizeof(req->message), "%s: HTTP %ld: no such object", req->url,
+                 status);
+        return SL_ENOTFOUND;
+    }
+    if (rc == CURLE_OK && status == 416) {
+        snprintf(req->message, sizeof(req->message),
+                 "%s: HTTP 416: range %s past the end of the object (%" PRId64 " bytes)",
+                 req->url, t->range, t->a.range_total);
+        return SL_EBOUNDS;
+    }
+    bool transient = rc == CURLE_OK ? status_transient(status) : curl_transient(rc);
+    if (rc == CURLE_OK) {
+        body_excerpt(&req->body, first, sizeof(first));
+        snprintf(req->message, sizeof(req->message), "%s: HTTP %ld after %u attempt%s: \"%s\"",
+                 req->url, status, req->attempts, req->attempts == 1 ? "" : "s", first);
+    } else {
+        snprintf(req->message, sizeof(req->message), "%s: %s after %u attempt%s", req->url,
+                 t->overflow ? "out of memory for the body" : curl_easy_strerror(rc),
+                 req->attempts, req->attempts == 1 ? "" : "s");
+    }
+    if (t->overflow)
+        return SL_ENOMEM;
+    if (transient && req->attempts < e->o.max_attempts &&
+        now_s() - req->started < e->o.deadline_s)
+        return SL_ECANCELED;
+    if (rc == CURLE_OK)
+        return SL_EHTTP;
+    return rc == CURLE_OPERATION_TIMEDOUT ? SL_ETIMEDOUT : SL_ENETWORK;
+}
+
+/* Schedule another try of `req` after the backoff. */
+static void
+engine_retry_later(struct sl__engine *e, struct sl__http_req *req)
+{
+    double cap = e->o.backoff_first_s * ldexp(1.0, (int)req->attempts - 1);
+    if (cap > e->o.backoff_cap_s)
+        cap = e->o.backoff_cap_s;
+    double wait = engine_random(e) * cap;
+    if (req->retry_after > wait)
+        wait = req->retry_after < e->o.backoff_cap_s ? req->retry_after : e->o.backoff_cap_s;
+    if (req->http_status == 429 || req->http_status == 503) {
+        e->window = e->window > 1 ? e->window / 2 : 1;
+        atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
+    }
+    req->due = now_s() + wait;
+    req->next = e->waiting;
+    e->waiting = req;
+}
+
+static void
+engine_complete(struct sl__engine *e, struct sl__http_req *req, sl_status st)
+{
+    req->status = st;
+    if (st == SL_OK)
+        req->message[0] = '\0';
+    atomic_fetch_add_explicit(&e->n_requests, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->n_bytes, req->body.size, memory_order_relaxed);
+    req->done(req, req->ctx);
+}
+
+/* A transfer ended: judge it, then complete or retry its request. */
+static void
+engine_finish(struct sl__engine *e, CURL *c, CURLcode rc)
+{
+    struct transfer *t = NULL;
+    curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&t);
+    curl_multi_remove_handle(e->multi, c);
+    e->in_flight--;
+    struct sl__http_req *req = t->req;
+    sl_status st = engine_judge(e, t, rc);
+    req->easy = NULL;
+    free(t);
+    if (e->n_idle < e->o.window)
+        e->idle[e->n_idle++] = c;
+    else
+        curl_easy_cleanup(c);
+    if (st == SL_ECANCELED) {
+        engine_retry_later(e, req);
+        return;
+    }
+    if (st == SL_OK && e->window < e->o.window) {
+        e->window++;
+        atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
+    }
+    engine_complete(e, req, st);
+}
+
+/* ---- the thread --------------------------------------------------------------------- */
+
+/* Move due retries to the front of the FIFO; the time until the next one. */
+static double
+engine_due(struct sl__engine *e, double now)
+{
+    double next = 1.0;
+    struct sl__http_req **p = &e->waiting;
+    while (*p != NULL) {
+        struct sl__http_req *r = *p;
+        if (r->due <= now) {
+            *p = r->next;
+            pthread_mutex_lock(&e->lock);
+            r->next = e->head;
+            e->head = r;
+            if (e->tail == NULL)
+                e->tail = r;
+            pthread_mutex_unlock(&e->lock);
+        } else {
+            if (r->due - now < next)
+                next = r->due - now;
+            p = &r->next;
+        }
+    }
+    return next;
+}
+
+/* Start what the window allows; true when the FIFO still holds some. */
+static bool
+engine_fill(struct sl__engine *e)
+{
+    for (;;) {
+        pthread_mutex_lock(&e->lock);
+        struct sl__http_req *r = e->in_flight < e->window ? e->head : NULL;
+        if (r != NULL) {
+            e->head = r->next;
+            if (e->head == NULL)
+                e->tail = NULL;
+        }
+        bool more = e->head != NULL;
+        pthread_mutex_unlock(&e->lock);
+        if (r == NULL)
+            return more;
+        if (!engine_start(e, r)) {
+            snprintf(r->message, sizeof(r->message), "%s: cannot start a transfer", r->url);
+            engine_complete(e, r, SL_ENOMEM);
+        }
+    }
+}
+
+/* Complete every request left with SL_ECANCELED (the engine stops). */
+static void
+engine_cancel_all(struct sl__engine *e)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
+        (void)m;
+    CURL **handles = curl_multi_get_handles(e->multi);
+    for (size_t i = 0; handles != NULL && handles[i] != NULL; i++) {
+        struct transfer *t = NULL;
+        curl_easy_getinfo(handles[i], CURLINFO_PRIVATE, (char **)&t);
+        curl_multi_remove_handle(e->multi, handles[i]);
+        curl_easy_cleanup(handles[i]);
+        snprintf(t->req->message, sizeof(t->req->message), "%s: cancelled", t->req->url);
+        engine_complete(e, t->req, SL_ECANCELED);
+        free(t);
+    }
+    curl_free(handles);
+    for (struct sl__http_req *r = e->waiting, *n; r != NULL; r = n) {
+        n = r->next;
+        engine_complete(e, r, SL_ECANCELED);
+    }
+    e->waiting = NULL;
+    for (struct sl__http_req *r = e->head, *n; r != NULL; r = n) {
+        n = r->next;
+        snprintf(r->message, sizeof(r->message), "%s: cancelled", r->url);
+        engine_complete(e, r, SL_ECANCELED);
+    }
+    e->head = e->tail = NULL;
+}
+
+static void *
+engine_main(void *arg)
+{
+    struct sl__engine *e = arg;
+    for (;;) {
+        pthread_mutex_lock(&e->lock);
+        bool stop = e->stop;
+        pthread_mutex_unlock(&e->lock);
+        if (stop)
+            break;
+        double next = engine_due(e, now_s());
+        bool more = engine_fill(e);
+        int running;
+        curl_multi_perform(e->multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
+            if (m->msg == CURLMSG_DONE)
+                engine_finish(e, m->easy_handle, m->data.result);
+        int timeout_ms = more && e->in_flight < e->window ? 0 : (int)(next * 1000) + 1;
+        if (timeout_ms > 100)
+            timeout_ms = 100;
+        curl_multi_poll(e->multi, NULL, 0, timeout_ms, NULL);
+    }
+    engine_cancel_all(e);
+    return NULL;
+}
+
+/* ---- the interface ------------------------------------------------------------------ */
+
+/* libcurl's global state, made once per process. */
+static void
+engine_global_init(void)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return; /* curl_multi_init then fails, and says so */
+}
+
+sl__engine *
+sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, engine_global_init);
+    struct sl__engine *e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory starting the I/O engine");
+        return NULL;
+    }
+    e->o = *o;
+    if (e->o.window == 0)
+        e->o.window = 1;
+    e->window = e->o.window;
+    atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
+    e->rng = (uint64_t)now_s() * 0x9E3779B97F4A7C15ull | 1;
+    e->idle = calloc(e->o.window, sizeof(CURL *));
+    e->multi = curl_multi_init();
+    if (e->idle == NULL || e->multi == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory starting the I/O engine");
+        goto fail;
+    }
+    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->o.window);
+    pthread_mutex_init(&e->lock, NULL);
+    int rc = pthread_create(&e->thread, NULL, engine_main, e);
+    if (rc != 0) {
+        pthread_mutex_destroy(&e->lock);
+        sl_error_set(err, SL_EIO, NULL, "cannot start the I/O engine's thread: %s", strerror(rc));
+        goto fail;
+    }
+    return e;
+fail:
+    if (e->multi != NULL)
+        curl_multi_cleanup(e->multi);
+    free(e->idle);
+    free(e);
+    return NULL;
+}
+
+void
+sl__engine_destroy(sl__engine *e)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->lock);
+    e->stop = true;
+    pthread_mutex_unlock(&e->lock);
+    curl_multi_wakeup(e->multi);
+    pthread_join(e->thread, NULL);
+    for (size_t i = 0; i < e->n_idle; i++)
+        curl_easy_cleanup(e->idle[i]);
+    curl_multi_cleanup(e->multi);
+    pthread_mutex_destroy(&e->lock);
+    free(e->idle);
+    free(e);
+}
+
+void
+sl__engine_submit(sl__engine *e, struct sl__http_req *req)
+{
+    req->status = SL_OK;
+    req->http_status = 0;
+    req->object_size = 0;
+    req->attempts = 0;
+    req->message[0] = '\0';
+    req->next = NULL;
+    req->easy = NULL;
+    req->retry_after = -1;
+    pthread_mutex_lock(&e->lock);
+    if (e->tail != NULL)
+        e->tail->next = req;
+    else
+        e->head = req;
+    e->tail = req;
+    pthread_mutex_unlock(&e->lock);
+    curl_multi_wakeup(e->multi);
+}
+
+/* A synchronous get's wait. */
+struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+};
+
+static void
+waiter_done(struct sl__http_req *req, void *ctx)
+{
+    (void)req;
+    struct waiter *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+sl_status
+sl__engine_get(sl__engine *e, const char *url, const struct sl_byte_range *range,
+               struct sl_buf *out, uint64_t *object_size, struct sl_error *err)
+{
+    struct waiter w = {.done = false};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    struct sl__http_req req = {.url = url, .done = waiter_done, .ctx = &w, .body = *out};
+    req.range = range != NULL ? *range : (struct sl_byte_range){SL_RANGE_ALL, 0, 0};
+    sl__engine_submit(e, &req);
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    *out = req.body;
+    if (object_size != NULL)
+        *object_size = req.object_size;
+    if (req.status != SL_OK)
+        return sl_error_set(err, req.status, NULL, "%s", req.message);
+    return SL_OK;
+}
+
+void
+sl__engine_get_stats(sl__engine *e, struct sl__engine_stats *out)
+{
+    out->requests = atomic_load_explicit(&e->n_requests, memory_order_relaxed);
+    out->attempts = atomic_load_explicit(&e->n_attempts, memory_order_relaxed);
+    out->retries = atomic_load_explicit(&e->n_retries, memory_order_relaxed);
+    out->bytes = atomic_load_explicit(&e->n_bytes, memory_order_relaxed);
+    out->max_in_flight = atomic_load_explicit(&e->max_in_flight, memory_order_relaxed);
+    out->window = atomic_load_explicit(&e->window_now, memory_order_relaxed);
+}

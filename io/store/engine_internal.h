@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The I/O engine under the remote stores: one thread drives libcurl's multi
+ * interface and keeps a window of HTTP requests in flight, whatever the
+ * number of threads that submit them.  Requests complete through a
+ * callback on the engine's thread; a synchronous get is a submit and a wait.
+ * Retries (exponential backoff with full jitter, Retry-After honoured, an
+ * overall deadline per request) and the window's halving on 429/503 live
+ * here, so every store above gets them.  Private to io/store.
+ */
+#ifndef SL_ENGINE_INTERNAL_H
+#define SL_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/buf.h>
+#include <sluice/error.h>
+#include <sluice/store.h>
+
+/* How the engine runs its requests: see struct sl_http_store_opts. */
+struct sl__engine_opts {
+    unsigned window;          /* requests in flight at most */
+    unsigned max_attempts;    /* tries per request, the first included */
+    double backoff_first_s;   /* the first retry waits up to this */
+    double backoff_cap_s;     /* no wait longer than this */
+    double deadline_s;        /* a request gives up after this, retries included */
+    double connect_timeout_s; /* per connection attempt */
+    long low_speed_bytes;     /* a transfer slower than this many bytes per second ... */
+    long low_speed_s;         /* ... for this many seconds is cut and retried */
+    bool missing_on_403;      /* a 403 means "absent" (Ceph's gateway) */
+    const char *user_agent;   /* sent with every request */
+};
+
+typedef struct sl__engine sl__engine;
+
+/* One request: a GET of `url`, or of the part `range` names. */
+struct sl__http_req {
+    /* Set by the submitter. */
+    const char *url;                                   /* borrowed until done */
+    struct sl_byte_range range;                        /* SL_RANGE_ALL: the whole object */
+    void (*done)(struct sl__http_req *req, void *ctx); /* on the engine's thread */
+    void *ctx;                                         /* passed to done */
+    /* Set by the engine before done. */
+    sl_status status;     /* SL_OK, SL_ENOTFOUND, SL_EHTTP, SL_ENETWORK, SL_ETIMEDOUT, ... */
+    long http_status;     /* the last answer's status; 0 when none came */
+    struct sl_buf body;   /* SL_OK: exactly the bytes asked for; owned by the submitter */
+    uint64_t object_size; /* the whole object's size, when the server said it */
+    unsigned attempts;    /* tries made */
+    char message[384];    /* on failure: the URL, the status, the attempts and the server's
+                             first words */
+    /* The engine's. */
+    struct sl__http_req *next;
+    void *easy;
+    double due;          /* when a retry may start (monotonic seconds) */
+    double started;      /* when the first try started */
+    double retry_after;  /* the server's Retry-After, seconds; < 0 none */
+    unsigned char wrote; /* the body's first bytes were kept for the message */
+};
+
+/*
+ * Start an engine with its thread.
+ * @return the engine, or NULL with SL_ENOMEM or SL_EIO (libcurl could not
+ * start) in `err`.
+ */
+sl__engine *sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err);
+
+/* Stop the thread (requests still in flight complete with SL_ECANCELED)
+ * and free.  NULL is a no-op. */
+void sl__engine_destroy(sl__engine *e);
+
+/* Queue `req` (its output fields are reset); `req->done` runs once, on the
+ * engine's thread.  Any thread. */
+void sl__engine_submit(sl__engine *e, struct sl__http_req *req);
+
+/*
+ * GET `url` (or `range` of it) and wait: the bytes in `out`, the object's
+ * size in `*object_size` (may be NULL).  Any thread.
+ * @return SL_OK; SL_ENOTFOUND (404, or 403 with missing_on_403); SL_EHTTP,
+ * SL_ENETWORK, SL_ETIMEDOUT (retries run out: the message names the URL,
+ * the status and the attempts); SL_EBOUNDS (a range past the end: 416);
+ * SL_ECORRUPT (an answer that does not match the range asked); SL_ENOMEM.
+ */
+sl_status sl__engine_get(sl__engine *e, const char *url, const struct sl_byte_range *range,
+                         struct sl_buf *out, uint64_t *object_size, struct sl_error *err);
+
+/* Counters of an engine since it started. */
+struct sl__engine_stats {
+    uint64_t requests;  /* completed */
+    uint64_t attempts;  /* tries, retries included */
+    uint64_t retries;   /* tries after the first */
+    uint64_t bytes;     /* body bytes received */
+    unsigned max_in_flight; /* the most requests in flight at once */
+    unsigned window;    /* the window now */
+};
+
+void sl__engine_get_stats(sl__engine *e, struct sl__engine_stats *out);
+
+#endif /* SL_ENGINE_INTERNAL_H */
