@@ -5,12 +5,13 @@
 #   . tests/deps.sh; sl_need_packages pkg ...
 #
 # Lists of what each script needs (nodejs and npm: `npm ci --prefix tests/tools`
-# installs zarrita, the JavaScript reader the launcher tests check with):
+# installs zarrita, the JavaScript reader the launcher tests check with;
+# nginx-light serves the remote-store tests, tests/remote/serve.py):
 SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
   libjansson-dev zlib1g-dev libblosc-dev"
 SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy
   python3-zarr python3-numcodecs strace util-linux libopenmpi-dev openmpi-bin clang
-  libclang-rt-14-dev nodejs npm"
+  libclang-rt-14-dev nodejs npm nginx-light"
 SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
   python3-dask libtbb-dev libomp-dev clang time zstd"
 

@@ -1,0 +1,773 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A real HTTP server for the remote-store tests: nginx serving a directory
+read-only on 127.0.0.1, and in front of it a fault-and-latency proxy whose
+per-request rules (path glob, count, delay, status, broken bodies, hangs) are
+set at start and changed at run time through its /__proxy/ endpoints.
+Standard library only; tests/remote/README.md lists the rules.
+
+    with serve(root, delay_ms=0) as s:
+        s.nginx_url, s.proxy_url, s.control_url
+        s.set_rules([{"path": "*/c/0/*", "status": 503, "retry_after": 1, "count": 1}])
+        s.log()   # one dict per request the proxy saw
+
+    serve.py --root DIR [--delay-ms N] [--rules FILE]   (prints the URLs as JSON)
+
+DESIGN: nginx runs as a child in the foreground (`daemon off; master_process
+off;`), with config, pid, logs and temp paths in a private temp dir, and dies
+with its parent (PR_SET_PDEATHSIG, atexit, SIGTERM in the CLI).  The proxy is
+thread-per-connection over raw sockets, so a `hang` or a slow client blocks
+only its own connection, and a fault controls exactly which bytes leave and
+how the socket closes (FIN, or RST through SO_LINGER 0).  Each client
+connection keeps one keep-alive connection to nginx.  Rules and the log sit
+behind one lock; a rule's remaining count is taken under it, so with N
+concurrent matching requests exactly `count` of them get the fault.
+"""
+import argparse
+import atexit
+import ctypes
+import fcntl
+import fnmatch
+import http.client
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
+CONTROL_PREFIX = "/__proxy/"
+STATUS_REASONS = {403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error", 502: "Bad Gateway",
+                  503: "Service Unavailable", 504: "Gateway Timeout"}
+FAULTS = ("reset_mid_body", "truncate_body", "full_200", "hang", "drop_connection")
+RULE_KEYS = {"name", "path", "method", "count", "delay_ms", "status", "retry_after", "body",
+             "fault", "after_bytes"}
+HOP_HEADERS = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
+               "proxy-authorization", "te", "trailer", "trailers", "transfer-encoding",
+               "upgrade", "host"}
+S3_403_BODY = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
+               '<Message>Access Denied</Message></Error>')
+
+
+class ServeError(RuntimeError):
+    """nginx or the proxy could not start, or a rule is malformed."""
+
+
+def find_nginx():
+    """Path of the nginx binary ($SL_NGINX if set), or None."""
+    if "SL_NGINX" in os.environ:
+        p = os.environ["SL_NGINX"]
+        return p if os.access(p, os.X_OK) else None
+    for p in NGINX_CANDIDATES:
+        if os.access(p, os.X_OK):
+            return p
+    return shutil.which("nginx")
+
+
+# ---------------------------------------------------------------------------
+# rules
+
+
+def rule_check(rule, index):
+    """Return a normalised copy of one rule dict, or raise ServeError saying what is wrong."""
+    where = "rule %d" % index
+    if not isinstance(rule, dict):
+        raise ServeError("%s: not a JSON object: %r" % (where, rule))
+    unknown = set(rule) - RULE_KEYS
+    if unknown:
+        raise ServeError("%s: unknown keys %s (known: %s)"
+                         % (where, sorted(unknown), sorted(RULE_KEYS)))
+    r = {"path": "*", "count": -1}
+    r.update(rule)
+    if not isinstance(r["path"], str):
+        raise ServeError("%s: path must be a glob string" % where)
+    if "method" in r and r["method"] not in ("GET", "HEAD"):
+        raise ServeError("%s: method must be GET or HEAD, not %r" % (where, r["method"]))
+    if not isinstance(r["count"], int) or r["count"] < -1:
+        raise ServeError("%s: count must be -1 (always) or >= 0, not %r" % (where, r["count"]))
+    for k in ("delay_ms", "after_bytes", "retry_after"):
+        if k in r and (not isinstance(r[k], (int, float)) or r[k] < 0):
+            raise ServeError("%s: %s must be a number >= 0, not %r" % (where, k, r[k]))
+    if "status" in r and "fault" in r:
+        raise ServeError("%s: give status or fault, not both" % where)
+    if "status" in r and (not isinstance(r["status"], int) or not 100 <= r["status"] <= 599):
+        raise ServeError("%s: status must be an HTTP status code, not %r" % (where, r["status"]))
+    if "fault" in r and r["fault"] not in FAULTS:
+        raise ServeError("%s: fault %r is not one of %s" % (where, r["fault"], list(FAULTS)))
+    if not ({"status", "fault", "delay_ms"} & set(r)):
+        raise ServeError("%s: needs status, fault or delay_ms" % where)
+    if ("retry_after" in r or "body" in r) and "status" not in r:
+        raise ServeError("%s: retry_after and body go with status" % where)
+    if "after_bytes" in r and r.get("fault") not in ("reset_mid_body", "truncate_body"):
+        raise ServeError("%s: after_bytes goes with reset_mid_body or truncate_body" % where)
+    r["remaining"] = r["count"]
+    return r
+
+
+def rules_parse(payload):
+    """Accept a rule list or {"rules": [...], "delay_ms": N}; return (rules, delay_ms or None)."""
+    delay = None
+    if isinstance(payload, dict):
+        extra = set(payload) - {"rules", "delay_ms"}
+        if extra:
+            raise ServeError("unknown keys %s (expected rules, delay_ms)" % sorted(extra))
+        delay = payload.get("delay_ms")
+        if delay is not None and (not isinstance(delay, (int, float)) or delay < 0):
+            raise ServeError("delay_ms must be a number >= 0, not %r" % (delay,))
+        payload = payload.get("rules", None)
+        if payload is None:
+            return None, delay
+    if not isinstance(payload, list):
+        raise ServeError("rules must be a JSON list of objects")
+    return [rule_check(r, i) for i, r in enumerate(payload)], delay
+
+
+# ---------------------------------------------------------------------------
+# the proxy
+
+
+class ClientGone(Exception):
+    """The client closed its connection, or a fault closed it on purpose."""
+
+
+class Request:
+    """One parsed request line and its headers (names lower-cased)."""
+
+    def __init__(self, method, target, version, headers, body):
+        self.method = method
+        self.target = target
+        self.path = target.split("?", 1)[0]
+        self.version = version
+        self.headers = headers
+        self.body = body
+
+    def wants_close(self):
+        conn = self.headers.get("connection", "").lower()
+        if self.version == "HTTP/1.0":
+            return "keep-alive" not in conn
+        return "close" in conn
+
+
+def request_read(rfile):
+    """Read one request from a buffered socket file; None at a clean EOF."""
+    line = rfile.readline(65537)
+    while line in (b"\r\n", b"\n"):  # tolerate blank lines between requests
+        line = rfile.readline(65537)
+    if not line:
+        return None
+    parts = line.decode("latin-1").split()
+    if len(parts) != 3:
+        raise ValueError("bad request line %r" % line[:100])
+    headers = {}
+    while True:
+        h = rfile.readline(65537)
+        if not h:
+            raise ClientGone()
+        if h in (b"\r\n", b"\n"):
+            break
+        name, _, value = h.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    n = int(headers.get("content-length", "0") or 0)
+    body = rfile.read(n) if n > 0 else b""
+    return Request(parts[0].upper(), parts[1], parts[2].upper(), headers, body)
+
+
+class Proxy:
+    """Threaded HTTP/1.1 proxy in front of `upstream` (host, port), with fault rules."""
+
+    def __init__(self, upstream, delay_ms=0, rules=None, log_limit=100000):
+        self.upstream = upstream
+        self.lock = threading.Lock()
+        self.start_delay_ms = delay_ms
+        self.start_rules = list(rules or [])
+        self.rules = []
+        self.delay_ms = delay_ms
+        self.entries = []
+        self.log_limit = log_limit
+        self.conns = set()
+        self.n_conns = 0
+        self.stopping = threading.Event()
+        self.t0 = time.monotonic()
+        self.set_rules(self.start_rules, delay_ms)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(128)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self.accept_loop, name="proxy-accept", daemon=True)
+
+    # -- control ----------------------------------------------------------
+
+    def set_rules(self, rules, delay_ms=None):
+        """Replace the rules (counts re-armed); change the default delay if given."""
+        parsed, delay = rules_parse({"rules": rules, "delay_ms": delay_ms})
+        with self.lock:
+            if parsed is not None:
+                self.rules = parsed
+            if delay is not None:
+                self.delay_ms = delay
+
+    def rules_view(self):
+        with self.lock:
+            return {"delay_ms": self.delay_ms,
+                    "rules": [dict(r) for r in self.rules]}
+
+    def reset(self):
+        """Back to the start: start rules re-armed, start delay, empty log."""
+        self.set_rules(self.start_rules, self.start_delay_ms)
+        with self.lock:
+            self.entries = []
+
+    def log(self):
+        """Copies of the log entries, oldest first (keys starting with _ are private)."""
+        with self.lock:
+            return [{k: v for k, v in e.items() if not k.startswith("_")} for e in self.entries]
+
+    def clear_log(self):
+        with self.lock:
+            self.entries = []
+
+    # -- lifecycle --------------------------------------------------------
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.stopping.set()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+        with self.lock:
+            conns = list(self.conns)
+        for c in conns:  # wakes threads blocked in recv (hang, keep-alive wait)
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.thread.join(5)
+
+    def accept_loop(self):
+        while not self.stopping.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                self.n_conns += 1
+                conn_id = self.n_conns
+                self.conns.add(sock)
+            threading.Thread(target=self.serve_conn, args=(sock, conn_id),
+                             name="proxy-conn-%d" % conn_id, daemon=True).start()
+
+    # -- one connection ---------------------------------------------------
+
+    def serve_conn(self, sock, conn_id):
+        rfile = sock.makefile("rb")
+        upstream = None
+        abort = False
+        try:
+            while not self.stopping.is_set():
+                req = request_read(rfile)
+                if req is None:
+                    break
+                if req.path.startswith(CONTROL_PREFIX):
+                    keep = self.control(sock, req)
+                else:
+                    keep, upstream, abort = self.handle(sock, rfile, req, conn_id, upstream)
+                if not keep or req.wants_close():
+                    break
+        except (ClientGone, OSError, ValueError):
+            pass
+        finally:
+            if upstream is not None:
+                upstream.close()
+            rfile.close()
+            with self.lock:
+                self.conns.discard(sock)
+            if not abort:
+                try:
+                    sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+            sock.close()
+
+    def match(self, req):
+        """The rule for this request (its remaining count taken), its index and the delay."""
+        with self.lock:
+            for i, r in enumerate(self.rules):
+                if "method" in r and r["method"] != req.method:
+                    continue
+                if not fnmatch.fnmatchcase(req.path, r["path"]):
+                    continue
+                if r["remaining"] == 0:
+                    continue
+                if r["remaining"] > 0:
+                    r["remaining"] -= 1
+                return r, i, r.get("delay_ms", self.delay_ms)
+            return None, None, self.delay_ms
+
+    def log_add(self, req, conn_id, rule, index):
+        entry = {"seq": 0, "conn": conn_id, "method": req.method, "path": req.path,
+                 "range": req.headers.get("range"), "status": None, "bytes": 0,
+                 "rule": None if rule is None else rule.get("name", index),
+                 "action": None, "t": round(time.monotonic() - self.t0, 4), "ms": None}
+        if rule is not None:
+            entry["action"] = (rule.get("fault") or ("status" if "status" in rule else "delay"))
+        with self.lock:
+            entry["seq"] = len(self.entries)
+            if len(self.entries) < self.log_limit:
+                self.entries.append(entry)
+        return entry
+
+    def handle(self, sock, rfile, req, conn_id, upstream):
+        """Answer one proxied request; return (keep_alive, upstream, aborted)."""
+        rule, index, delay = self.match(req)
+        entry = self.log_add(req, conn_id, rule, index)
+        entry["_start"] = time.monotonic()
+        try:
+            if delay:
+                if self.stopping.wait(delay / 1000.0):
+                    return False, upstream, False
+            if req.method not in ("GET", "HEAD"):
+                self.reply(sock, req, entry, 405, {"Allow": "GET, HEAD"}, b"method not allowed\n")
+                return True, upstream, False
+            fault = rule.get("fault") if rule else None
+            if rule is not None and "status" in rule:
+                self.reply_status(sock, req, entry, rule)
+                return True, upstream, False
+            if fault == "drop_connection":
+                return False, upstream, False
+            if fault == "hang":
+                self.hang(sock)
+                return False, upstream, False
+            return self.forward(sock, req, entry, fault, rule, upstream)
+        finally:
+            self.log_answer(entry, entry.get("status"))
+
+    def log_answer(self, entry, status, n_bytes=None):
+        """Fill in what is about to be sent, before it is, so a client that has its
+        answer finds the log entry complete.  `ms` runs from the request to the status
+        line (or to the close, when none is sent)."""
+        with self.lock:
+            entry["status"] = status
+            if n_bytes is not None:
+                entry["bytes"] = n_bytes
+            if "_start" in entry:
+                entry["ms"] = round((time.monotonic() - entry.pop("_start")) * 1000.0, 1)
+
+    def reply(self, sock, req, entry, status, headers, body):
+        head = ["HTTP/1.1 %d %s" % (status, STATUS_REASONS.get(status, "Error"))]
+        head += ["%s: %s" % kv for kv in headers.items()]
+        head += ["Content-Length: %d" % len(body), "Content-Type: text/plain", "", ""]
+        out = "\r\n".join(head).encode("latin-1")
+        if req.method != "HEAD":
+            out += body
+        self.log_answer(entry, status, 0 if req.method == "HEAD" else len(body))
+        sock.sendall(out)
+
+    def reply_status(self, sock, req, entry, rule):
+        status = rule["status"]
+        headers = {}
+        if "retry_after" in rule:
+            headers["Retry-After"] = str(int(rule["retry_after"]))
+        if "body" in rule:
+            body = str(rule["body"]).encode()
+        elif status == 403:
+            body = S3_403_BODY.encode()
+        else:
+            body = ("%d %s (sluice test proxy rule)\n"
+                    % (status, STATUS_REASONS.get(status, "Error"))).encode()
+        self.reply(sock, req, entry, status, headers, body)
+
+    def hang(self, sock):
+        """Never answer; return once the client closes or the proxy stops."""
+        while not self.stopping.is_set():
+            r, _, _ = select.select([sock], [], [], 0.2)
+            if r:
+                try:
+                    if not sock.recv(65536):
+                        return
+                except OSError:
+                    return
+
+    def upstream_open(self):
+        return http.client.HTTPConnection(self.upstream[0], self.upstream[1], timeout=60)
+
+    def upstream_request(self, upstream, req, drop_range):
+        headers = {k: v for k, v in req.headers.items() if k not in HOP_HEADERS}
+        if drop_range:
+            headers.pop("range", None)
+            headers.pop("if-range", None)
+        for attempt in (0, 1):  # a kept-alive upstream connection may have timed out
+            if upstream is None:
+                upstream = self.upstream_open()
+            try:
+                upstream.request(req.method, req.target, headers=headers)
+                return upstream, upstream.getresponse()
+            except (http.client.HTTPException, OSError):
+                upstream.close()
+                upstream = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def forward(self, sock, req, entry, fault, rule, upstream):
+        """Relay nginx's answer, or break it as `fault` says."""
+        try:
+            upstream, resp = self.upstream_request(upstream, req, fault == "full_200")
+        except (http.client.HTTPException, OSError) as e:
+            self.reply(sock, req, entry, 502, {}, ("upstream: %s\n" % e).encode())
+            return True, None, False
+        body = b""
+        length = resp.getheader("content-length")
+        if req.method != "HEAD" and length is None:  # nginx static files never chunk
+            body = resp.read()
+            length = str(len(body))
+        head = ["HTTP/1.1 %d %s" % (resp.status, resp.reason)]
+        head += ["%s: %s" % (k, v) for k, v in resp.getheaders() if k.lower() not in HOP_HEADERS
+                 and k.lower() != "content-length"]
+        if length is not None:
+            head.append("Content-Length: %s" % length)
+        head += ["", ""]
+        self.log_answer(entry, resp.status)
+        sock.sendall("\r\n".join(head).encode("latin-1"))
+        total = int(length or 0) if req.method != "HEAD" else 0
+        limit = total
+        if fault in ("reset_mid_body", "truncate_body"):
+            limit = int(rule.get("after_bytes", total // 2))
+            limit = max(0, min(limit, total - 1))
+        sent = self.relay(sock, resp, body, limit, entry)
+        if sent < total:  # a fault cut the body: close without reading the rest
+            resp.close()
+            upstream.close()
+            if fault == "reset_mid_body":
+                self.reset_socket(sock)
+                return False, None, True
+            return False, None, False
+        if resp.will_close:
+            upstream.close()
+            upstream = None
+        return True, upstream, False
+
+    def relay(self, sock, resp, body, limit, entry):
+        """Send at most `limit` body bytes (from `body`, else from `resp`); return bytes sent."""
+        sent = 0
+        while sent < limit:
+            if body:
+                block = body[sent:limit]
+            else:
+                block = resp.read(min(65536, limit - sent))
+            if not block:
+                break
+            with self.lock:
+                entry["bytes"] = sent + len(block)
+            sock.sendall(block)
+            sent += len(block)
+        return sent
+
+    @staticmethod
+    def reset_socket(sock):
+        """Abort with an RST once what was sent has left (loopback: at once)."""
+        deadline = time.monotonic() + 1.0
+        tiocoutq = 0x5411
+        buf = bytearray(4)
+        while time.monotonic() < deadline:
+            try:
+                fcntl.ioctl(sock.fileno(), tiocoutq, buf)
+            except OSError:
+                break
+            if struct.unpack("i", buf)[0] == 0:
+                break
+            time.sleep(0.005)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    # -- control endpoints -----------------------------------------------
+
+    def control(self, sock, req):
+        """Answer a /__proxy/ request; return keep-alive."""
+        status, out = 200, None
+        try:
+            key = (req.method, req.path)
+            if key == ("GET", "/__proxy/rules"):
+                out = self.rules_view()
+            elif key == ("POST", "/__proxy/rules"):
+                rules, delay = rules_parse(json.loads(req.body or b"null"))
+                with self.lock:
+                    if rules is not None:
+                        self.rules = rules
+                    if delay is not None:
+                        self.delay_ms = delay
+                out = self.rules_view()
+            elif key == ("GET", "/__proxy/log"):
+                out = self.log()
+            elif key == ("DELETE", "/__proxy/log"):
+                self.clear_log()
+                out = []
+            elif key == ("POST", "/__proxy/reset"):
+                self.reset()
+                out = self.rules_view()
+            else:
+                status, out = 404, {"error": "no control endpoint %s %s" % key}
+        except (ServeError, ValueError) as e:
+            status, out = 400, {"error": str(e)}
+        body = (json.dumps(out) + "\n").encode()
+        head = "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (
+            status, "OK" if status == 200 else "Error", len(body))
+        sock.sendall(head.encode() + body)
+        return True
+
+
+# ---------------------------------------------------------------------------
+# nginx
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nginx_config(tmp, root, port, nginx):
+    """nginx.conf text for a foreground, single-process server of `root` on `port`."""
+    try:
+        built = subprocess.run([nginx, "-V"], capture_output=True, text=True).stderr
+    except OSError:
+        built = ""
+    temps = ["client_body_temp_path %s/body;" % tmp]
+    for mod in ("proxy", "fastcgi", "uwsgi", "scgi"):
+        if "--without-http_%s_module" % mod not in built:
+            temps.append("%s_temp_path %s/%s;" % (mod, tmp, mod))
+    user = "user root root;\n" if os.geteuid() == 0 else ""
+    return """%sdaemon off;
+master_process off;
+worker_processes 1;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log %s/access.log;
+    %s
+    default_type application/octet-stream;
+    types { }
+    sendfile on;
+    tcp_nodelay on;
+    keepalive_timeout 120s;
+    keepalive_requests 1000000;
+    server_tokens off;
+    server {
+        listen 127.0.0.1:%d;
+        root %s;
+        autoindex off;
+        location / {
+            limit_except GET HEAD { deny all; }
+            try_files $uri =404;
+        }
+    }
+}
+""" % (user, tmp, tmp, tmp, "\n    ".join(temps), port, root)
+
+
+def set_pdeathsig():
+    """In the child: die with the parent (Linux PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def port_answers(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Nginx:
+    """nginx serving `root` read-only on 127.0.0.1:port, as a child process."""
+
+    def __init__(self, root, nginx=None):
+        self.root = os.path.realpath(root)
+        self.nginx = nginx or find_nginx()
+        if not self.nginx:
+            raise ServeError("nginx not found (Debian: apt-get install nginx-light)")
+        if not os.path.isdir(self.root):
+            raise ServeError("root %s is not a directory" % root)
+        self.tmp = tempfile.mkdtemp(prefix="sl-nginx-")
+        self.proc = None
+        self.port = None
+
+    def start(self, timeout=10.0):
+        for _ in range(5):  # another process may take the free port first
+            self.port = free_port()
+            conf = os.path.join(self.tmp, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(nginx_config(self.tmp, self.root, self.port, self.nginx))
+            errlog = open(os.path.join(self.tmp, "stderr.log"), "wb")
+            self.proc = subprocess.Popen(
+                [self.nginx, "-p", self.tmp + "/", "-c", conf, "-e", self.tmp + "/error.log"],
+                stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog,
+                preexec_fn=set_pdeathsig)
+            errlog.close()
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if port_answers(self.port):
+                    return
+                time.sleep(0.02)
+            why = self.why()
+            self.stop()
+            if "Address already in use" not in why:
+                raise ServeError("nginx did not start on port %d: %s" % (self.port, why))
+        raise ServeError("nginx: no free port after 5 tries")
+
+    def why(self):
+        text = ""
+        for name in ("stderr.log", "error.log"):
+            try:
+                with open(os.path.join(self.tmp, name), errors="replace") as f:
+                    text += f.read()
+            except OSError:
+                pass
+        return text.strip()[-2000:] or "(no message)"
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# both together
+
+_live = set()
+_live_lock = threading.Lock()
+
+
+def _stop_all():
+    with _live_lock:
+        servers = list(_live)
+    for s in servers:
+        s.stop()
+
+
+atexit.register(_stop_all)
+
+
+class Servers:
+    """nginx and the proxy in front of it; stop() (or leaving `with`) ends both."""
+
+    def __init__(self, root, delay_ms=0, rules=None, nginx=None):
+        self.nginx = Nginx(root, nginx)
+        self.proxy = None
+        self.delay_ms = delay_ms
+        self.rules = rules
+        self.nginx_url = self.proxy_url = self.control_url = None
+
+    def start(self):
+        with _live_lock:
+            _live.add(self)
+        try:
+            self.nginx.start()
+            self.proxy = Proxy(("127.0.0.1", self.nginx.port), self.delay_ms, self.rules)
+            self.proxy.start()
+        except BaseException:
+            self.stop()
+            raise
+        self.nginx_url = "http://127.0.0.1:%d/" % self.nginx.port
+        self.proxy_url = "http://127.0.0.1:%d/" % self.proxy.port
+        self.control_url = self.proxy_url + CONTROL_PREFIX.lstrip("/")
+        return self
+
+    def stop(self):
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
+        self.nginx.cleanup()
+        with _live_lock:
+            _live.discard(self)
+
+    def set_rules(self, rules, delay_ms=None):
+        self.proxy.set_rules(rules, delay_ms)
+
+    def log(self):
+        return self.proxy.log()
+
+    def clear_log(self):
+        self.proxy.clear_log()
+
+    def reset(self):
+        self.proxy.reset()
+
+    def urls(self):
+        return {"nginx": self.nginx_url, "proxy": self.proxy_url, "control": self.control_url}
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def serve(root, delay_ms=0, rules=None, nginx=None):
+    """Servers for `root`, not yet started: use as `with serve(root) as s:`."""
+    return Servers(root, delay_ms, rules, nginx)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", required=True, help="directory to serve read-only")
+    ap.add_argument("--delay-ms", type=float, default=0, help="latency added to every request")
+    ap.add_argument("--rules", help="JSON file: a rule list or {\"rules\": [...], \"delay_ms\": N}")
+    args = ap.parse_args(argv)
+    rules = []
+    delay = args.delay_ms
+    try:
+        if args.rules:
+            with open(args.rules) as f:
+                rules, file_delay = rules_parse(json.load(f))
+                rules = [{k: v for k, v in r.items() if k != "remaining"} for r in rules or []]
+                if file_delay is not None and not args.delay_ms:
+                    delay = file_delay
+        servers = serve(args.root, delay, rules).start()
+    except (ServeError, OSError, ValueError) as e:
+        print("serve.py: %s" % e, file=sys.stderr)
+        return 1
+
+    def on_signal(signum, frame):
+        raise SystemExit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    try:
+        print(json.dumps(servers.urls()), flush=True)
+        while servers.nginx.proc is not None and servers.nginx.proc.poll() is None:
+            time.sleep(0.5)
+        print("serve.py: nginx exited: %s" % servers.nginx.why(), file=sys.stderr)
+        return 1
+    finally:
+        servers.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
