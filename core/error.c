@@ -103,6 +103,8 @@ sl__text_fit(char *dst, size_t size, const char *src)
 
 /* Format into `text` (`size` bytes), fitting with sl__text_fit what does not
  * fit.  A message past the scratch buffer loses its tail beyond it. */
+static void text_vformat(char *text, size_t size, const char *fmt, va_list ap) SL_PRINTF(3, 0);
+
 static void
 text_vformat(char *text, size_t size, const char *fmt, va_list ap)
 {
