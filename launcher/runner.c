@@ -71,7 +71,10 @@ run_file_check(const struct cmd *c, const char *flag, const char *file, const ch
             return cmd_usage_error(c,
                                    "%s %s %s \"%s\" (%s): writing it would change that "
                                    "array; write it elsewhere",
-                                   flag, file, rel == SL_FS_CONTAINS ? "holds" : "lies inside",
+                                   flag, file,
+                                   rel == SL_FS_SAME       ? "is"
+                                   : rel == SL_FS_CONTAINS ? "holds"
+                                                           : "lies inside",
                                    nodes[i], rn);
     }
     struct stat st;

@@ -416,12 +416,6 @@ replace_make_staging(struct sl_fs_replace *r, const char *parent, const char *ba
 static sl_status
 replace_start(struct sl_fs_replace *r, struct sl_error *err)
 {
-    bool dir_there;
-    SL_TRY(replace_check_dest(r, &dir_there, err));
-    if (r->mode == SL_FS_REPLACE_IN_PLACE && r->existed) {
-        sl__strlcpy(r->staging, r->dest, sizeof(r->staging));
-        return remove_contents(r->dest, err);
-    }
     char parent[PATH_MAX], host[HOST_NAME_MAX + 1] = "";
     const char *base;
     path_split(r->dest, parent, sizeof(parent), &base);
@@ -433,9 +427,16 @@ replace_start(struct sl_fs_replace *r, struct sl_error *err)
     for (char *h = host; *h != '\0'; h++)
         if (*h == '/' || *h == '+' || *h == '@')
             *h = '_';
+    /* First what killed runs left: an old node may come back to its path. */
+    remove_stale_siblings(parent, base, host, r->dest);
+    bool dir_there;
+    SL_TRY(replace_check_dest(r, &dir_there, err));
+    if (r->mode == SL_FS_REPLACE_IN_PLACE && r->existed) {
+        sl__strlcpy(r->staging, r->dest, sizeof(r->staging));
+        return remove_contents(r->dest, err);
+    }
     if (!dir_there)
         SL_TRY(make_parents(r, parent, err));
-    remove_stale_siblings(parent, base, host, r->dest);
     return replace_make_staging(r, parent, base, host, err);
 }
 

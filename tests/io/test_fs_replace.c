@@ -238,3 +238,48 @@ Test(io_fs, remove_tree_removes_links_without_following_them)
     cr_assert_eq(sl_fs_remove_tree(p, NULL), SL_OK, "absent is fine");
     sl_test_rmtree(dir);
 }
+
+Test(io_fs, a_node_holding_foreign_files_is_never_replaced)
+{
+    const char *dir = sl_test_tmpdir("fs-foreign-in-node");
+    old_node(dir, "g.zarr");
+    put(dir, "g.zarr/graph.json", "{\"sluice\": 1}");
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/g.zarr", dir);
+    sl_fs_replace_mode modes[] = {SL_FS_REPLACE_STAGED, SL_FS_REPLACE_IN_PLACE};
+    for (int m = 0; m < 2; m++) {
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_null(sl_fs_replace_begin(dest, modes[m], &err));
+        cr_assert_eq(err.code, SL_EEXIST);
+        cr_assert_not_null(strstr(err.text, "graph.json"), "%s", err.text);
+    }
+    cr_assert_eq(count(dest), 4, "untouched");
+    sl_test_rmtree(dir);
+}
+
+Test(io_fs, an_old_node_moved_aside_by_a_killed_swap_comes_back)
+{
+    const char *dir = sl_test_tmpdir("fs-old-back");
+    char host[256] = "";
+    cr_assert_eq(gethostname(host, sizeof(host)), 0);
+    for (char *h = host; *h != '\0'; h++)
+        if (*h == '/' || *h == '+' || *h == '@')
+            *h = '_';
+    /* A dead process's pid: a child that has exited and been reaped. */
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    char name[512];
+    snprintf(name, sizeof(name), ".sluice-tmp.node.%ld@%s+a.zarr.old", (long)child, host);
+    old_node(dir, name);
+    char dest[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/a.zarr", dir);
+    sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_STAGED, NULL);
+    cr_assert_not_null(r);
+    cr_assert(sl_fs_replace_existed(r), "the old node is back at its path first");
+    sl_fs_replace_abort(r);
+    cr_assert(has(dir, "a.zarr/9.9") && !has(dir, name));
+    cr_assert_eq(count(dir), 1);
+    sl_test_rmtree(dir);
+}

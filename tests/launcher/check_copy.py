@@ -126,12 +126,36 @@ def check_usage(tmp):
     expect(rc == 0 and "100%" in err, f"--progress reports progress: {err}")
 
 
+def check_side_files(tmp):
+    """--report and --trace never land in SRC or DST, and a file that cannot
+    be written is refused before the run (exit 2), leaving DST as it was."""
+    src = os.path.join(tmp, "in.zarr")
+    dst = os.path.join(tmp, "side.zarr")
+    expect(run("copy", src, dst, "--no-progress")[0] == 0, "side: first copy")
+    before_src, before_dst = checksum(src), checksum(dst)
+    cases = ((["--report", os.path.join(src, "zarr.json")], "--report", "lies inside"),
+             (["--trace", os.path.join(src, ".zarray")], "--trace", "lies inside"),
+             (["--report", os.path.join(dst, "r.json"), "--overwrite"], "--report", "lies inside"),
+             (["--report", src], "--report", "is"),
+             (["--trace", os.path.join(tmp, "no", "such", "t.json"), "--overwrite"], "--trace",
+              "cannot write"))
+    for extra, flag, words in cases:
+        rc, _, err = run("copy", src, dst, "--no-progress", "--chunks", "4,4,4", *extra)
+        expect(rc == 2 and flag in err and (words in err or "same" in err or "holds" in err),
+               f"side files: {' '.join(extra)} is refused, exit 2: {rc} {err}")
+    expect(checksum(src) == before_src and checksum(dst) == before_dst,
+           "side files: SRC and DST are untouched")
+    expect(not [n for n in os.listdir(tmp) if n.startswith(".sluice-tmp")],
+           f"side files: nothing left behind: {os.listdir(tmp)}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="sluice-copy-") as tmp:
         data = make_input(os.path.join(tmp, "in.zarr"))
         check_format_pairs(tmp, data)
         check_failures(tmp, data)
         check_usage(tmp)
+        check_side_files(tmp)
     for f in failures:
         print("FAIL:", f)
     print(f"copy: {len(failures)} failures")
