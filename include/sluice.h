@@ -29,6 +29,7 @@
 #include <sluice/plan.h>
 #include <sluice/pool.h>
 #include <sluice/pyramid.h>
+#include <sluice/remote.h>
 #include <sluice/region.h>
 #include <sluice/sha256.h>
 #include <sluice/status.h>

@@ -11,6 +11,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "runner.h"
 
 static int run_checksum(int argc, char **argv);
 
@@ -35,11 +36,8 @@ const struct cmd cmd_checksum = {
 static int
 checksum_one(const char *path)
 {
-    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
-    o.create = false;
-    o.read_only = true;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *store = sl_store_open_fs(path, &o, &err);
+    sl_store *store = open_input_store(path, NULL, &err);
     if (store == NULL)
         return cmd_fail("checksum", path, &err);
     sl_array *a = sl_array_open(store, "", NULL, &err);

@@ -79,7 +79,7 @@ run_copy(int argc, char **argv)
         return 2;
 
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *in = open_dir_store(paths[0], false, &err);
+    sl_store *in = open_input_store(paths[0], &ro, &err);
     struct copy_job j = {.dst_path = paths[1]};
     j.src = in != NULL ? sl_array_open(in, "", NULL, &err) : NULL;
     if (j.src == NULL) {

@@ -115,7 +115,7 @@ run_downsample(int argc, char **argv)
     if (rc != 0)
         return rc;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *in = open_dir_store(paths[0], false, &err);
+    sl_store *in = open_input_store(paths[0], &ro, &err);
     sl_array *src = in != NULL ? sl_array_open(in, "", NULL, &err) : NULL;
     if (src == NULL) {
         sl_store_unref(in);

@@ -13,6 +13,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "runner.h"
 
 static int run_info(int argc, char **argv);
 
@@ -56,7 +57,12 @@ info_stored(const sl_array *a, const char *path)
 {
     struct sl_array_stored st;
     struct sl_error err = SL_ERROR_INIT;
-    if (sl_array_stored(a, &st, &err) != SL_OK)
+    sl_status s = sl_array_stored(a, &st, &err);
+    if (s == SL_EUNSUPPORTED) { /* HTTP: no listing */
+        printf("%-12s not counted: the store cannot list (%s)\n", "stored:", err.text);
+        return 0;
+    }
+    if (s != SL_OK)
         return cmd_fail("info", path, &err);
     uint64_t n = 1;
     for (uint32_t d = 0; d < sl_array_rank(a); d++)
@@ -158,7 +164,12 @@ info_group(sl_store *store, const char *path, int format)
     struct members m = {store, 0};
     printf("members:\n");
     struct sl_error err = SL_ERROR_INIT;
-    if (sl_store_list(store, "", print_member, &m, &err) != SL_OK)
+    sl_status s = sl_store_list(store, "", print_member, &m, &err);
+    if (s == SL_EUNSUPPORTED) {
+        printf("  (not listed: the store cannot list; %s)\n", err.text);
+        return 0;
+    }
+    if (s != SL_OK)
         return cmd_fail("info", path, &err);
     if (m.n == 0)
         printf("  (none)\n");
@@ -182,11 +193,8 @@ run_info(int argc, char **argv)
     }
     if (path == NULL)
         return cmd_usage_error(&cmd_info, "PATH is missing");
-    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
-    o.create = false;
-    o.read_only = true;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *store = sl_store_open_fs(path, &o, &err);
+    sl_store *store = open_input_store(path, NULL, &err);
     if (store == NULL)
         return cmd_fail("info", path, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;

@@ -328,7 +328,7 @@ run_pyramid(int argc, char **argv)
     if (rc != 0)
         return rc;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *in = open_dir_store(a.paths[0], false, &err);
+    sl_store *in = open_input_store(a.paths[0], &ro, &err);
     sl_array *src = in != NULL ? sl_array_open(in, "", NULL, &err) : NULL;
     if (src == NULL) {
         sl_store_unref(in);

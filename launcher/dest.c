@@ -14,6 +14,13 @@
 int
 dest_check_alias(const struct cmd *c, const char *src, const char *dst)
 {
+    if (strstr(dst, "://") != NULL)
+        return cmd_usage_error(c,
+                               "DST \"%s\": outputs are directories; remote stores are "
+                               "read here, not written",
+                               dst);
+    if (strstr(src, "://") != NULL)
+        return 0; /* a remote input cannot alias a local output */
     char a[4096], b[4096];
     struct sl_error err = SL_ERROR_INIT;
     if (sl_fs_path_resolve(src, a, sizeof(a), &err) != SL_OK ||

@@ -109,13 +109,26 @@ open_dir_store(const char *path, bool writable, struct sl_error *err)
     return sl_store_open_fs(path, &o, err);
 }
 
+sl_store *
+open_input_store(const char *path, const struct run_opts *o, struct sl_error *err)
+{
+    struct sl_url_store_opts uo = SL_URL_STORE_OPTS_DEFAULT;
+    uo.fs.create = false;
+    uo.fs.read_only = true;
+    if (o != NULL && o->io_concurrency > 0)
+        uo.http.io_concurrency = o->io_concurrency;
+    uo.http.missing_on_403 = o != NULL && o->missing_on_403;
+    return sl_store_open_url(path, &uo, err);
+}
+
 int
 run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i)
 {
     const char *a = argv[*i];
     const char *value = *i + 1 < argc ? argv[*i + 1] : NULL;
     bool takes = strcmp(a, "--threads") == 0 || strcmp(a, "--memory") == 0 ||
-                 strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0;
+                 strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0 ||
+                 strcmp(a, "--io-concurrency") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -127,6 +140,16 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
     } else if (strcmp(a, "--memory") == 0) {
         if (!memory_parse(value, &o->memory))
             return cmd_usage_error(c, "--memory: \"%s\" is not a size like 512M or 2G", value);
+    } else if (strcmp(a, "--io-concurrency") == 0) {
+        char *end;
+        unsigned long n = strtoul(value, &end, 10);
+        if (*end != '\0' || n == 0 || n > 4096)
+            return cmd_usage_error(c, "--io-concurrency: \"%s\" is not a count from 1 to 4096",
+                                   value);
+        o->io_concurrency = (unsigned)n;
+    } else if (strcmp(a, "--missing-on-403") == 0) {
+        o->missing_on_403 = true;
+        return 1;
     } else if (strcmp(a, "--trace") == 0) {
         o->trace = value;
     } else if (strcmp(a, "--report") == 0) {

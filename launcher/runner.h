@@ -18,13 +18,15 @@
 
 /* Options every graph-running command takes. */
 struct run_opts {
-    unsigned threads;      /* --threads N: workers; 0 = one per core */
-    size_t memory;         /* --memory SIZE: chunk-buffer budget in bytes; 0 = none */
-    bool fail_fast;        /* --fail-fast: stop at the first failed chunk */
-    bool missing_is_error; /* --missing-is-error: absent input chunks fail */
-    int progress;          /* --progress 1, --no-progress 0, default -1: on a terminal */
-    const char *trace;     /* --trace FILE: Chrome trace of every task */
-    const char *report;    /* --report FILE: JSON report of every chunk that failed */
+    unsigned threads;        /* --threads N: workers; 0 = one per core */
+    size_t memory;           /* --memory SIZE: chunk-buffer budget in bytes; 0 = none */
+    bool fail_fast;          /* --fail-fast: stop at the first failed chunk */
+    bool missing_is_error;   /* --missing-is-error: absent input chunks fail */
+    int progress;            /* --progress 1, --no-progress 0, default -1: on a terminal */
+    const char *trace;       /* --trace FILE: Chrome trace of every task */
+    const char *report;      /* --report FILE: JSON report of every chunk that failed */
+    unsigned io_concurrency; /* --io-concurrency N: remote requests in flight; 0 = default */
+    bool missing_on_403;     /* --missing-on-403: a remote 403 reads as absent */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
 
@@ -39,7 +41,9 @@ struct run_opts {
     "  --no-progress        draw no progress\n"                                                 \
     "  --trace FILE         write a Chrome trace (Perfetto) of every task (under mpirun:\n"     \
     "                       FILE.rank<N> for each rank)\n"                                      \
-    "  --report FILE        write the JSON report of failed chunks\n"
+    "  --report FILE        write the JSON report of failed chunks\n"                           \
+    "  --io-concurrency N   remote (http/https) requests in flight at most (default 64)\n"      \
+    "  --missing-on-403     read a remote 403 as an absent chunk, as Ceph's gateway means it\n"
 
 /*
  * Consume the shared option at argv[*i] (and its value, advancing *i).
@@ -68,6 +72,10 @@ int run_files_check(const struct cmd *c, const struct run_opts *o, const char *c
 
 /* Open the directory store at `path` (read-only or created for writing). */
 sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);
+
+/* Open the store an input names: a directory, a file:// URL, or an
+ * http(s):// URL (read-only, with `o`'s remote options; `o` may be NULL). */
+sl_store *open_input_store(const char *path, const struct run_opts *o, struct sl_error *err);
 
 /*
  * Prepare and run the sealed graph `g` on a new pool as `o` says, with

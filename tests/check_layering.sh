@@ -37,7 +37,7 @@ io_below[batch]="zarr store codec"
 # External headers by module that may include them (regex on the name).
 declare -A external
 external[runtime]='^(hwloc\.h|hwloc/.*|ck_.*\.h|pthread\.h|sched\.h|linux/futex\.h|sys/syscall\.h)$'
-external[io]='^(zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h)$'
+external[io]='^(zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|curl/curl\.h)$'
 external[graph]='^(jansson\.h|pthread\.h)$'
 external[launcher]='^mpi\.h$'
 forbidden_external='^(hwloc\.h|hwloc/.*|ck_.*\.h|zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|mpi\.h)$'

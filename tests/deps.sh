@@ -8,7 +8,7 @@
 # installs zarrita, the JavaScript reader the launcher tests check with;
 # nginx-light serves the remote-store tests, tests/remote/serve.py):
 SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
-  libjansson-dev zlib1g-dev libblosc-dev"
+  libjansson-dev zlib1g-dev libblosc-dev libcurl4-openssl-dev"
 SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy
   python3-zarr python3-numcodecs strace util-linux libopenmpi-dev openmpi-bin clang
   libclang-rt-14-dev nodejs npm nginx-light"

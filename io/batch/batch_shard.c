@@ -136,7 +136,7 @@ index_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
     else if (ctx == NULL)
         st = sl_error_set(&e, SL_ENOMEM, NULL, "no memory for a codec context");
     if (st == SL_OK)
-        st = sl__reader_open(a->store, slot->key, &slot->rd, &e);
+        st = sl__shard_open(a->store, &a->meta, slot->key, &slot->rd, &e);
     if (st == SL_ENOTFOUND) {
         lookup_chunks(sh, o, NULL);
         return;

@@ -25,26 +25,7 @@
 #include <time.h>
 
 #include "engine_internal.h"
-#include "core_internal.h"
-
-struct sl__engine {
-    struct sl__engine_opts o;
-    CURLM *multi;
-    pthread_t thread;
-    pthread_mutex_t lock;              /* guards head, tail, stop */
-    struct sl__http_req *head, *tail;  /* submitted, not started: FIFO */
-    bool stop;                         /* destroy asked */
-    /* The engine's thread only. */
-    struct sl__http_req *waiting;      /* retries not yet due */
-    unsigned in_flight;                /* transfers in the multi handle */
-    unsigned window;                   /* the window now: 1 .. o.window */
-    uint64_t rng;                      /* jitter */
-    CURL **idle;                       /* easy handles to reuse */
-    size_t n_idle;
-    /* Counters: written by the engine's thread, read by any (relaxed). */
-    _Atomic uint64_t n_requests, n_attempts, n_retries, n_bytes;
-    _Atomic unsigned max_in_flight, window_now;
-};
+#include "store_internal.h"
 
 /* What a transfer's answer said, gathered by the header callback. */
 struct answer {
@@ -52,6 +33,35 @@ struct answer {
     int64_t range_first, range_last, range_total; /* Content-Range; -1 when absent */
     int64_t length;                               /* Content-Length; -1 when absent */
     double retry_after;                           /* seconds; -1 when absent */
+};
+
+/* The state a transfer carries: its request and what the answer says. */
+struct transfer {
+    struct sl__http_req *req;
+    struct answer a;
+    bool overflow; /* the body grew past what was asked */
+    char range[64];
+    struct transfer *prev, *next; /* the engine's in-flight list */
+};
+
+struct sl__engine {
+    struct sl__engine_opts o;
+    CURLM *multi;
+    pthread_t thread;
+    pthread_mutex_t lock;             /* guards head, tail, stop */
+    struct sl__http_req *head, *tail; /* submitted, not started: FIFO */
+    bool stop;                        /* destroy asked */
+    /* The engine's thread only. */
+    struct sl__http_req *waiting; /* retries not yet due */
+    unsigned in_flight;           /* transfers in the multi handle */
+    unsigned window;              /* the window now: 1 .. o.window */
+    uint64_t rng;                 /* jitter */
+    struct transfer *flying;      /* transfers in flight: a list */
+    CURL **idle;                  /* easy handles to reuse */
+    size_t n_idle;
+    /* Counters: written by the engine's thread, read by any (relaxed). */
+    _Atomic uint64_t n_requests, n_attempts, n_retries, n_bytes;
+    _Atomic unsigned max_in_flight, window_now;
 };
 
 static double
@@ -73,14 +83,6 @@ engine_random(struct sl__engine *e)
 }
 
 /* ---- per-transfer callbacks ------------------------------------------------------- */
-
-/* The state a transfer carries: its request and what the answer says. */
-struct transfer {
-    struct sl__http_req *req;
-    struct answer a;
-    bool overflow; /* the body grew past what was asked */
-    char range[64];
-};
 
 static size_t
 on_body(char *data, size_t size, size_t n, void *arg)
@@ -118,8 +120,11 @@ on_header(char *data, size_t size, size_t n, void *arg)
     memcpy(line, data, len);
     line[len] = '\0';
     if (strncmp(line, "HTTP/", 5) == 0) { /* a new answer (after a redirect or 100) */
-        t->a = (struct answer){.range_first = -1, .range_last = -1, .range_total = -1,
-                               .length = -1, .retry_after = -1};
+        t->a = (struct answer){.range_first = -1,
+                               .range_last = -1,
+                               .range_total = -1,
+                               .length = -1,
+                               .retry_after = -1};
         return bytes;
     }
     char *colon = strchr(line, ':');
@@ -203,6 +208,10 @@ engine_start(struct sl__engine *e, struct sl__http_req *req)
         req->easy = NULL;
         return false;
     }
+    t->next = e->flying;
+    if (e->flying != NULL)
+        e->flying->prev = t;
+    e->flying = t;
     e->in_flight++;
     if (e->in_flight > atomic_load_explicit(&e->max_in_flight, memory_order_relaxed))
         atomic_store_explicit(&e->max_in_flight, e->in_flight, memory_order_relaxed);
@@ -311,8 +320,8 @@ engine_judge(struct sl__engine *e, struct transfer *t, CURLcode rc)
     }
     if (rc == CURLE_OK && status == 416) {
         snprintf(req->message, sizeof(req->message),
-                 "%s: HTTP 416: range %s past the end of the object (%" PRId64 " bytes)",
-                 req->url, t->range, t->a.range_total);
+                 "%s: HTTP 416: range %s past the end of the object (%" PRId64 " bytes)", req->url,
+                 t->range, t->a.range_total);
         return SL_EBOUNDS;
     }
     bool transient = rc == CURLE_OK ? status_transient(status) : curl_transient(rc);
@@ -322,13 +331,12 @@ engine_judge(struct sl__engine *e, struct transfer *t, CURLcode rc)
                  req->url, status, req->attempts, req->attempts == 1 ? "" : "s", first);
     } else {
         snprintf(req->message, sizeof(req->message), "%s: %s after %u attempt%s", req->url,
-                 t->overflow ? "out of memory for the body" : curl_easy_strerror(rc),
-                 req->attempts, req->attempts == 1 ? "" : "s");
+                 t->overflow ? "out of memory for the body" : curl_easy_strerror(rc), req->attempts,
+                 req->attempts == 1 ? "" : "s");
     }
     if (t->overflow)
         return SL_ENOMEM;
-    if (transient && req->attempts < e->o.max_attempts &&
-        now_s() - req->started < e->o.deadline_s)
+    if (transient && req->attempts < e->o.max_attempts && now_s() - req->started < e->o.deadline_s)
         return SL_ECANCELED;
     if (rc == CURLE_OK)
         return SL_EHTTP;
@@ -365,6 +373,17 @@ engine_complete(struct sl__engine *e, struct sl__http_req *req, sl_status st)
     req->done(req, req->ctx);
 }
 
+static void
+flying_unlink(struct sl__engine *e, struct transfer *t)
+{
+    if (t->prev != NULL)
+        t->prev->next = t->next;
+    else
+        e->flying = t->next;
+    if (t->next != NULL)
+        t->next->prev = t->prev;
+}
+
 /* A transfer ended: judge it, then complete or retry its request. */
 static void
 engine_finish(struct sl__engine *e, CURL *c, CURLcode rc)
@@ -373,6 +392,7 @@ engine_finish(struct sl__engine *e, CURL *c, CURLcode rc)
     curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&t);
     curl_multi_remove_handle(e->multi, c);
     e->in_flight--;
+    flying_unlink(e, t);
     struct sl__http_req *req = t->req;
     sl_status st = engine_judge(e, t, rc);
     req->easy = NULL;
@@ -450,17 +470,15 @@ engine_cancel_all(struct sl__engine *e)
     int left;
     while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
         (void)m;
-    CURL **handles = curl_multi_get_handles(e->multi);
-    for (size_t i = 0; handles != NULL && handles[i] != NULL; i++) {
-        struct transfer *t = NULL;
-        curl_easy_getinfo(handles[i], CURLINFO_PRIVATE, (char **)&t);
-        curl_multi_remove_handle(e->multi, handles[i]);
-        curl_easy_cleanup(handles[i]);
+    while (e->flying != NULL) {
+        struct transfer *t = e->flying;
+        flying_unlink(e, t);
+        curl_multi_remove_handle(e->multi, t->req->easy);
+        curl_easy_cleanup(t->req->easy);
         snprintf(t->req->message, sizeof(t->req->message), "%s: cancelled", t->req->url);
         engine_complete(e, t->req, SL_ECANCELED);
         free(t);
     }
-    curl_free(handles);
     for (struct sl__http_req *r = e->waiting, *n; r != NULL; r = n) {
         n = r->next;
         engine_complete(e, r, SL_ECANCELED);

@@ -87,12 +87,12 @@ sl_status sl__engine_get(sl__engine *e, const char *url, const struct sl_byte_ra
 
 /* Counters of an engine since it started. */
 struct sl__engine_stats {
-    uint64_t requests;  /* completed */
-    uint64_t attempts;  /* tries, retries included */
-    uint64_t retries;   /* tries after the first */
-    uint64_t bytes;     /* body bytes received */
+    uint64_t requests;      /* completed */
+    uint64_t attempts;      /* tries, retries included */
+    uint64_t retries;       /* tries after the first */
+    uint64_t bytes;         /* body bytes received */
     unsigned max_in_flight; /* the most requests in flight at once */
-    unsigned window;    /* the window now */
+    unsigned window;        /* the window now */
 };
 
 void sl__engine_get_stats(sl__engine *e, struct sl__engine_stats *out);

@@ -59,6 +59,15 @@ sl_status sl__key_check(const char *key, size_t len, struct sl_error *err);
 sl_status sl__reader_open(sl_store *s, const char *key, struct sl__reader *rd,
                           struct sl_error *err);
 
+/*
+ * sl__reader_open, saying which range the caller reads first (NULL: the
+ * whole object), so that a remote store fetches it with the request that
+ * opens the object: a shard's index by a suffix range, without asking for
+ * the object's size first.
+ */
+sl_status sl__reader_open_first(sl_store *s, const char *key, const struct sl_byte_range *first,
+                                struct sl__reader *rd, struct sl_error *err);
+
 /* Read exactly `n` bytes at `offset` into `dst`.  @return SL_OK, SL_EBOUNDS
  * (past the end), SL_EIO. */
 sl_status sl__reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,

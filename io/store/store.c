@@ -257,12 +257,19 @@ error_name_key(struct sl_error *err, const char *key)
 sl_status
 sl__reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_error *err)
 {
+    return sl__reader_open_first(s, key, NULL, rd, err);
+}
+
+sl_status
+sl__reader_open_first(sl_store *s, const char *key, const struct sl_byte_range *first,
+                      struct sl__reader *rd, struct sl_error *err)
+{
     *rd = (struct sl__reader){.store = s, .key = key, .size = 0, .fd = -1, .blob = NULL};
     if (s == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
     sl_status st = sl__key_check(key, key != NULL ? strlen(key) : 0, err);
     if (st == SL_OK)
-        st = s->vt->reader_open(s, key, rd, err);
+        st = s->vt->reader_open(s, key, first, rd, err);
     if (st != SL_OK) {
         rd->store = NULL;
         if (st != SL_ENOTFOUND)
@@ -359,7 +366,7 @@ sl_store_get(sl_store *s, const char *key, const struct sl_byte_range *range, st
              uint64_t *object_bytes, struct sl_error *err)
 {
     struct sl__reader rd;
-    SL_TRY(sl__reader_open(s, key, &rd, err));
+    SL_TRY(sl__reader_open_first(s, key, range, &rd, err));
     sl_status st = sl__reader_read_range(&rd, range, out, err);
     if (st == SL_OK && object_bytes != NULL)
         *object_bytes = rd.size;

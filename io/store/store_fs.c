@@ -143,8 +143,10 @@ fs_resolve(const struct fs_store *st, const char *path, const char *key, char *r
 /* ---- reads ---------------------------------------------------------------- */
 
 static sl_status
-fs_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_error *err)
+fs_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
+               struct sl__reader *rd, struct sl_error *err)
 {
+    (void)first; /* a local read costs nothing up front */
     struct fs_store *st = fs_of(s);
     char path[PATH_MAX], resolved[PATH_MAX];
     SL_TRY(fs_path(st, key, path, err));

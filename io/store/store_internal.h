@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include <sluice/remote.h>
+
 #include "io_store.h"
 
 /* What each kind of store implements; the generic layer checks keys,
@@ -17,8 +19,10 @@
 struct sl__store_vtable {
     const char *kind;
     bool sets_wait; /* a set waits for a device (fsync): worth a writer thread */
-    sl_status (*reader_open)(sl_store *s, const char *key, struct sl__reader *rd,
-                             struct sl_error *err);
+    /* `first`: the range the caller reads first (NULL: all of it), so a
+     * remote store fetches it with the opening request. */
+    sl_status (*reader_open)(sl_store *s, const char *key, const struct sl_byte_range *first,
+                             struct sl__reader *rd, struct sl_error *err);
     sl_status (*reader_read)(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
                              struct sl_error *err);
     void (*reader_close)(struct sl__reader *rd);
@@ -27,6 +31,8 @@ struct sl__store_vtable {
     sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);
     sl_status (*list)(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
                       struct sl_error *err);
+    /* A remote store's counters; NULL for local stores. */
+    void (*remote_stats)(const sl_store *s, struct sl_remote_stats *out);
     void (*destroy)(sl_store *s);
 };
 

@@ -119,8 +119,10 @@ mem_grow_locked(struct mem_store *ms)
 }
 
 static sl_status
-mem_reader_open(sl_store *s, const char *key, struct sl__reader *rd, struct sl_error *err)
+mem_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
+                struct sl__reader *rd, struct sl_error *err)
 {
+    (void)first; /* a local read costs nothing up front */
     struct mem_store *ms = mem_of(s);
     SL_TRY(mem_hook(ms, SL_STORE_OP_GET, key, 0, err));
     size_t n = strlen(key);

@@ -205,7 +205,7 @@ shard_index_exist(const sl_array *a, const char *key, bool *exist, sl_codec_ctx 
                   struct sl_error *err)
 {
     struct sl__reader rd;
-    sl_status st = sl__reader_open(a->store, key, &rd, err);
+    sl_status st = sl__shard_open(a->store, &a->meta, key, &rd, err);
     if (st == SL_ENOTFOUND) {
         sl_error_clear(err);
         memset(exist, 0, (size_t)a->meta.n_per_shard * sizeof(bool));

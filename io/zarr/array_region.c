@@ -277,7 +277,7 @@ read_shard_part(void *arg, size_t i, sl_codec_ctx *ctx, struct sl_error *err)
     sl__array_object_key(a, shard, key, sizeof(key));
     struct sl__reader rd;
     struct sl_error local = SL_ERROR_INIT;
-    sl_status st = sl__reader_open(a->store, key, &rd, &local);
+    sl_status st = sl__shard_open(a->store, &a->meta, key, &rd, &local);
     if (st == SL_ENOTFOUND) {
         fill_empty_inner(job, shard, NULL, which, n);
         return SL_OK;

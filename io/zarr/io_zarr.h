@@ -116,6 +116,15 @@ sl_status sl__chunk_store(const sl_array *a, const uint64_t *coords, const void 
 /* An index entry's offset and nbytes when the inner chunk is empty. */
 #define SL__SHARD_EMPTY UINT64_MAX
 
+/* The byte range of a shard's index (a suffix, or the first bytes), which
+ * a remote store fetches with the request that opens the shard. */
+struct sl_byte_range sl__shard_index_first(const struct sl__meta *m);
+
+/* Open shard `key` of `a`'s store for reading, fetching its index range
+ * first (sl__reader_open_first). */
+sl_status sl__shard_open(sl_store *store, const struct sl__meta *m, const char *key,
+                         struct sl__reader *rd, struct sl_error *err);
+
 /* Read and decode the index of the shard open in `rd` into the context's
  * SL__SCR_INDEX; `*entries` points there. */
 sl_status sl__shard_index_read(struct sl__reader *rd, const struct sl__meta *m, sl_codec_ctx *ctx,

@@ -81,6 +81,21 @@ sl__shard_index_decode(const struct sl__meta *m, const uint8_t *bytes, size_t n,
     return SL_OK;
 }
 
+struct sl_byte_range
+sl__shard_index_first(const struct sl__meta *m)
+{
+    return m->index_at_start ? sl_byte_range_at(0, m->index_bytes)
+                             : sl_byte_range_suffix(m->index_bytes);
+}
+
+sl_status
+sl__shard_open(sl_store *store, const struct sl__meta *m, const char *key, struct sl__reader *rd,
+               struct sl_error *err)
+{
+    struct sl_byte_range first = sl__shard_index_first(m);
+    return sl__reader_open_first(store, key, &first, rd, err);
+}
+
 sl_status
 sl__shard_index_read(struct sl__reader *rd, const struct sl__meta *m, sl_codec_ctx *ctx,
                      const uint64_t **entries, struct sl_error *err)
@@ -230,7 +245,7 @@ sl__inner_fetch(const sl_array *a, const uint64_t *inner, void *buf, sl_codec_ct
         return sl_error_set(err, SL_EINVAL, NULL, "shard key too long");
     struct sl__reader rd;
     struct sl_error local = SL_ERROR_INIT;
-    sl_status st = sl__reader_open(a->store, key, &rd, &local);
+    sl_status st = sl__shard_open(a->store, &a->meta, key, &rd, &local);
     *missing = st == SL_ENOTFOUND;
     if (st == SL_ENOTFOUND)
         return SL_OK;

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote stores and opening a store by URL.  An HTTP(S) store reads Zarr
+ * arrays served by any web server or object store gateway: keys become URLs
+ * under the store's base URL, objects are read with GET (byte ranges with
+ * `Range:`), and an I/O engine of its own (libcurl's multi interface on one
+ * thread) keeps a window of requests in flight, whatever the number of
+ * threads that read, retrying what is worth retrying.
+ *
+ * Only a 404 means "absent" (the fill value, or an error where missing
+ * chunks are errors); every other failure is an error for that read, never
+ * a fill value.  Servers that answer 403 for absent keys (Ceph's gateway)
+ * need `missing_on_403`.
+ */
+#ifndef SL_REMOTE_H
+#define SL_REMOTE_H
+
+#include <stdbool.h>
+
+#include <sluice/alloc.h>
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/store.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Options of the HTTP(S) store, with their defaults. */
+struct sl_http_store_opts {
+    unsigned io_concurrency;          /* requests in flight at most (64) */
+    unsigned max_attempts;            /* tries per request, the first included (10) */
+    double backoff_first_s;           /* a first retry waits up to this, doubling (0.1 s) */
+    double backoff_cap_s;             /* no wait longer than this (15 s) */
+    double request_deadline_s;        /* a request gives up after this, retries included (300 s) */
+    double connect_timeout_s;         /* per connection attempt (5 s) */
+    long low_speed_bytes;             /* a transfer under this many bytes per second ... (1024) */
+    long low_speed_s;                 /* ... for this long is cut and retried (30 s) */
+    bool missing_on_403;              /* a 403 means "absent" (Ceph's gateway does so) (false) */
+    const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+};
+#define SL_HTTP_STORE_OPTS_DEFAULT                          \
+    ((struct sl_http_store_opts){.io_concurrency = 64,      \
+                                 .max_attempts = 10,        \
+                                 .backoff_first_s = 0.1,    \
+                                 .backoff_cap_s = 15,       \
+                                 .request_deadline_s = 300, \
+                                 .connect_timeout_s = 5,    \
+                                 .low_speed_bytes = 1024,   \
+                                 .low_speed_s = 30,         \
+                                 .missing_on_403 = false,   \
+                                 .alloc = NULL})
+
+/**
+ * Open a read-only store over `url` (http:// or https://; a trailing "/" is
+ * optional; a query string, as a signed URL carries, is kept after every
+ * key).  Nothing is requested until a key is read.  Set and delete fail
+ * with SL_EACCES; listing fails with SL_EUNSUPPORTED (HTTP cannot list).
+ * @param opts  NULL for SL_HTTP_STORE_OPTS_DEFAULT.
+ * @return a store with one reference, or NULL with SL_EINVAL (not an
+ * http(s) URL, an option out of range), SL_EUNSUPPORTED (built without
+ * libcurl) or SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
+ */
+SL_API sl_store *sl_store_open_http(const char *url, const struct sl_http_store_opts *opts,
+                                    struct sl_error *err);
+
+/* Options of sl_store_open_url: one set per kind of store. */
+struct sl_url_store_opts {
+    struct sl_fs_store_opts fs;     /* for paths and file:// URLs */
+    struct sl_http_store_opts http; /* for http:// and https:// */
+};
+#define SL_URL_STORE_OPTS_DEFAULT \
+    ((struct sl_url_store_opts){.fs = SL_FS_STORE_OPTS_DEFAULT, .http = SL_HTTP_STORE_OPTS_DEFAULT})
+
+/**
+ * Whether `text` is a URL sluice opens remotely (http:// or https://).
+ * @return true for those schemes (case-insensitive).
+ * Thread-safety: any thread.
+ */
+SL_API bool sl_url_is_remote(const char *text);
+
+/**
+ * Open the store `text` names, choosing it by scheme: http:// and https://
+ * open the HTTP store; file:///abs/path and a plain path open the
+ * filesystem store.
+ * @param opts  NULL for SL_URL_STORE_OPTS_DEFAULT.
+ * @return a store with one reference, or NULL with what the chosen store's
+ * opening returns, or SL_EUNSUPPORTED (another scheme, e.g. s3://, named in
+ * the message).
+ * Thread-safety: any thread.
+ */
+SL_API sl_store *sl_store_open_url(const char *text, const struct sl_url_store_opts *opts,
+                                   struct sl_error *err);
+
+/* What a remote store did since it was opened (all zero for local stores). */
+struct sl_remote_stats {
+    uint64_t requests;      /* requests completed */
+    uint64_t attempts;      /* tries, retries included */
+    uint64_t retries;       /* tries after a request's first */
+    uint64_t bytes;         /* body bytes received */
+    unsigned max_in_flight; /* the most requests in flight at once */
+    unsigned window;        /* the window now (halved by 429/503, grown back by successes) */
+};
+
+/** Copy a store's remote counters into `out`.  Thread-safety: any thread. */
+SL_API void sl_store_get_remote_stats(const sl_store *s, struct sl_remote_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_REMOTE_H */

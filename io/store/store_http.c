@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HTTP(S) store: read-only, keys as URLs under a base URL, every read a
+ * GET through the store's I/O engine (engine.c).  A reader's opening
+ * request fetches the range its caller reads first (the whole object, or a
+ * shard's index by a suffix range) and keeps those bytes; later reads of
+ * other ranges are GETs of their own.  Only a 404 (or a 403 with
+ * missing_on_403) reads as absent.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <sluice/remote.h>
+
+#include "engine_internal.h"
+#include "store_internal.h"
+
+/* The longest URL the store builds. */
+#define HTTP_URL_MAX 8192
+
+struct http_store {
+    struct sl_store base;
+    char *root;  /* the base URL without a trailing '/' or the query; owned */
+    char *query; /* "?..." kept after every key, or ""; owned */
+    sl__engine *engine;
+};
+
+/* What a reader keeps: the bytes its opening request fetched. */
+struct http_blob {
+    struct sl_buf bytes; /* [offset, offset + bytes.size) of the object */
+    uint64_t offset;
+};
+
+static struct http_store *
+http_of(sl_store *s)
+{
+    return (struct http_store *)s;
+}
+
+/* Percent-encode what a URL path may not hold as it is; keys are checked
+ * already (no "..", no empty components). */
+static bool
+url_for(const struct http_store *h, const char *key, char *out, size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, "%s/", h->root);
+    for (const char *p = key; *p != '\0' && n + 4 < size; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (isalnum(c) || strchr("-._~/", c) != NULL)
+            out[n++] = (char)c;
+        else
+            n += (size_t)snprintf(out + n, size - n, "%%%02X", c);
+    }
+    if (n + strlen(h->query) + 1 >= size)
+        return false;
+    strcpy(out + n, h->query);
+    return true;
+}
+
+static sl_status
+http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
+                 struct sl__reader *rd, struct sl_error *err)
+{
+    struct http_store *h = http_of(s);
+    char url[HTTP_URL_MAX];
+    if (!url_for(h, key, url, sizeof(url)))
+        return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
+    struct http_blob *b = sl_alloc(&s->alloc, sizeof(*b), 0);
+    if (b == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory reading %s", url);
+    *b = (struct http_blob){.bytes = {.alloc = s->alloc}};
+    uint64_t size = 0;
+    struct sl_byte_range all = {SL_RANGE_ALL, 0, 0};
+    const struct sl_byte_range *r = first != NULL ? first : &all;
+    sl_status st = sl__engine_get(h->engine, url, r, &b->bytes, &size, err);
+    if (st == SL_OK) {
+        rd->size = size;
+        b->offset = r->kind == SL_RANGE_SUFFIX ? size - b->bytes.size
+                    : r->kind == SL_RANGE_FROM ? r->offset
+                                               : 0;
+        rd->blob = b;
+        return SL_OK;
+    }
+    sl_buf_fini(&b->bytes);
+    sl_free(&s->alloc, b, sizeof(*b));
+    return st;
+}
+
+static sl_status
+http_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, struct sl_error *err)
+{
+    struct http_blob *b = rd->blob;
+    if (offset >= b->offset && offset + n <= b->offset + b->bytes.size) {
+        memcpy(dst, b->bytes.data + (offset - b->offset), n);
+        return SL_OK;
+    }
+    struct http_store *h = http_of(rd->store);
+    char url[HTTP_URL_MAX];
+    if (!url_for(h, rd->key, url, sizeof(url)))
+        return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", rd->key);
+    struct sl_buf got = {.alloc = rd->store->alloc};
+    struct sl_byte_range r = sl_byte_range_at(offset, n);
+    sl_status st = sl__engine_get(h->engine, url, &r, &got, NULL, err);
+    if (st == SL_OK && got.size != n)
+        st = sl_error_set(err, SL_ECORRUPT, NULL, "%s: %zu bytes asked at %" PRIu64 ", %zu came",
+                          url, n, offset, got.size);
+    if (st == SL_OK)
+        memcpy(dst, got.data, n);
+    sl_buf_fini(&got);
+    return st;
+}
+
+static void
+http_reader_close(struct sl__reader *rd)
+{
+    struct http_blob *b = rd->blob;
+    if (b == NULL)
+        return;
+    sl_buf_fini(&b->bytes);
+    sl_free(&rd->store->alloc, b, sizeof(*b));
+    rd->blob = NULL;
+}
+
+static sl_status
+http_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+         struct sl_error *err)
+{
+    (void)data;
+    (void)n;
+    (void)flags;
+    return sl_error_set(err, SL_EACCES, NULL, "cannot write \"%s\": the HTTP store %s is read-only",
+                        key, http_of(s)->root);
+}
+
+static sl_status
+http_del(sl_store *s, const char *key, struct sl_error *err)
+{
+    return sl_error_set(err, SL_EACCES, NULL,
+                        "cannot delete \"%s\": the HTTP store %s is read-only", key,
+                        http_of(s)->root);
+}
+
+static sl_status
+http_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct sl_error *err)
+{
+    (void)fn;
+    (void)arg;
+    return sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                        "cannot list \"%s\" under %s: HTTP has no listing", prefix,
+                        http_of(s)->root);
+}
+
+static void
+http_remote_stats(const sl_store *s, struct sl_remote_stats *out)
+{
+    struct sl__engine_stats e;
+    sl__engine_get_stats(((const struct http_store *)s)->engine, &e);
+    *out = (struct sl_remote_stats){.requests = e.requests,
+                                    .attempts = e.attempts,
+                                    .retries = e.retries,
+                                    .bytes = e.bytes,
+                                    .max_in_flight = e.max_in_flight,
+                                    .window = e.window};
+}
+
+static void
+http_destroy(sl_store *s)
+{
+    struct http_store *h = http_of(s);
+    sl__engine_destroy(h->engine);
+    struct sl_allocator a = s->alloc;
+    sl_free(&a, h->root, strlen(h->root) + 1);
+    sl_free(&a, h->query, strlen(h->query) + 1);
+    sl_free(&a, h, sizeof(*h));
+}
+
+static const struct sl__store_vtable http_vtable = {
+    .kind = "http",
+    .sets_wait = false,
+    .reader_open = http_reader_open,
+    .reader_read = http_reader_read,
+    .reader_close = http_reader_close,
+    .set = http_set,
+    .del = http_del,
+    .list = http_list,
+    .remote_stats = http_remote_stats,
+    .destroy = http_destroy,
+};
+
+/* Check the options; SL_OK or SL_EINVAL naming the field. */
+static sl_status
+http_opts_check(const struct sl_http_store_opts *o, struct sl_error *err)
+{
+    if (o->io_concurrency < 1 || o->io_concurrency > 4096)
+        return sl_error_set(err, SL_EINVAL, NULL, "io_concurrency %u is not in 1..4096",
+                            o->io_concurrency);
+    if (o->max_attempts < 1 || o->max_attempts > 1000)
+        return sl_error_set(err, SL_EINVAL, NULL, "max_attempts %u is not in 1..1000",
+                            o->max_attempts);
+    if (!(o->backoff_first_s >= 0) || !(o->backoff_cap_s >= o->backoff_first_s) ||
+        !(o->request_deadline_s > 0) || !(o->connect_timeout_s > 0))
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "timing options out of range (backoff %g..%g s, deadline %g s, "
+                            "connect timeout %g s)",
+                            o->backoff_first_s, o->backoff_cap_s, o->request_deadline_s,
+                            o->connect_timeout_s);
+    return SL_OK;
+}
+
+/* Copy `n` bytes of `text` into a new string of the store's allocator. */
+static char *
+http_strndup(const struct sl_allocator *a, const char *text, size_t n)
+{
+    char *s = sl_alloc(a, n + 1, 0);
+    if (s != NULL) {
+        memcpy(s, text, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+sl_store *
+sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
+{
+    struct sl_http_store_opts o = opts != NULL ? *opts : SL_HTTP_STORE_OPTS_DEFAULT;
+    if (url == NULL || !sl_url_is_remote(url)) {
+        sl_error_set(err, SL_EINVAL, NULL, "\"%s\" is not an http:// or https:// URL",
+                     url != NULL ? url : "(null)");
+        return NULL;
+    }
+    if (http_opts_check(&o, err) != SL_OK)
+        return NULL;
+    struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
+    struct http_store *h = sl_alloc(&alloc, sizeof(*h), 0);
+    if (h == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
+        return NULL;
+    }
+    memset(h, 0, sizeof(*h));
+    sl__store_init(&h->base, &http_vtable, &alloc);
+    h->base.given = NULL;
+    size_t n = strcspn(url, "?#"), q = url[n] == '?' ? strcspn(url + n, "#") : 0;
+    size_t root_n = n;
+    while (root_n > 0 && url[root_n - 1] == '/')
+        root_n--;
+    h->root = http_strndup(&alloc, url, root_n);
+    h->query = http_strndup(&alloc, url + n, q);
+    struct sl__engine_opts eo = {.window = o.io_concurrency,
+                                 .max_attempts = o.max_attempts,
+                                 .backoff_first_s = o.backoff_first_s,
+                                 .backoff_cap_s = o.backoff_cap_s,
+                                 .deadline_s = o.request_deadline_s,
+                                 .connect_timeout_s = o.connect_timeout_s,
+                                 .low_speed_bytes = o.low_speed_bytes,
+                                 .low_speed_s = o.low_speed_s,
+                                 .missing_on_403 = o.missing_on_403,
+                                 .user_agent = "sluice"};
+    if (h->root != NULL && h->query != NULL)
+        h->engine = sl__engine_create(&eo, err);
+    else
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
+    if (h->engine == NULL) {
+        if (h->root != NULL)
+            sl_free(&alloc, h->root, root_n + 1);
+        if (h->query != NULL)
+            sl_free(&alloc, h->query, q + 1);
+        sl_free(&alloc, h, sizeof(*h));
+        return NULL;
+    }
+    h->base.given = h->root;
+    return &h->base;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening a store by URL: the scheme chooses the store (http and https:
+ * the HTTP store; file and plain paths: the filesystem store), and remote
+ * counters for any store.  Without libcurl the HTTP store says so.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include <sluice/remote.h>
+
+#include "store_internal.h"
+
+bool
+sl_url_is_remote(const char *text)
+{
+    return text != NULL &&
+           (strncasecmp(text, "http://", 7) == 0 || strncasecmp(text, "https://", 8) == 0);
+}
+
+/* The scheme of `text` ("s3" for "s3://b/k"), in `out`; false for none. */
+static bool
+url_scheme(const char *text, char *out, size_t size)
+{
+    size_t n = strspn(text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+    if (n == 0 || n >= size || strncmp(text + n, "://", 3) != 0)
+        return false;
+    memcpy(out, text, n);
+    out[n] = '\0';
+    return true;
+}
+
+sl_store *
+sl_store_open_url(const char *text, const struct sl_url_store_opts *opts, struct sl_error *err)
+{
+    struct sl_url_store_opts o = opts != NULL ? *opts : SL_URL_STORE_OPTS_DEFAULT;
+    if (text == NULL || text[0] == '\0') {
+        sl_error_set(err, SL_EINVAL, NULL, "empty path or URL");
+        return NULL;
+    }
+    if (sl_url_is_remote(text))
+        return sl_store_open_http(text, &o.http, err);
+    char scheme[16];
+    if (!url_scheme(text, scheme, sizeof(scheme)))
+        return sl_store_open_fs(text, &o.fs, err);
+    if (strcasecmp(scheme, "file") == 0) {
+        const char *path = text + 7;
+        if (path[0] != '/') {
+            sl_error_set(err, SL_EINVAL, NULL,
+                         "\"%s\": a file:// URL needs an absolute path (file:///data/a.zarr)",
+                         text);
+            return NULL;
+        }
+        return sl_store_open_fs(path, &o.fs, err);
+    }
+    sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                 "\"%s\": the %s:// scheme is not supported (http://, https://, file:// and "
+                 "paths are)",
+                 text, scheme);
+    return NULL;
+}
+
+void
+sl_store_get_remote_stats(const sl_store *s, struct sl_remote_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s != NULL && s->vt->remote_stats != NULL)
+        s->vt->remote_stats(s, out);
+}
+
+#ifndef SL_HAVE_CURL
+sl_store *
+sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
+{
+    (void)opts;
+    sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                 "cannot open %s: this sluice was built without libcurl (install "
+                 "libcurl4-openssl-dev and rebuild)",
+                 url != NULL ? url : "(null)");
+    return NULL;
+}
+#endif
