@@ -106,7 +106,8 @@ run_explain(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_explain, "GRAPH.json is missing");
     sl_graph_json *doc;
-    int rc = graph_file_load(&cmd_explain, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &doc);
+    int rc =
+        graph_file_load(&cmd_explain, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, NULL, &doc);
     if (rc != 0)
         return rc;
     rc = explain_doc(doc, memory, dot, path);

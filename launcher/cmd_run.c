@@ -91,7 +91,7 @@ run_run(int argc, char **argv)
     const char *nodes[1] = {path};
     if (run_files_check(&cmd_run, &ro, nodes, 1) != 0)
         return 2;
-    int rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &doc);
+    int rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc);
     if (rc != 0)
         return rc;
     if (!dry_run) {
@@ -101,7 +101,7 @@ run_run(int argc, char **argv)
         sl_graph_json_destroy(doc);
         doc = NULL;
         if (rc == 0)
-            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, &doc);
+            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, &ro, &doc);
         if (rc != 0)
             return rc;
     }

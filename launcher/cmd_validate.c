@@ -51,7 +51,8 @@ run_validate(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_validate, "GRAPH.json is missing");
     sl_graph_json *doc;
-    int rc = graph_file_load(&cmd_validate, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &doc);
+    int rc =
+        graph_file_load(&cmd_validate, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, NULL, &doc);
     if (rc != 0)
         return rc;
     printf("%s: valid, %u nodes\n", path, sl_graph_node_count(sl_graph_json_graph(doc)));

@@ -10,13 +10,17 @@
 
 int
 graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
-                bool allow_outside, sl_graph_json **out)
+                bool allow_outside, const struct run_opts *ro, sl_graph_json **out)
 {
     struct sl_error records[GRAPH_FILE_MAX_ERRORS];
     struct sl_graph_json_errors errors = {.errors = records, .capacity = GRAPH_FILE_MAX_ERRORS};
     struct sl_graph_json_opts opts = SL_GRAPH_JSON_OPTS_DEFAULT;
     opts.new_arrays = new_arrays;
     opts.allow_outside = allow_outside;
+    if (ro != NULL) {
+        opts.io_concurrency = ro->io_concurrency;
+        opts.missing_on_403 = ro->missing_on_403;
+    }
     *out = sl_graph_json_load_file(path, &opts, &errors);
     if (*out != NULL)
         return 0;

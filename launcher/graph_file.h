@@ -12,6 +12,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "runner.h"
 
 /* Errors reported per file before validation stops. */
 #define GRAPH_FILE_MAX_ERRORS 20
@@ -26,6 +27,6 @@
  * read) with nothing to free.
  */
 int graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
-                    bool allow_outside, sl_graph_json **out);
+                    bool allow_outside, const struct run_opts *ro, sl_graph_json **out);
 
 #endif /* SL_LAUNCHER_GRAPH_FILE_H */

@@ -64,8 +64,8 @@ jget_enum(struct sl__jdiag *d, const json_t *v, const char *ptr, const char *con
 static void
 run_parse(sl_graph_json *doc, const json_t *run)
 {
-    static const char *const keys[] = {"threads", "memory",  "error_policy",
-                                       "missing", "comment", NULL};
+    static const char *const keys[] = {
+        "threads", "memory", "error_policy", "missing", "comment", "io_concurrency", NULL};
     static const char *const policies[] = {"collect", "fail_fast", NULL};
     static const char *const missing[] = {"fill", "error", NULL};
     struct sl__jdiag *d = &doc->diag;
@@ -82,6 +82,10 @@ run_parse(sl_graph_json *doc, const json_t *run)
         doc->run.threads = (uint32_t)threads;
     if ((v = json_object_get(run, "memory")) != NULL)
         run_parse_memory(doc, v, "/run/memory");
+    uint64_t window;
+    if ((v = json_object_get(run, "io_concurrency")) != NULL &&
+        sl__jget_uint(d, v, "/run/io_concurrency", 1, 4096, &window))
+        doc->run.io_concurrency = (uint32_t)window;
     int k;
     if ((v = json_object_get(run, "error_policy")) != NULL &&
         (k = jget_enum(d, v, "/run/error_policy", policies)) >= 0)

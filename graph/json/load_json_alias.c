@@ -14,6 +14,8 @@
 
 #include <sluice/fs.h>
 
+#include <sluice/remote.h>
+
 #include "load_json_internal.h"
 
 /* One path of the file. */
@@ -34,8 +36,8 @@ alias_collect(const sl_graph_json *doc, struct alias_entry *e)
     size_t n = 0;
     for (size_t i = 0; i < doc->n_arrays; i++) {
         const struct sl__jarray *a = &doc->arrays[i];
-        if (a->full_path == NULL)
-            continue;
+        if (a->full_path == NULL || sl_url_is_remote(a->full_path))
+            continue; /* a remote array is read only, and no local path names it */
         if (e != NULL)
             e[n] = (struct alias_entry){.path = a->path,
                                         .full = a->full_path,

@@ -12,6 +12,7 @@
 
 #include <sluice/checked.h>
 #include <sluice/graph_node.h>
+#include <sluice/remote.h>
 
 #include "core_internal.h"
 #include "io_fill.h"
@@ -27,14 +28,27 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
     sl_array_unref(a->array);
     sl_store_unref(a->store);
     a->array = NULL;
-    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
-    so.create = false;
-    so.read_only = !writable;
-    so.alloc = &doc->alloc;
+    struct sl_url_store_opts so = SL_URL_STORE_OPTS_DEFAULT;
+    so.fs.create = false;
+    so.fs.read_only = !writable;
+    so.fs.alloc = &doc->alloc;
+    so.http.alloc = &doc->alloc;
+    so.http.missing_on_403 = a->missing_on_403 || doc->opts.missing_on_403;
+    if (doc->opts.io_concurrency > 0 || doc->run.io_concurrency > 0)
+        so.http.io_concurrency =
+            doc->opts.io_concurrency > 0 ? doc->opts.io_concurrency : doc->run.io_concurrency;
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");
-    a->store = sl_store_open_fs(a->full_path, &so, &err);
+    if (writable && sl_url_is_remote(a->full_path)) {
+        sl__jdiag_add(&doc->diag, SL_EACCES, at,
+                      "array \"%s\" at %s is remote, and remote arrays are read here, not "
+                      "written",
+                      a->name, a->path);
+        a->bad = true;
+        return;
+    }
+    a->store = sl_store_open_url(a->full_path, &so, &err);
     struct sl_array_opts ao = SL_ARRAY_OPTS_DEFAULT;
     ao.alloc = &doc->alloc;
     a->array = a->store != NULL ? sl_array_open(a->store, "", &ao, &err) : NULL;
@@ -87,6 +101,11 @@ sl__jarrays_open(sl_graph_json *doc)
         sl__jptr_key(at, a->ptr, "path");
         if (a->role == SL__JARRAY_READ)
             array_open_existing(doc, a, false);
+        else if (sl_url_is_remote(a->full_path))
+            sl__jdiag_add(&doc->diag, SL_EACCES, at,
+                          "array \"%s\" at %s cannot be created: remote arrays are read here, "
+                          "not written",
+                          a->name, a->path);
         else if (!sl__jpath_check_free(doc, a->full_path, a->path, at, a->overwrite, &a->exists))
             a->bad = true;
     }

@@ -16,7 +16,10 @@
 #include <sluice/fs.h>
 #include <sluice/op_registry.h>
 
+#include <sluice/remote.h>
+
 #include "core_internal.h"
+
 #include "load_json_internal.h"
 
 /* ---- the error list -------------------------------------------------------- */
@@ -327,6 +330,14 @@ sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr)
         sl__jdiag_add(&doc->diag, SL_EINVAL, ptr, "expected a path, found \"\"");
         return NULL;
     }
+    if (sl_url_is_remote(path)) { /* read from where it is: no local rule applies */
+        char *url = sl_strdup(&doc->alloc, path);
+        if (url == NULL)
+            sl__jdiag_add(&doc->diag, SL_ENOMEM, ptr, "no memory for URL \"%s\"", path);
+        return url;
+    }
+    if (strncmp(path, "file://", 7) == 0)
+        path += 7; /* file:///data/a.zarr: the absolute path */
     bool absolute = path[0] == '/';
     if (!doc->opts.allow_outside && (absolute || path_has_dotdot(path))) {
         sl__jdiag_add(&doc->diag, SL_EACCES, ptr,

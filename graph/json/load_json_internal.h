@@ -71,6 +71,7 @@ struct sl__jarray {
     sl__jarray_role role;          /* read or create */
     bool overwrite;                /* "overwrite" */
     bool in_place;                 /* "overwrite": "in-place" */
+    bool missing_on_403;           /* "missing_on_403": a remote 403 reads as absent */
     bool exists;                   /* create: something is stored at the path already */
     const char *like_name;         /* "like" as written, or NULL */
     int like;                      /* index of the "like" array, or -1 */

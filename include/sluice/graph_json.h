@@ -62,6 +62,10 @@ struct sl_graph_json_opts {
                                          directory (load_file) or "." (load_string).  Copied. */
     size_t max_bytes;                 /* longest file accepted; 0: SL_GRAPH_JSON_MAX_BYTES */
     uint32_t max_depth;               /* deepest nesting accepted; 0: SL_GRAPH_JSON_MAX_DEPTH */
+    uint32_t io_concurrency;          /* remote arrays' requests in flight; 0: the file's
+                                         "run.io_concurrency", else the store's default */
+    bool missing_on_403;              /* every remote array reads a 403 as absent (else
+                                         only those whose "missing_on_403" says so) */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
@@ -70,6 +74,8 @@ struct sl_graph_json_opts {
                                  .base_dir = NULL,                      \
                                  .max_bytes = 0,                        \
                                  .max_depth = 0,                        \
+                                 .io_concurrency = 0,                   \
+                                 .missing_on_403 = false,               \
                                  .alloc = NULL})
 
 /*
@@ -153,10 +159,11 @@ SL_API sl_graph *sl_graph_json_graph(const sl_graph_json *doc);
 
 /* The file's "run" options. */
 struct sl_graph_json_run {
-    uint32_t threads;       /* "threads"; 0 when not given (one per core) */
-    size_t memory_budget;   /* "memory" in bytes; 0 when not given (no limit) */
-    sl_error_policy policy; /* "error_policy"; SL_POLICY_COLLECT when not given */
-    bool missing_is_error;  /* "missing": "error"; false ("fill") when not given */
+    uint32_t threads;        /* "threads"; 0 when not given (one per core) */
+    size_t memory_budget;    /* "memory" in bytes; 0 when not given (no limit) */
+    sl_error_policy policy;  /* "error_policy"; SL_POLICY_COLLECT when not given */
+    bool missing_is_error;   /* "missing": "error"; false ("fill") when not given */
+    uint32_t io_concurrency; /* "io_concurrency": remote requests in flight; 0 when not given */
 };
 
 /** Copy the file's run options into `out`.  Thread-safety: any thread. */

@@ -61,6 +61,10 @@ sl_status sl__key_prefix_check(const char *prefix, struct sl_error *err);
 /* True for names the filesystem store uses for its temporary files. */
 bool sl__key_is_temporary(const char *name);
 
+/* The scheme of `text` ("s3" for "s3://b/k") in `out` (`size` bytes);
+ * false when it has none (url.c). */
+bool sl__url_scheme(const char *text, char *out, size_t size);
+
 /* Map a negated errno value to a status. */
 sl_status sl__status_from_errno(int neg_errno);
 

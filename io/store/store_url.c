@@ -11,25 +11,6 @@
 
 #include "store_internal.h"
 
-bool
-sl_url_is_remote(const char *text)
-{
-    return text != NULL &&
-           (strncasecmp(text, "http://", 7) == 0 || strncasecmp(text, "https://", 8) == 0);
-}
-
-/* The scheme of `text` ("s3" for "s3://b/k"), in `out`; false for none. */
-static bool
-url_scheme(const char *text, char *out, size_t size)
-{
-    size_t n = strspn(text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
-    if (n == 0 || n >= size || strncmp(text + n, "://", 3) != 0)
-        return false;
-    memcpy(out, text, n);
-    out[n] = '\0';
-    return true;
-}
-
 sl_store *
 sl_store_open_url(const char *text, const struct sl_url_store_opts *opts, struct sl_error *err)
 {
@@ -41,7 +22,7 @@ sl_store_open_url(const char *text, const struct sl_url_store_opts *opts, struct
     if (sl_url_is_remote(text))
         return sl_store_open_http(text, &o.http, err);
     char scheme[16];
-    if (!url_scheme(text, scheme, sizeof(scheme)))
+    if (!sl__url_scheme(text, scheme, sizeof(scheme)))
         return sl_store_open_fs(text, &o.fs, err);
     if (strcasecmp(scheme, "file") == 0) {
         const char *path = text + 7;
