@@ -294,6 +294,7 @@ sl__exec_task_emit(struct sl__exec *ex, struct sl__exec_drive *dr, uint32_t stag
     if (st == SL_OK) {
         t->reserved = s->task_bytes;
         sl__exec_reserve(ex, t->reserved);
+        sl__exec_prefetch(ex, stage, box, first, count);
     } else {
         sl__exec_cancel(ex);
     }

@@ -88,6 +88,7 @@ struct sl__exec {
     sl_store **stores;               /* them (borrowed from the arrays) */
     struct sl_store_stats *stats0;   /* their counters when the run started */
     uint64_t t0_ns;                  /* monotonic start of the run */
+    bool prefetch;                   /* a get reads a remote store: hint its chunks */
 
     /* Memory orders (the pairs are named where each access is):
      * - `accounted`, `in_flight` and `driver_waiting` form a Dekker pair
@@ -152,6 +153,15 @@ sl__exec_count(_Atomic uint64_t *c, uint64_t n)
 uint64_t sl__exec_now_ns(void);
 
 /* Chunk coordinates of position `pos` of box `box` of stage `stage`. */
+/* Whether any array of the run lives in a remote store
+ * (exec_prefetch.c). */
+bool sl__exec_reads_remote(const struct sl__exec *ex);
+
+/* Hint the remote chunks the gets of stage `stage` read for chunks
+ * [first, first + count) of box `box` (the driver, as it emits a task). */
+void sl__exec_prefetch(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t first,
+                       uint32_t count);
+
 void sl__exec_box_coords(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos,
                          uint64_t *coords);
 

@@ -47,6 +47,18 @@ SL_API SL_NODISCARD sl_status sl_array_read_chunk(const sl_array *a, const uint6
                                                   bool *missing, struct sl_error *err);
 
 /**
+ * Hint that chunk `coords` will be read soon: a remote store starts
+ * fetching it now, so that many requests are in flight while few threads
+ * read (the executor hints each task's chunks as it emits the task).  The
+ * read that follows takes the fetched bytes; a store that holds as many
+ * hinted objects as its window allows ignores further hints until reads
+ * take some.  Local stores, sharded arrays and coordinates outside the
+ * grid: nothing happens.
+ * Thread-safety: any thread.
+ */
+SL_API void sl_array_prefetch_chunk(const sl_array *a, const uint64_t *coords);
+
+/**
  * Encode and store chunk `coords` from `buf` (as sl_array_read_chunk
  * writes it).  Padding outside the array is stored as the fill value.  A
  * chunk equal to the fill value is deleted instead of stored unless the

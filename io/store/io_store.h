@@ -68,6 +68,13 @@ sl_status sl__reader_open(sl_store *s, const char *key, struct sl__reader *rd,
 sl_status sl__reader_open_first(sl_store *s, const char *key, const struct sl_byte_range *first,
                                 struct sl__reader *rd, struct sl_error *err);
 
+/* Whether `s` fetches hinted objects ahead (a remote store). */
+bool sl__store_can_prefetch(const sl_store *s);
+
+/* Hint that object `key` will be read whole soon (sl_array_prefetch_chunk);
+ * a store that cannot prefetch ignores it. */
+void sl__store_prefetch(sl_store *s, const char *key);
+
 /* Read exactly `n` bytes at `offset` into `dst`.  @return SL_OK, SL_EBOUNDS
  * (past the end), SL_EIO. */
 sl_status sl__reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,

@@ -432,6 +432,19 @@ sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
 }
 
 bool
+sl__store_can_prefetch(const sl_store *s)
+{
+    return s->vt->prefetch != NULL;
+}
+
+void
+sl__store_prefetch(sl_store *s, const char *key)
+{
+    if (s->vt->prefetch != NULL && sl__key_check(key, strlen(key), NULL) == SL_OK)
+        s->vt->prefetch(s, key);
+}
+
+bool
 sl__store_sets_wait(const sl_store *s)
 {
     return s->vt->sets_wait;

@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +20,31 @@
 #include "engine_internal.h"
 #include "store_internal.h"
 
-/* The longest URL the store builds. */
+/* The longest URL the store builds, and the longest it fetches ahead. */
 #define HTTP_URL_MAX 8192
+#define HTTP_URL_MAX_AHEAD 2048
+
+/* An object fetched ahead of its read (http_prefetch). */
+struct http_ahead {
+    struct http_ahead *next;
+    struct http_store *h;
+    char *key; /* owned */
+    char url[HTTP_URL_MAX_AHEAD];
+    struct sl__http_req req; /* its body is handed to the reader */
+    bool done;               /* under ahead_lock */
+};
 
 struct http_store {
     struct sl_store base;
     char *root;  /* the base URL without a trailing '/' or the query; owned */
     char *query; /* "?..." kept after every key, or ""; owned */
     sl__engine *engine;
+    /* Objects fetched ahead, oldest first; `ahead_lock` guards the list,
+     * each entry's `done` and `n_ahead`; `ahead_cond` says one is done. */
+    pthread_mutex_t ahead_lock;
+    pthread_cond_t ahead_cond;
+    struct http_ahead *ahead, *ahead_tail;
+    size_t n_ahead, max_ahead;
 };
 
 /* What a reader keeps: the bytes its opening request fetched. */
@@ -60,11 +78,138 @@ url_for(const struct http_store *h, const char *key, char *out, size_t size)
     return true;
 }
 
+/* ---- fetching ahead ---------------------------------------------------------------- */
+
+static void
+ahead_free(struct http_store *h, struct http_ahead *a)
+{
+    sl_buf_fini(&a->req.body);
+    sl_free(&h->base.alloc, a->key, strlen(a->key) + 1);
+    sl_free(&h->base.alloc, a, sizeof(*a));
+}
+
+/* On the engine's thread: the fetch ended. */
+static void
+ahead_done(struct sl__http_req *req, void *ctx)
+{
+    (void)req;
+    struct http_ahead *a = ctx;
+    struct http_store *h = a->h;
+    pthread_mutex_lock(&h->ahead_lock);
+    a->done = true;
+    pthread_cond_broadcast(&h->ahead_cond);
+    pthread_mutex_unlock(&h->ahead_lock);
+}
+
+/* Unlink `a` (whose predecessor is `prev`, or NULL) from the list; locked. */
+static void
+ahead_unlink_locked(struct http_store *h, struct http_ahead *prev, struct http_ahead *a)
+{
+    if (prev != NULL)
+        prev->next = a->next;
+    else
+        h->ahead = a->next;
+    if (h->ahead_tail == a)
+        h->ahead_tail = prev;
+    h->n_ahead--;
+}
+
+static void
+http_prefetch(sl_store *s, const char *key)
+{
+    struct http_store *h = http_of(s);
+    struct http_ahead *evicted = NULL;
+    pthread_mutex_lock(&h->ahead_lock);
+    bool known = false;
+    for (struct http_ahead *a = h->ahead; a != NULL && !known; a = a->next)
+        known = strcmp(a->key, key) == 0;
+    /* Full: make room by dropping the oldest fetched object nobody read. */
+    if (!known && h->n_ahead >= h->max_ahead && h->ahead->done) {
+        evicted = h->ahead;
+        ahead_unlink_locked(h, NULL, evicted);
+    }
+    bool room = !known && h->n_ahead < h->max_ahead;
+    pthread_mutex_unlock(&h->ahead_lock);
+    if (evicted != NULL)
+        ahead_free(h, evicted);
+    if (!room)
+        return;
+    struct http_ahead *a = sl_alloc(&s->alloc, sizeof(*a), 0);
+    char *k = sl_strdup(&s->alloc, key);
+    if (a == NULL || k == NULL || !url_for(h, key, a->url, sizeof(a->url))) {
+        if (a != NULL)
+            sl_free(&s->alloc, a, sizeof(*a));
+        if (k != NULL)
+            sl_free(&s->alloc, k, strlen(k) + 1);
+        return; /* a hint: the read fetches it itself */
+    }
+    a->next = NULL;
+    a->h = h;
+    a->key = k;
+    a->done = false;
+    a->req = (struct sl__http_req){.url = a->url,
+                                   .range = {SL_RANGE_ALL, 0, 0},
+                                   .done = ahead_done,
+                                   .ctx = a,
+                                   .body = {.alloc = s->alloc}};
+    pthread_mutex_lock(&h->ahead_lock);
+    if (h->ahead_tail != NULL)
+        h->ahead_tail->next = a;
+    else
+        h->ahead = a;
+    h->ahead_tail = a;
+    h->n_ahead++;
+    pthread_mutex_unlock(&h->ahead_lock);
+    sl__engine_submit(h->engine, &a->req);
+}
+
+/* Take the object fetched ahead for `key`, waiting until its fetch ends;
+ * NULL when none was. */
+static struct http_ahead *
+ahead_take(struct http_store *h, const char *key)
+{
+    pthread_mutex_lock(&h->ahead_lock);
+    struct http_ahead *prev = NULL, *a = h->ahead;
+    while (a != NULL && strcmp(a->key, key) != 0) {
+        prev = a;
+        a = a->next;
+    }
+    if (a != NULL) {
+        ahead_unlink_locked(h, prev, a);
+        while (!a->done)
+            pthread_cond_wait(&h->ahead_cond, &h->ahead_lock);
+    }
+    pthread_mutex_unlock(&h->ahead_lock);
+    return a;
+}
+
+/* ---- readers ----------------------------------------------------------------------- */
+
 static sl_status
 http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
                  struct sl__reader *rd, struct sl_error *err)
 {
     struct http_store *h = http_of(s);
+    struct http_ahead *got =
+        first == NULL || first->kind == SL_RANGE_ALL ? ahead_take(h, key) : NULL;
+    if (got != NULL) {
+        sl_status st = got->req.status;
+        if (st == SL_OK) {
+            struct http_blob *b = sl_alloc(&s->alloc, sizeof(*b), 0);
+            if (b != NULL) {
+                *b = (struct http_blob){.bytes = got->req.body, .offset = 0};
+                got->req.body = (struct sl_buf){.alloc = s->alloc};
+                rd->size = got->req.object_size;
+                rd->blob = b;
+            } else {
+                st = sl_error_set(err, SL_ENOMEM, NULL, "out of memory reading %s", got->url);
+            }
+        } else {
+            sl_error_set(err, st, NULL, "%s", got->req.message);
+        }
+        ahead_free(h, got);
+        return st;
+    }
     char url[HTTP_URL_MAX];
     if (!url_for(h, key, url, sizeof(url)))
         return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
@@ -170,7 +315,14 @@ static void
 http_destroy(sl_store *s)
 {
     struct http_store *h = http_of(s);
-    sl__engine_destroy(h->engine);
+    sl__engine_destroy(h->engine); /* every fetch ahead has ended */
+    while (h->ahead != NULL) {
+        struct http_ahead *a = h->ahead;
+        h->ahead = a->next;
+        ahead_free(h, a);
+    }
+    pthread_cond_destroy(&h->ahead_cond);
+    pthread_mutex_destroy(&h->ahead_lock);
     struct sl_allocator a = s->alloc;
     sl_free(&a, h->root, strlen(h->root) + 1);
     sl_free(&a, h->query, strlen(h->query) + 1);
@@ -186,6 +338,7 @@ static const struct sl__store_vtable http_vtable = {
     .set = http_set,
     .del = http_del,
     .list = http_list,
+    .prefetch = http_prefetch,
     .remote_stats = http_remote_stats,
     .destroy = http_destroy,
 };
@@ -258,11 +411,16 @@ sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struc
                                  .low_speed_s = o.low_speed_s,
                                  .missing_on_403 = o.missing_on_403,
                                  .user_agent = "sluice"};
+    h->max_ahead = 2 * (size_t)o.io_concurrency;
+    pthread_mutex_init(&h->ahead_lock, NULL);
+    pthread_cond_init(&h->ahead_cond, NULL);
     if (h->root != NULL && h->query != NULL)
         h->engine = sl__engine_create(&eo, err);
     else
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
     if (h->engine == NULL) {
+        pthread_cond_destroy(&h->ahead_cond);
+        pthread_mutex_destroy(&h->ahead_lock);
         if (h->root != NULL)
             sl_free(&alloc, h->root, root_n + 1);
         if (h->query != NULL)

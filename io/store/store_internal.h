@@ -31,6 +31,8 @@ struct sl__store_vtable {
     sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);
     sl_status (*list)(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
                       struct sl_error *err);
+    /* Start fetching object `key` ahead of its read; NULL: no prefetching. */
+    void (*prefetch)(sl_store *s, const char *key);
     /* A remote store's counters; NULL for local stores. */
     void (*remote_stats)(const sl_store *s, struct sl_remote_stats *out);
     void (*destroy)(sl_store *s);

@@ -141,6 +141,18 @@ sl_array_read_chunk(const sl_array *a, const uint64_t *coords, void *buf, size_t
     return st;
 }
 
+void
+sl_array_prefetch_chunk(const sl_array *a, const uint64_t *coords)
+{
+    if (a->meta.sharded || !sl__store_can_prefetch(a->store) ||
+        sl__array_check_coords(a, coords, NULL) != SL_OK)
+        return;
+    char key[SL_STORE_KEY_MAX + 1];
+    if (sl__array_object_key(a, coords, key, sizeof(key)) >= sizeof(key))
+        return;
+    sl__store_prefetch(a->store, key);
+}
+
 /* Replace one inner chunk of its shard with the caller's buffer. */
 struct inner_write {
     uint64_t k;      /* the inner chunk replaced */
