@@ -29,8 +29,8 @@
 #include <sluice/plan.h>
 #include <sluice/pool.h>
 #include <sluice/pyramid.h>
-#include <sluice/remote.h>
 #include <sluice/region.h>
+#include <sluice/remote.h>
 #include <sluice/sha256.h>
 #include <sluice/status.h>
 #include <sluice/store.h>
