@@ -393,6 +393,12 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
             " upstream of a failure, %" PRIu64 " cancelled; read %s, wrote %s\n",
             c->name, s.n_chunks, CMD_PLURAL(s.n_chunks), s.elapsed_s, s.n_ok, s.n_failed,
             s.n_upstream, s.n_canceled, rd, wr);
+    if (s.remote_requests > 0)
+        fprintf(stderr,
+                "sluice %s: remote: %" PRIu64 " request%s, %" PRIu64 " retr%s, at most %u in "
+                "flight\n",
+                c->name, s.remote_requests, CMD_PLURAL(s.remote_requests), s.remote_retries,
+                s.remote_retries == 1 ? "y" : "ies", s.remote_max_in_flight);
     int rc = st == SL_OK ? 0 : 1;
     if (st != SL_OK && s.n_failed + s.n_upstream + s.n_canceled == 0)
         cmd_fail(c->name, what, &err);

@@ -163,7 +163,9 @@ exec_stores(struct sl__exec *ex, struct sl_error *err)
     ex->stores = sl_alloc_zeroed(&ex->plan->alloc, g->n_nodes + 1, sizeof(sl_store *), 0);
     ex->stats0 =
         sl_alloc_zeroed(&ex->plan->alloc, g->n_nodes + 1, sizeof(struct sl_store_stats), 0);
-    if (ex->stores == NULL || ex->stats0 == NULL)
+    ex->remote0 =
+        sl_alloc_zeroed(&ex->plan->alloc, g->n_nodes + 1, sizeof(struct sl_remote_stats), 0);
+    if (ex->stores == NULL || ex->stats0 == NULL || ex->remote0 == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory to track stores");
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         const struct sl__node *n = &g->nodes[i];
@@ -176,6 +178,7 @@ exec_stores(struct sl__exec *ex, struct sl_error *err)
         if (!seen) {
             ex->stores[ex->n_stores] = st;
             sl_store_get_stats(st, &ex->stats0[ex->n_stores]);
+            sl_store_get_remote_stats(st, &ex->remote0[ex->n_stores]);
             ex->n_stores++;
         }
     }
@@ -187,12 +190,20 @@ static void
 exec_store_bytes(const struct sl__exec *ex, struct sl_run_summary *s)
 {
     s->bytes_read = s->bytes_written = s->objects_written = 0;
+    s->remote_requests = s->remote_retries = 0;
+    s->remote_max_in_flight = 0;
     for (uint32_t k = 0; k < ex->n_stores; k++) {
         struct sl_store_stats now;
         sl_store_get_stats(ex->stores[k], &now);
         s->bytes_read += now.bytes_read - ex->stats0[k].bytes_read;
         s->bytes_written += now.bytes_written - ex->stats0[k].bytes_written;
         s->objects_written += now.n_set - ex->stats0[k].n_set;
+        struct sl_remote_stats r;
+        sl_store_get_remote_stats(ex->stores[k], &r);
+        s->remote_requests += r.requests - ex->remote0[k].requests;
+        s->remote_retries += r.retries - ex->remote0[k].retries;
+        if (r.max_in_flight > s->remote_max_in_flight)
+            s->remote_max_in_flight = r.max_in_flight;
     }
 }
 
@@ -268,6 +279,7 @@ exec_fini(struct sl__exec *ex)
     sl__exec_puts_close(ex);
     sl_free(a, ex->stores, (ex->graph->n_nodes + 1) * sizeof(sl_store *));
     sl_free(a, ex->stats0, (ex->graph->n_nodes + 1) * sizeof(struct sl_store_stats));
+    sl_free(a, ex->remote0, (ex->graph->n_nodes + 1) * sizeof(struct sl_remote_stats));
     pthread_cond_destroy(&ex->cond);
     pthread_mutex_destroy(&ex->lock);
 }

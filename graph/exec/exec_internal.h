@@ -18,6 +18,7 @@
 #include <sluice/array_iter.h>
 #include <sluice/codec.h>
 #include <sluice/pool.h>
+#include <sluice/remote.h>
 #include <sluice/store.h>
 #include <sluice/txn.h>
 
@@ -87,6 +88,7 @@ struct sl__exec {
     uint32_t n_stores;               /* distinct stores of the graph's arrays */
     sl_store **stores;               /* them (borrowed from the arrays) */
     struct sl_store_stats *stats0;   /* their counters when the run started */
+    struct sl_remote_stats *remote0; /* their remote counters then (zero when local) */
     uint64_t t0_ns;                  /* monotonic start of the run */
     bool prefetch;                   /* a get reads a remote store: hint its chunks */
 

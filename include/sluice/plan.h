@@ -109,21 +109,24 @@ struct sl_chunk_error {
 
 /* Counts of the last run. */
 struct sl_run_summary {
-    uint64_t n_chunks;        /* output chunks of every put */
-    uint64_t n_ok;            /* written (or handed to the putter) without error */
-    uint64_t n_failed;        /* failed themselves */
-    uint64_t n_upstream;      /* not run because an input chunk failed */
-    uint64_t n_canceled;      /* not run because the run stopped (fail_fast) */
-    uint64_t n_skipped;       /* left to other parts of a split run (SL_ESKIPPED) */
-    uint64_t n_tasks;         /* tasks run, intermediate chunks included */
-    uint64_t bytes_read;      /* encoded bytes read from stores */
-    uint64_t bytes_written;   /* encoded bytes written to stores */
-    uint64_t objects_written; /* objects (chunks, shards) written to stores */
-    size_t peak_bytes;        /* most chunk-buffer bytes accounted alive at once */
-    size_t budget_bytes;      /* the budget (0: none) */
-    size_t errors_dropped;    /* failed chunks beyond max_errors (codes kept, no message) */
-    double elapsed_s;         /* wall time of the run */
-    sl_status first_error;    /* the first failure's code, or SL_OK */
+    uint64_t n_chunks;             /* output chunks of every put */
+    uint64_t n_ok;                 /* written (or handed to the putter) without error */
+    uint64_t n_failed;             /* failed themselves */
+    uint64_t n_upstream;           /* not run because an input chunk failed */
+    uint64_t n_canceled;           /* not run because the run stopped (fail_fast) */
+    uint64_t n_skipped;            /* left to other parts of a split run (SL_ESKIPPED) */
+    uint64_t n_tasks;              /* tasks run, intermediate chunks included */
+    uint64_t bytes_read;           /* encoded bytes read from stores */
+    uint64_t bytes_written;        /* encoded bytes written to stores */
+    uint64_t objects_written;      /* objects (chunks, shards) written to stores */
+    size_t peak_bytes;             /* most chunk-buffer bytes accounted alive at once */
+    size_t budget_bytes;           /* the budget (0: none) */
+    size_t errors_dropped;         /* failed chunks beyond max_errors (codes kept, no message) */
+    double elapsed_s;              /* wall time of the run */
+    sl_status first_error;         /* the first failure's code, or SL_OK */
+    uint64_t remote_requests;      /* requests to remote stores (HTTP), completed */
+    uint64_t remote_retries;       /* their tries after the first */
+    unsigned remote_max_in_flight; /* the most requests a remote store had in flight */
 };
 
 /* A put's per-chunk status array. */
