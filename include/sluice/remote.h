@@ -65,6 +65,29 @@ struct sl_http_store_opts {
 SL_API sl_store *sl_store_open_http(const char *url, const struct sl_http_store_opts *opts,
                                     struct sl_error *err);
 
+/*
+ * Where key `key` lives: write the URL into `url` (`size` bytes) and return
+ * true, or false for a key the store does not hold (read as absent).
+ * Called from any thread.
+ */
+typedef bool sl_store_url_fn(void *ctx, const char *key, char *url, size_t size);
+
+/**
+ * Open a read-only HTTP(S) store whose keys map to URLs through `url_of`
+ * instead of a base URL: a chunk store laid out its own way (katdal's
+ * archive names chunks "<array>/<i>_<j>.npy" on a Ceph gateway), read with
+ * the same window, retries, fetching ahead and per-chunk errors as
+ * sl_store_open_http.  `ctx` must outlive the store.
+ * @param opts  NULL for SL_HTTP_STORE_OPTS_DEFAULT.
+ * @return a store with one reference, or NULL with SL_EINVAL (no function,
+ * an option out of range), SL_EUNSUPPORTED (built without libcurl) or
+ * SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
+ */
+SL_API sl_store *sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx,
+                                           const struct sl_http_store_opts *opts,
+                                           struct sl_error *err);
+
 /* Options of sl_store_open_url: one set per kind of store. */
 struct sl_url_store_opts {
     struct sl_fs_store_opts fs;     /* for paths and file:// URLs */

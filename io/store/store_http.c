@@ -36,8 +36,10 @@ struct http_ahead {
 
 struct http_store {
     struct sl_store base;
-    char *root;  /* the base URL without a trailing '/' or the query; owned */
-    char *query; /* "?..." kept after every key, or ""; owned */
+    char *root;              /* the base URL without a trailing '/' or the query; owned */
+    char *query;             /* "?..." kept after every key, or ""; owned */
+    sl_store_url_fn *url_of; /* the caller's key -> URL mapping, or NULL */
+    void *url_ctx;
     sl__engine *engine;
     /* Objects fetched ahead, oldest first; `ahead_lock` guards the list,
      * each entry's `done` and `n_ahead`; `ahead_cond` says one is done. */
@@ -64,6 +66,8 @@ http_of(sl_store *s)
 static bool
 url_for(const struct http_store *h, const char *key, char *out, size_t size)
 {
+    if (h->url_of != NULL)
+        return h->url_of(h->url_ctx, key, out, size);
     size_t n = (size_t)snprintf(out, size, "%s/", h->root);
     for (const char *p = key; *p != '\0' && n + 4 < size; p++) {
         unsigned char c = (unsigned char)*p;
@@ -212,7 +216,9 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
     }
     char url[HTTP_URL_MAX];
     if (!url_for(h, key, url, sizeof(url)))
-        return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
+        return h->url_of != NULL
+                   ? SL_ENOTFOUND /* the mapping holds no such key */
+                   : sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
     struct http_blob *b = sl_alloc(&s->alloc, sizeof(*b), 0);
     if (b == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "out of memory reading %s", url);
@@ -375,18 +381,15 @@ http_strndup(const struct sl_allocator *a, const char *text, size_t n)
     return s;
 }
 
-sl_store *
-sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
+/* The store around a root URL (`root_n` bytes of `url`) and query, or a
+ * mapping (`url_of`); NULL with `err` set. */
+static sl_store *
+http_open(const char *url, size_t root_n, size_t q_at, size_t q_n, sl_store_url_fn *url_of,
+          void *url_ctx, const struct sl_http_store_opts *o, struct sl_error *err)
 {
-    struct sl_http_store_opts o = opts != NULL ? *opts : SL_HTTP_STORE_OPTS_DEFAULT;
-    if (url == NULL || !sl_url_is_remote(url)) {
-        sl_error_set(err, SL_EINVAL, NULL, "\"%s\" is not an http:// or https:// URL",
-                     url != NULL ? url : "(null)");
+    if (http_opts_check(o, err) != SL_OK)
         return NULL;
-    }
-    if (http_opts_check(&o, err) != SL_OK)
-        return NULL;
-    struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
+    struct sl_allocator alloc = o->alloc != NULL ? *o->alloc : sl_allocator_default();
     struct http_store *h = sl_alloc(&alloc, sizeof(*h), 0);
     if (h == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
@@ -394,24 +397,21 @@ sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struc
     }
     memset(h, 0, sizeof(*h));
     sl__store_init(&h->base, &http_vtable, &alloc);
-    h->base.given = NULL;
-    size_t n = strcspn(url, "?#"), q = url[n] == '?' ? strcspn(url + n, "#") : 0;
-    size_t root_n = n;
-    while (root_n > 0 && url[root_n - 1] == '/')
-        root_n--;
     h->root = http_strndup(&alloc, url, root_n);
-    h->query = http_strndup(&alloc, url + n, q);
-    struct sl__engine_opts eo = {.window = o.io_concurrency,
-                                 .max_attempts = o.max_attempts,
-                                 .backoff_first_s = o.backoff_first_s,
-                                 .backoff_cap_s = o.backoff_cap_s,
-                                 .deadline_s = o.request_deadline_s,
-                                 .connect_timeout_s = o.connect_timeout_s,
-                                 .low_speed_bytes = o.low_speed_bytes,
-                                 .low_speed_s = o.low_speed_s,
-                                 .missing_on_403 = o.missing_on_403,
+    h->query = http_strndup(&alloc, url + q_at, q_n);
+    h->url_of = url_of;
+    h->url_ctx = url_ctx;
+    struct sl__engine_opts eo = {.window = o->io_concurrency,
+                                 .max_attempts = o->max_attempts,
+                                 .backoff_first_s = o->backoff_first_s,
+                                 .backoff_cap_s = o->backoff_cap_s,
+                                 .deadline_s = o->request_deadline_s,
+                                 .connect_timeout_s = o->connect_timeout_s,
+                                 .low_speed_bytes = o->low_speed_bytes,
+                                 .low_speed_s = o->low_speed_s,
+                                 .missing_on_403 = o->missing_on_403,
                                  .user_agent = "sluice"};
-    h->max_ahead = 2 * (size_t)o.io_concurrency;
+    h->max_ahead = 2 * (size_t)o->io_concurrency;
     pthread_mutex_init(&h->ahead_lock, NULL);
     pthread_cond_init(&h->ahead_cond, NULL);
     if (h->root != NULL && h->query != NULL)
@@ -424,10 +424,39 @@ sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struc
         if (h->root != NULL)
             sl_free(&alloc, h->root, root_n + 1);
         if (h->query != NULL)
-            sl_free(&alloc, h->query, q + 1);
+            sl_free(&alloc, h->query, q_n + 1);
         sl_free(&alloc, h, sizeof(*h));
         return NULL;
     }
     h->base.given = h->root;
     return &h->base;
+}
+
+sl_store *
+sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
+{
+    struct sl_http_store_opts o = opts != NULL ? *opts : SL_HTTP_STORE_OPTS_DEFAULT;
+    if (url == NULL || !sl_url_is_remote(url)) {
+        sl_error_set(err, SL_EINVAL, NULL, "\"%s\" is not an http:// or https:// URL",
+                     url != NULL ? url : "(null)");
+        return NULL;
+    }
+    size_t n = strcspn(url, "?#"), q = url[n] == '?' ? strcspn(url + n, "#") : 0;
+    size_t root_n = n;
+    while (root_n > 0 && url[root_n - 1] == '/')
+        root_n--;
+    return http_open(url, root_n, n, q, NULL, NULL, &o, err);
+}
+
+sl_store *
+sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx, const struct sl_http_store_opts *opts,
+                          struct sl_error *err)
+{
+    struct sl_http_store_opts o = opts != NULL ? *opts : SL_HTTP_STORE_OPTS_DEFAULT;
+    if (url_of == NULL) {
+        sl_error_set(err, SL_EINVAL, NULL, "a mapped HTTP store needs a key -> URL function");
+        return NULL;
+    }
+    static const char name[] = "mapped HTTP store";
+    return http_open(name, sizeof(name) - 1, 0, 0, url_of, ctx, &o, err);
 }

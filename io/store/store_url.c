@@ -60,4 +60,14 @@ sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struc
                  url != NULL ? url : "(null)");
     return NULL;
 }
+
+sl_store *
+sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx, const struct sl_http_store_opts *opts,
+                          struct sl_error *err)
+{
+    (void)url_of, (void)ctx, (void)opts;
+    sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                 "cannot open a mapped HTTP store: this sluice was built without libcurl");
+    return NULL;
+}
 #endif
