@@ -178,10 +178,10 @@ set_delay(int ms)
 /* ---- sluice ------------------------------------------------------------------------------ */
 
 struct ways {
-    double batched, hinted, graph;                         /* best seconds */
-    double req_batched, req_hinted, req_graph;             /* requests per read */
-    double bytes;                                          /* body bytes per batched read */
-    unsigned in_flight_batched, in_flight_hinted;          /* most in flight at once */
+    double batched, hinted, graph;                /* best seconds */
+    double req_batched, req_hinted, req_graph;    /* requests per read */
+    double bytes;                                 /* body bytes per batched read */
+    unsigned in_flight_batched, in_flight_hinted; /* most in flight at once */
 };
 
 struct sel {
@@ -205,9 +205,8 @@ sel_init(struct sel *s, int n)
     struct sl_error err = SL_ERROR_INIT;
     sl_store *st = sl_store_open_fs(g_dir, NULL, &err);
     sl_array *a = st ? sl_array_open(st, "b3.zarr", NULL, &err) : NULL;
-    if (a == NULL ||
-        sl_array_read_batch_concat(a, (size_t)n, s->regions, 0, s->expect, s->bytes, NULL, NULL,
-                                   NULL, &err) != SL_OK)
+    if (a == NULL || sl_array_read_batch_concat(a, (size_t)n, s->regions, 0, s->expect, s->bytes,
+                                                NULL, NULL, NULL, &err) != SL_OK)
         die("read the slices from disk", &err);
     sl_array_unref(a);
     sl_store_unref(st);
@@ -265,13 +264,14 @@ graph_write(const struct sel *s, char *path, size_t size)
     FILE *f = fopen(path, "w");
     if (f == NULL)
         fail(path);
-    fprintf(f,
-            "{\"sluice\": 1,\n \"arrays\": {\"src\": {\"path\": \"%sb3.zarr\"},\n"
-            "  \"out\": {\"path\": \"remote_graph_out.zarr\", \"like\": \"src\", \"overwrite\": "
-            "true, \"create\": {\"codec\": \"none\"}}},\n \"nodes\": {\"read\": {\"op\": \"get\", "
-            "\"array\": \"src\"},\n  \"sel\": {\"op\": \"select\", \"input\": \"read\", \"axis\": 0, "
-            "\"regions\": [",
-            g_proxy);
+    fprintf(
+        f,
+        "{\"sluice\": 1,\n \"arrays\": {\"src\": {\"path\": \"%sb3.zarr\"},\n"
+        "  \"out\": {\"path\": \"remote_graph_out.zarr\", \"like\": \"src\", \"overwrite\": "
+        "true, \"create\": {\"codec\": \"none\"}}},\n \"nodes\": {\"read\": {\"op\": \"get\", "
+        "\"array\": \"src\"},\n  \"sel\": {\"op\": \"select\", \"input\": \"read\", \"axis\": 0, "
+        "\"regions\": [",
+        g_proxy);
     for (int k = 0; k < s->n; k++)
         fprintf(f, "%s[[%llu, %llu]]", k ? ", " : "", (unsigned long long)s->regions[k].start[0],
                 (unsigned long long)s->regions[k].stop[0]);
@@ -333,8 +333,8 @@ static void
 run_sluice(const char *tag, const struct sel *s, sl_pool *pool, int reps, struct ways *w)
 {
     double ignore;
-    w->batched = sluice_batched(s, pool, false, reps, &w->req_batched, &w->bytes,
-                                &w->in_flight_batched);
+    w->batched =
+        sluice_batched(s, pool, false, reps, &w->req_batched, &w->bytes, &w->in_flight_batched);
     w->hinted = sluice_batched(s, pool, true, reps, &w->req_hinted, &ignore, &w->in_flight_hinted);
     w->graph = sluice_graph(s, reps, &w->req_graph);
     report(tag, "sluice_batched_time", w->batched, "s");
@@ -458,7 +458,8 @@ run_downsample(void)
                  "--overwrite --no-progress%s >/dev/null",
                  g_exe, g_proxy, g_dir, mem);
         double rss, t = child_run(cmd, &rss);
-        const char *tag = budgets[i][0] ? "remote_20ms_downsample_mem256M" : "remote_20ms_downsample";
+        const char *tag =
+            budgets[i][0] ? "remote_20ms_downsample_mem256M" : "remote_20ms_downsample";
         report(tag, "time", t, "s");
         report(tag, "peak_rss", rss, "MiB");
     }
