@@ -13,7 +13,7 @@ SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 pytho
   python3-zarr python3-numcodecs strace util-linux libopenmpi-dev openmpi-bin clang
   libclang-rt-14-dev nodejs npm nginx-light"
 SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
-  python3-dask libtbb-dev libomp-dev clang time zstd"
+  python3-dask python3-aiohttp python3-fsspec nodejs npm nginx-light libtbb-dev libomp-dev clang time zstd"
 
 sl_need_packages() {
     local missing=() p
