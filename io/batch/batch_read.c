@@ -21,9 +21,15 @@
 
 #include <sluice/batch.h>
 
+#include <sluice/array_io.h>
+
 #include "batch_internal.h"
 
 /* ---- unsharded arrays ---------------------------------------------------------------- */
+
+/* How far ahead of the chunk it reads each item hints a remote store: the
+ * store takes what its window allows and ignores the rest. */
+#define BATCH_LOOKAHEAD 64
 
 static void
 chunk_item(struct sl__batch_run *run, void *arg, size_t c, sl_codec_ctx *ctx)
@@ -39,10 +45,29 @@ chunk_item(struct sl__batch_run *run, void *arg, size_t c, sl_codec_ctx *ctx)
         ctx != NULL ? SL_OK : sl_error_set(&e, SL_ENOMEM, NULL, "no memory for a codec context");
     if (st == SL_OK)
         st = sl__batch_target(run, c, ctx, &target, &in_sel, &e);
+    /* Keep the store's fetches ahead going past what the first hints took. */
+    if (c + BATCH_LOOKAHEAD < run->plan.n_chunks) {
+        uint64_t next[SL_MAX_RANK];
+        sl_grid_coords_of(&run->a->chunk_grid, run->plan.chunks[c + BATCH_LOOKAHEAD].chunk, next);
+        sl_array_prefetch_chunk(run->a, next);
+    }
     if (st == SL_OK)
         st = sl__chunk_fetch(run->a, coords, target, ctx, &missing, &e);
     sl__error_locate(&e, NULL, run->a->meta.rank, coords);
     sl__batch_finish(run, c, st, missing, target, in_sel, &e);
+}
+
+/* Name every planned chunk to a store that fetches ahead, so a remote
+ * store has the whole batch in flight (within its window) while the
+ * workers read chunk after chunk. */
+static void
+hint_chunks(struct sl__batch_run *run)
+{
+    for (size_t c = 0; c < run->plan.n_chunks; c++) {
+        uint64_t coords[SL_MAX_RANK];
+        sl_grid_coords_of(&run->a->chunk_grid, run->plan.chunks[c].chunk, coords);
+        sl_array_prefetch_chunk(run->a, coords);
+    }
 }
 
 /* ---- running a batch ------------------------------------------------------------------ */
@@ -102,6 +127,8 @@ batch_execute(struct sl__batch_run *run)
                               run->plan.n_chunks);
     }
     if (st == SL_OK && run->plan.n_chunks > 0) {
+        if (!a->meta.sharded)
+            hint_chunks(run);
         st = a->meta.sharded ? sl__batch_read_shards(run, &e)
                              : sl__batch_loop(run, run->plan.n_chunks, chunk_item, NULL);
         if (st != SL_OK) {
