@@ -330,6 +330,11 @@ sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr)
         sl__jdiag_add(&doc->diag, SL_EINVAL, ptr, "expected a path, found \"\"");
         return NULL;
     }
+    if (sl_url_is_remote(path) && doc->opts.local_only) {
+        sl__jdiag_add(&doc->diag, SL_EACCES, ptr,
+                      "\"%s\" is remote, and this load reads only local paths (local_only)", path);
+        return NULL;
+    }
     if (sl_url_is_remote(path)) { /* read from where it is: no local rule applies */
         char *url = sl_strdup(&doc->alloc, path);
         if (url == NULL)

@@ -66,6 +66,8 @@ struct sl_graph_json_opts {
                                          "run.io_concurrency", else the store's default */
     bool missing_on_403;              /* every remote array reads a 403 as absent (else
                                          only those whose "missing_on_403" says so) */
+    bool local_only;                  /* refuse remote paths (SL_EACCES) instead of reading
+                                         them: validation that must not touch the network */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
@@ -76,6 +78,7 @@ struct sl_graph_json_opts {
                                  .max_depth = 0,                        \
                                  .io_concurrency = 0,                   \
                                  .missing_on_403 = false,               \
+                                 .local_only = false,                   \
                                  .alloc = NULL})
 
 /*

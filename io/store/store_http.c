@@ -441,6 +441,8 @@ sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struc
                      url != NULL ? url : "(null)");
         return NULL;
     }
+    if (!sl__url_check(url, err))
+        return NULL;
     size_t n = strcspn(url, "?#"), q = url[n] == '?' ? strcspn(url + n, "#") : 0;
     size_t root_n = n;
     while (root_n > 0 && url[root_n - 1] == '/')

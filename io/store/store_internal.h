@@ -67,6 +67,11 @@ bool sl__key_is_temporary(const char *name);
  * false when it has none (url.c). */
 bool sl__url_scheme(const char *text, char *out, size_t size);
 
+/* Whether `url` has a host (a name, an IPv4 or a bracketed IPv6 address),
+ * an optional port 1..65535 and no spaces or control characters; false
+ * with SL_EINVAL naming what is wrong (url.c). */
+bool sl__url_check(const char *url, struct sl_error *err);
+
 /* Map a negated errno value to a status. */
 sl_status sl__status_from_errno(int neg_errno);
 

@@ -3,6 +3,7 @@
  * What a path or URL names: its scheme, and whether sluice reads it
  * remotely.  Below both the URL opener and the HTTP store.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -26,5 +27,56 @@ sl__url_scheme(const char *text, char *out, size_t size)
         return false;
     memcpy(out, text, n);
     out[n] = '\0';
+    return true;
+}
+
+/* Whether `c` may be part of a host name or an IPv4 address. */
+static bool
+host_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_';
+}
+
+bool
+sl__url_check(const char *url, struct sl_error *err)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "\"%s\" is not a URL", url) == SL_OK;
+    p += 3;
+    const char *at = strpbrk(p, "@/?#");
+    if (at != NULL && *at == '@')
+        p = at + 1; /* user information: not checked */
+    size_t n = 0;
+    if (*p == '[') { /* an IPv6 literal */
+        const char *close = strchr(p, ']');
+        if (close == NULL || close == p + 1)
+            return sl_error_set(err, SL_EINVAL, NULL, "\"%s\": an unclosed IPv6 host", url) ==
+                   SL_OK;
+        n = (size_t)(close - p) + 1;
+    } else {
+        while (host_char(p[n]))
+            n++;
+    }
+    if (n == 0)
+        return sl_error_set(err, SL_EINVAL, NULL, "\"%s\" names no host", url) == SL_OK;
+    const char *q = p + n;
+    if (*q == ':') {
+        size_t digits = strspn(q + 1, "0123456789");
+        long port = digits > 0 && digits <= 5 ? strtol(q + 1, NULL, 10) : 0;
+        if (port < 1 || port > 65535)
+            return sl_error_set(err, SL_EINVAL, NULL, "\"%s\": a port must be 1 to 65535", url) ==
+                   SL_OK;
+        q += 1 + digits;
+    }
+    if (*q != '\0' && *q != '/' && *q != '?' && *q != '#')
+        return sl_error_set(err, SL_EINVAL, NULL, "\"%s\": \"%c\" cannot follow the host", url,
+                            *q) == SL_OK;
+    for (const char *c = url; *c != '\0'; c++)
+        if ((unsigned char)*c <= 0x20 || *c == 0x7f)
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "\"%s\": a URL holds no spaces or control characters",
+                                url) == SL_OK;
     return true;
 }

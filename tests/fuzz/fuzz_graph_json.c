@@ -59,6 +59,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sl_graph_json_opts opts = SL_GRAPH_JSON_OPTS_DEFAULT;
     opts.base_dir = arrays_dir();
     opts.max_bytes = 1 << 20;
+    opts.local_only = true; /* a fuzz input never reaches the network */
     sl_graph_json *doc =
         sl_graph_json_load_string((const char *)data, size, "fuzz.json", &opts, &errors);
     if (doc == NULL) {
