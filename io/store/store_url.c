@@ -60,4 +60,14 @@ sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struc
                  url != NULL ? url : "(null)");
     return NULL;
 }
+
+bool
+sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
+{
+    (void)s;
+    (void)key;
+    (void)out;
+    (void)size;
+    return false;
+}
 #endif
