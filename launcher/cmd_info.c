@@ -22,7 +22,9 @@ const struct cmd cmd_info = {
     .summary = "describe a stored Zarr array or group",
     .usage = "usage: sluice info [--no-stored] PATH\n"
              "\n"
-             "Describe the Zarr v2 or v3 array (or group) in directory PATH.\n"
+             "Describe the Zarr v2 or v3 array (or group) at PATH, a directory or an\n"
+             "http(s):// URL; a remote group's members come from its consolidated\n"
+             "metadata.\n"
              "\n"
              "Options:\n"
              "  --no-stored   do not list the store to count stored chunks and bytes\n"
