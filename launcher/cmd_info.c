@@ -22,7 +22,9 @@ const struct cmd cmd_info = {
     .summary = "describe a stored Zarr array or group",
     .usage = "usage: sluice info [--no-stored] PATH\n"
              "\n"
-             "Describe the Zarr v2 or v3 array (or group) in directory PATH.\n"
+             "Describe the Zarr v2 or v3 array (or group) at PATH, a directory or an\n"
+             "http(s):// URL; a remote group's members come from its consolidated\n"
+             "metadata.\n"
              "\n"
              "Options:\n"
              "  --no-stored   do not list the store to count stored chunks and bytes\n"
@@ -111,49 +113,37 @@ info_array(const sl_array *a, const char *path, bool stored)
     return stored ? info_stored(a, path) : 0;
 }
 
-/* Lists a group's members: nodes whose metadata key lies below the root. */
+/* Lists a group's members (sl_group_members): from its consolidated
+ * metadata when it has some, else by listing the store. */
 struct members {
-    sl_store *store;
     int n;
+    bool consolidated;
 };
 
 static sl_status
-print_member(void *arg, const char *key, uint64_t bytes)
+print_member(void *arg, const struct sl_group_member *m)
 {
-    (void)bytes;
-    struct members *m = arg;
-    static const char *const names[] = {"/zarr.json", "/.zarray", "/.zgroup"};
-    size_t n = strlen(key);
-    for (int i = 0; i < 3; i++) {
-        size_t k = strlen(names[i]);
-        if (n <= k || strcmp(key + n - k, names[i]) != 0)
-            continue;
-        char path[1100];
-        snprintf(path, sizeof(path), "%.*s", (int)(n - k), key);
-        sl_zarr_kind kind;
-        int format = 0;
-        if (sl_zarr_probe(m->store, path, &kind, &format, NULL) != SL_OK)
-            kind = SL_ZARR_NONE;
-        struct sl_error err = SL_ERROR_INIT;
-        sl_array *a = kind == SL_ZARR_ARRAY ? sl_array_open(m->store, path, NULL, &err) : NULL;
-        char what[700] = "";
-        if (a != NULL) {
-            char shape[256];
-            sl_shape_format(sl_array_rank(a), sl_array_shape(a), shape, sizeof(shape));
-            snprintf(what, sizeof(what), " %s %s", sl_dtype_name(sl_array_dtype(a)), shape);
-        } else if (kind == SL_ZARR_ARRAY) {
-            snprintf(what, sizeof(what), " (cannot open: %s: %s)", sl_status_name(err.code),
-                     err.text);
-        }
-        printf("  %-40s v%d %s%s\n", path, format,
-               kind == SL_ZARR_GROUP   ? "group"
-               : kind == SL_ZARR_ARRAY ? "array"
-                                       : "unreadable",
-               what);
-        m->n++;
-        sl_array_unref(a);
-        return SL_OK;
+    struct members *ms = arg;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = m->kind == SL_ZARR_ARRAY ? sl_group_member_open(m, NULL, &err) : NULL;
+    char what[700] = "";
+    if (a != NULL) {
+        char shape[256];
+        sl_shape_format(sl_array_rank(a), sl_array_shape(a), shape, sizeof(shape));
+        snprintf(what, sizeof(what), " %s %s", sl_dtype_name(sl_array_dtype(a)), shape);
+    } else if (m->kind == SL_ZARR_ARRAY) {
+        char line[600];
+        sl_error_format(&err, line, sizeof(line));
+        snprintf(what, sizeof(what), " (cannot open: %s)", line);
     }
+    printf("  %-40s v%d %s%s\n", m->path, m->zarr_format,
+           m->kind == SL_ZARR_GROUP   ? "group"
+           : m->kind == SL_ZARR_ARRAY ? "array"
+                                      : "unreadable",
+           what);
+    ms->n++;
+    ms->consolidated = ms->consolidated || m->consolidated;
+    sl_array_unref(a);
     return SL_OK;
 }
 
@@ -161,18 +151,22 @@ static int
 info_group(sl_store *store, const char *path, int format)
 {
     printf("%-12s Zarr v%d group\n", "format:", format);
-    struct members m = {store, 0};
+    struct members m = {0, false};
     printf("members:\n");
     struct sl_error err = SL_ERROR_INIT;
-    sl_status s = sl_store_list(store, "", print_member, &m, &err);
-    if (s == SL_EUNSUPPORTED) {
-        printf("  (not listed: the store cannot list; %s)\n", err.text);
+    sl_status s = sl_group_members(store, "", print_member, &m, &err);
+    if (s == SL_EUNSUPPORTED && m.n == 0 && err.path[0] == '\0') {
+        printf("  (not listed: the store cannot list and the group has no consolidated "
+               "metadata; %s)\n",
+               err.text);
         return 0;
     }
     if (s != SL_OK)
         return cmd_fail("info", path, &err);
     if (m.n == 0)
         printf("  (none)\n");
+    else if (m.consolidated)
+        printf("  (from consolidated metadata)\n");
     return 0;
 }
 

@@ -231,6 +231,50 @@ SL_API SL_NODISCARD sl_status sl_zarr_probe(sl_store *store, const char *path, s
 SL_API SL_NODISCARD sl_status sl_group_create(sl_store *store, const char *path, int zarr_format,
                                               const char *attributes_json, struct sl_error *err);
 
+/* ---- a group's members
+ * -------------------------------------------------------------------- */
+
+/* One node below a group, as sl_group_members hands it over.  Valid only
+ * during the callback. */
+struct sl_group_member {
+    sl_store *store;       /* the group's store (not retained) */
+    const char *path;      /* from the store's root, e.g. "g/a" */
+    sl_zarr_kind kind;     /* SL_ZARR_ARRAY, SL_ZARR_GROUP, or SL_ZARR_NONE (unreadable) */
+    int zarr_format;       /* 2 or 3 */
+    bool consolidated;     /* described by the group's consolidated metadata */
+    const void *internal_; /* sluice's: the consolidated entry sl_group_member_open reads */
+};
+
+/* Called once per member; a status other than SL_OK stops the walk and is
+ * returned. */
+typedef sl_status sl_group_member_fn(void *arg, const struct sl_group_member *m);
+
+/**
+ * Hand every array and group below the group at `path` (nested ones too;
+ * not the group itself) to `fn`.  Consolidated metadata is used when the
+ * group has it (a v3 zarr.json's inline "consolidated_metadata", else a v2
+ * ".zmetadata"), so the walk costs one read; otherwise the store is listed
+ * and each node probed.
+ * @return SL_OK; SL_EUNSUPPORTED when there is no consolidated metadata and
+ * the store cannot list (HTTP); SL_EPARSE for malformed consolidated
+ * metadata (its key in the source, a JSON pointer to the bad entry);
+ * SL_EINVAL when `path` holds an array; `fn`'s status; a store error.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_group_members(sl_store *store, const char *path,
+                                               sl_group_member_fn *fn, void *arg,
+                                               struct sl_error *err);
+
+/**
+ * Open member `m` (inside sl_group_members' callback) as an array: from its
+ * consolidated entry without reading the store, else as sl_array_open does.
+ * @return as sl_array_open; a malformed consolidated entry is SL_EPARSE
+ * with the consolidated document's key and the JSON pointer into it.
+ * Thread-safety: any thread.
+ */
+SL_API sl_array *sl_group_member_open(const struct sl_group_member *m,
+                                      const struct sl_array_opts *opts, struct sl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -69,14 +69,16 @@ url_for(const struct http_store *h, const char *key, char *out, size_t size)
     if (h->url_of != NULL)
         return h->url_of(h->url_ctx, key, out, size);
     size_t n = (size_t)snprintf(out, size, "%s/", h->root);
-    for (const char *p = key; *p != '\0' && n + 4 < size; p++) {
+    const char *p = key;
+    for (; *p != '\0' && n + 4 < size; p++) {
         unsigned char c = (unsigned char)*p;
         if (isalnum(c) || strchr("-._~/", c) != NULL)
             out[n++] = (char)c;
         else
             n += (size_t)snprintf(out + n, size - n, "%%%02X", c);
     }
-    if (n + strlen(h->query) + 1 >= size)
+    /* A key cut short would name another object: refuse, never truncate. */
+    if (*p != '\0' || n + strlen(h->query) + 1 >= size)
         return false;
     strcpy(out + n, h->query);
     return true;
@@ -348,6 +350,15 @@ static const struct sl__store_vtable http_vtable = {
     .remote_stats = http_remote_stats,
     .destroy = http_destroy,
 };
+
+/* see store_internal.h */
+bool
+sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
+{
+    if (s == NULL || s->vt != &http_vtable || key == NULL || size == 0)
+        return false;
+    return url_for((const struct http_store *)s, key, out, size);
+}
 
 /* Check the options; SL_OK or SL_EINVAL naming the field. */
 static sl_status

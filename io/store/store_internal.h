@@ -72,6 +72,13 @@ bool sl__url_scheme(const char *text, char *out, size_t size);
  * with SL_EINVAL naming what is wrong (url.c). */
 bool sl__url_check(const char *url, struct sl_error *err);
 
+/* The URL the HTTP store `s` requests for `key` (already checked), in `out`:
+ * its base URL, "/", the key percent-encoded except for unreserved
+ * characters and '/', then its query.  False when `s` is not an HTTP store
+ * (always without libcurl) or the URL does not fit.  No I/O: for the tests
+ * and the fuzz target (store_http.c). */
+bool sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size);
+
 /* Map a negated errno value to a status. */
 sl_status sl__status_from_errno(int neg_errno);
 

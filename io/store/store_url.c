@@ -70,4 +70,14 @@ sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx, const struct sl_ht
                  "cannot open a mapped HTTP store: this sluice was built without libcurl");
     return NULL;
 }
+
+bool
+sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
+{
+    (void)s;
+    (void)key;
+    (void)out;
+    (void)size;
+    return false;
+}
 #endif

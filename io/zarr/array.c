@@ -30,9 +30,9 @@ node_name(const sl_store *store, const char *path, struct node_name *out)
     return out->text;
 }
 
-/* Key of `name` under node `path` ("" is the root). */
-static sl_status
-node_key(const char *path, const char *name, char *buf, size_t size, struct sl_error *err)
+/* see zarr_internal.h */
+sl_status
+sl__node_key(const char *path, const char *name, char *buf, size_t size, struct sl_error *err)
 {
     int n = snprintf(buf, size, "%s%s%s", path, path[0] != '\0' ? "/" : "", name);
     if (n < 0 || (size_t)n >= size)
@@ -40,18 +40,19 @@ node_key(const char *path, const char *name, char *buf, size_t size, struct sl_e
     return SL_OK;
 }
 
-static sl_status
-check_path(const char *path, struct sl_error *err)
+/* see zarr_internal.h */
+sl_status
+sl__node_path_check(const char *path, struct sl_error *err)
 {
     if (path == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "path is missing");
     return path[0] == '\0' ? SL_OK : sl__key_check(path, strlen(path), err);
 }
 
-/* Read metadata document `key` into `out`; `*found` false when absent (no
- * error recorded).  A document over SL_META_MAX_BYTES is refused unread. */
-static sl_status
-get_optional(sl_store *s, const char *key, struct sl_buf *out, bool *found, struct sl_error *err)
+/* see zarr_internal.h */
+sl_status
+sl__meta_get_optional(sl_store *s, const char *key, struct sl_buf *out, bool *found,
+                      struct sl_error *err)
 {
     struct sl_error local = SL_ERROR_INIT;
     struct sl__reader rd;
@@ -91,7 +92,7 @@ sl_status
 sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
               struct sl_error *err)
 {
-    SL_TRY(check_path(path, err));
+    SL_TRY(sl__node_path_check(path, err));
     static const char *const names[] = {"zarr.json", ".zarray", ".zgroup"};
     struct sl_buf doc = SL_BUF_INIT;
     sl_status st = SL_OK;
@@ -99,9 +100,9 @@ sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_f
     for (int i = 0; i < 3 && st == SL_OK && *kind == SL_ZARR_NONE; i++) {
         char key[SL_STORE_KEY_MAX + 16];
         bool found;
-        st = node_key(path, names[i], key, sizeof(key), err);
+        st = sl__node_key(path, names[i], key, sizeof(key), err);
         if (st == SL_OK)
-            st = get_optional(store, key, &doc, &found, err);
+            st = sl__meta_get_optional(store, key, &doc, &found, err);
         if (st != SL_OK || !found)
             continue;
         if (i == 0)
@@ -117,10 +118,10 @@ sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_f
 
 /* ---- construction ------------------------------------------------------------------ */
 
-/* Make the array object around parsed metadata (taken over on success). */
-static sl_array *
-array_new(sl_store *store, const char *path, struct sl__meta *meta,
-          const struct sl_array_opts *opts, struct sl_error *err)
+/* see zarr_internal.h */
+sl_array *
+sl__array_from_meta(sl_store *store, const char *path, struct sl__meta *meta,
+                    const struct sl_array_opts *opts, struct sl_error *err)
 {
     struct sl_array_opts o = opts != NULL ? *opts : SL_ARRAY_OPTS_DEFAULT;
     struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
@@ -173,15 +174,15 @@ open_v2(sl_store *store, const char *path, struct sl_buf *zarray, const char *ke
     bool has_attrs = false;
     struct sl__meta meta;
     sl__meta_init(&meta, opts != NULL ? opts->alloc : NULL);
-    sl_status st = node_key(path, ".zattrs", attrs_key, sizeof(attrs_key), err);
+    sl_status st = sl__node_key(path, ".zattrs", attrs_key, sizeof(attrs_key), err);
     if (st == SL_OK)
-        st = get_optional(store, attrs_key, &attrs, &has_attrs, err);
+        st = sl__meta_get_optional(store, attrs_key, &attrs, &has_attrs, err);
     if (st == SL_OK)
         st = sl__meta_parse_v2((const char *)zarray->data, zarray->size,
                                has_attrs ? (const char *)attrs.data : NULL, attrs.size, key, &meta,
                                err);
     sl_buf_fini(&attrs);
-    sl_array *a = st == SL_OK ? array_new(store, path, &meta, opts, err) : NULL;
+    sl_array *a = st == SL_OK ? sl__array_from_meta(store, path, &meta, opts, err) : NULL;
     sl__meta_fini(&meta);
     return a;
 }
@@ -190,7 +191,7 @@ sl_array *
 sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opts,
               struct sl_error *err)
 {
-    if (store == NULL || check_path(path, err) != SL_OK) {
+    if (store == NULL || sl__node_path_check(path, err) != SL_OK) {
         sl_error_set(err, SL_EINVAL, NULL, "store or path is missing");
         return NULL;
     }
@@ -198,15 +199,15 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
     struct sl_buf doc = SL_BUF_INIT;
     bool found = false;
     sl_array *a = NULL;
-    if (node_key(path, "zarr.json", key, sizeof(key), err) != SL_OK ||
-        get_optional(store, key, &doc, &found, err) != SL_OK)
+    if (sl__node_key(path, "zarr.json", key, sizeof(key), err) != SL_OK ||
+        sl__meta_get_optional(store, key, &doc, &found, err) != SL_OK)
         goto out_free_doc;
     if (found) {
         struct sl__meta meta;
         struct sl_error local = SL_ERROR_INIT;
         sl__meta_init(&meta, opts != NULL ? opts->alloc : NULL);
         if (sl__meta_parse_v3((const char *)doc.data, doc.size, key, &meta, &local) == SL_OK)
-            a = array_new(store, path, &meta, opts, err);
+            a = sl__array_from_meta(store, path, &meta, opts, err);
         else if (local.code == SL_EINVAL && strcmp(local.path, "/node_type") == 0)
             /* A group: say so by the path the user gave, as for v2 below. */
             sl_error_set(err, SL_EINVAL, NULL, "%s is a group, not an array",
@@ -216,8 +217,8 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
         sl__meta_fini(&meta);
         goto out_free_doc;
     }
-    if (node_key(path, ".zarray", key, sizeof(key), err) != SL_OK ||
-        get_optional(store, key, &doc, &found, err) != SL_OK)
+    if (sl__node_key(path, ".zarray", key, sizeof(key), err) != SL_OK ||
+        sl__meta_get_optional(store, key, &doc, &found, err) != SL_OK)
         goto out_free_doc;
     if (found) {
         a = open_v2(store, path, &doc, key, opts, err);
@@ -403,7 +404,7 @@ meta_store(sl_store *store, const char *path, const struct sl__meta *m, struct s
     struct sl_buf doc = SL_BUF_INIT, attrs = SL_BUF_INIT;
     sl_status st;
     if (m->zarr_format == 3) {
-        st = node_key(path, "zarr.json", key, sizeof(key), err);
+        st = sl__node_key(path, "zarr.json", key, sizeof(key), err);
         if (st == SL_OK)
             st = sl__meta_write_v3(m, &doc, err);
         if (st == SL_OK)
@@ -411,12 +412,12 @@ meta_store(sl_store *store, const char *path, const struct sl__meta *m, struct s
     } else {
         st = sl__meta_write_v2(m, &doc, &attrs, err);
         if (st == SL_OK)
-            st = node_key(path, ".zattrs", key, sizeof(key), err);
+            st = sl__node_key(path, ".zattrs", key, sizeof(key), err);
         if (st == SL_OK)
             st = attrs.size > 0 ? sl_store_set(store, key, attrs.data, attrs.size, err)
                                 : sl_store_delete(store, key, err);
         if (st == SL_OK)
-            st = node_key(path, ".zarray", key, sizeof(key), err);
+            st = sl__node_key(path, ".zarray", key, sizeof(key), err);
         if (st == SL_OK)
             st = sl_store_set(store, key, doc.data, doc.size, err);
     }
@@ -429,7 +430,7 @@ sl_array *
 sl_array_create(sl_store *store, const char *path, const struct sl_array_spec *spec,
                 const struct sl_array_opts *opts, struct sl_error *err)
 {
-    if (store == NULL || spec == NULL || check_path(path, err) != SL_OK) {
+    if (store == NULL || spec == NULL || sl__node_path_check(path, err) != SL_OK) {
         sl_error_set(err, SL_EINVAL, NULL, "store, path or spec is missing");
         return NULL;
     }
@@ -454,7 +455,7 @@ sl_array_create(sl_store *store, const char *path, const struct sl_array_spec *s
         goto out_fini_meta;
     }
     if (meta_store(store, path, &meta, err) == SL_OK)
-        a = array_new(store, path, &meta, opts, err);
+        a = sl__array_from_meta(store, path, &meta, opts, err);
 out_fini_meta:
     sl__meta_fini(&meta);
     return a;
@@ -467,7 +468,7 @@ sl_status
 sl_group_create(sl_store *store, const char *path, int zarr_format, const char *attributes_json,
                 struct sl_error *err)
 {
-    SL_TRY(check_path(path, err));
+    SL_TRY(sl__node_path_check(path, err));
     json_t *attrs =
         json_loads(attributes_json != NULL ? attributes_json : "{}", JSON_REJECT_DUPLICATES, NULL);
     if (!json_is_object(attrs)) {
@@ -484,17 +485,17 @@ sl_group_create(sl_store *store, const char *path, int zarr_format, const char *
                           : sl_error_set(err, SL_ENOMEM, NULL, "out of memory");
         json_decref(root);
         if (st == SL_OK)
-            st = node_key(path, "zarr.json", key, sizeof(key), err);
+            st = sl__node_key(path, "zarr.json", key, sizeof(key), err);
         if (st == SL_OK)
             st = sl_store_set(store, key, doc.data, doc.size, err);
     } else if (zarr_format == 2) {
-        st = node_key(path, ".zgroup", key, sizeof(key), err);
+        st = sl__node_key(path, ".zgroup", key, sizeof(key), err);
         if (st == SL_OK)
             st = sl_store_set(store, key, v2_zgroup, sizeof(v2_zgroup) - 1, err);
         if (st == SL_OK && json_object_size(attrs) > 0)
             st = sl__json_dump(attrs, JSON_INDENT(4) | JSON_SORT_KEYS, &doc, err);
         if (st == SL_OK && doc.size > 0)
-            st = node_key(path, ".zattrs", key, sizeof(key), err);
+            st = sl__node_key(path, ".zattrs", key, sizeof(key), err);
         if (st == SL_OK && doc.size > 0)
             st = sl_store_set(store, key, doc.data, doc.size, err);
     } else {

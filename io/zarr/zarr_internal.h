@@ -99,6 +99,25 @@ sl_status sl__meta_write_v2(const struct sl__meta *m, struct sl_buf *zarray, str
 sl_status sl__group_parse_v3(const char *text, size_t n, const char *source, struct sl_buf *attrs,
                              struct sl_error *err);
 
+/* ---- nodes: paths, metadata documents, arrays (array.c; used by group.c) ---- */
+
+/* Key of `name` under node `path` ("" is the root); SL_EINVAL when too long. */
+sl_status sl__node_key(const char *path, const char *name, char *buf, size_t size,
+                       struct sl_error *err);
+
+/* SL_OK for "" (the root) or a valid store key; else SL_EINVAL or SL_EACCES. */
+sl_status sl__node_path_check(const char *path, struct sl_error *err);
+
+/* Read metadata document `key` into `out`; `*found` false when absent (no
+ * error recorded).  A document over SL_META_MAX_BYTES is refused unread. */
+sl_status sl__meta_get_optional(sl_store *s, const char *key, struct sl_buf *out, bool *found,
+                                struct sl_error *err);
+
+/* Make the array object at `path` around parsed metadata `meta` (taken over
+ * on success: `meta` is left empty).  NULL with SL_ENOMEM or a grid error. */
+sl_array *sl__array_from_meta(sl_store *store, const char *path, struct sl__meta *meta,
+                              const struct sl_array_opts *opts, struct sl_error *err);
+
 /* Write the key of stored object `coords` (chunk or shard grid coordinates)
  * relative to the array.  @return the length needed, as snprintf does. */
 size_t sl__meta_chunk_key(const struct sl__meta *m, const uint64_t *coords, char *buf, size_t size);

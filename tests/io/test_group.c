@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A group's members (sl_group_members, sl_group_member_open): v2
+ * .zmetadata and v3 inline consolidated metadata are read in one get and
+ * their arrays open without another; a group without it is listed; bad
+ * consolidated metadata is refused naming its key and the JSON pointer.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sluice.h>
+
+TestSuite(io_group, .timeout = 10.0);
+
+#define ZARRAY_V2                                                                       \
+    "{\"zarr_format\": 2, \"shape\": [10, 7], \"chunks\": [4, 4], \"dtype\": \"<u2\", " \
+    "\"compressor\": null, \"fill_value\": 0, \"order\": \"C\", \"filters\": null}"
+#define ZARR_JSON_V3                                                                         \
+    "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [5], \"data_type\": "         \
+    "\"float32\", \"chunk_grid\": {\"name\": \"regular\", \"configuration\": "               \
+    "{\"chunk_shape\": [2]}}, \"chunk_key_encoding\": {\"name\": \"default\"}, "             \
+    "\"fill_value\": 0, \"codecs\": [{\"name\": \"bytes\", \"configuration\": {\"endian\": " \
+    "\"little\"}}], \"attributes\": {\"units\": \"m\"}}"
+
+/* What a walk saw: "path kind format c|l;" per member, and arrays opened. */
+struct seen {
+    char text[1024];
+    int n_opened;
+    struct sl_error open_err;
+};
+
+static sl_status
+collect(void *arg, const struct sl_group_member *m)
+{
+    struct seen *s = arg;
+    size_t n = strlen(s->text);
+    snprintf(s->text + n, sizeof(s->text) - n, "%s %s v%d %s;", m->path,
+             m->kind == SL_ZARR_ARRAY   ? "array"
+             : m->kind == SL_ZARR_GROUP ? "group"
+                                        : "none",
+             m->zarr_format, m->consolidated ? "c" : "l");
+    if (m->kind != SL_ZARR_ARRAY)
+        return SL_OK;
+    sl_array *a = sl_group_member_open(m, NULL, &s->open_err);
+    s->n_opened += a != NULL;
+    sl_array_unref(a);
+    return SL_OK;
+}
+
+static sl_store *
+store_with(const char *key, const char *text)
+{
+    sl_store *st = sl_store_create_memory(NULL, NULL);
+    cr_assert_not_null(st);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(st, key, text, strlen(text), &err), SL_OK, "%s", err.text);
+    return st;
+}
+
+static uint64_t
+gets_of(const sl_store *st)
+{
+    struct sl_store_stats stats;
+    sl_store_get_stats(st, &stats);
+    return stats.n_get;
+}
+
+Test(io_group, v2_zmetadata_lists_members_in_one_get_and_opens_arrays_from_it)
+{
+    /* Only .zmetadata is stored: a member found or opened must come from it. */
+    sl_store *st =
+        store_with(".zmetadata", "{\"zarr_consolidated_format\": 1, \"metadata\": {"
+                                 "\".zgroup\": {\"zarr_format\": 2}, \".zattrs\": {},"
+                                 "\"a/.zarray\": " ZARRAY_V2 ", \"a/.zattrs\": {\"k\": 1},"
+                                 "\"g/.zgroup\": {\"zarr_format\": 2},"
+                                 "\"g/b/.zarray\": " ZARRAY_V2 "}}");
+    struct seen s = {.open_err = SL_ERROR_INIT};
+    struct sl_error err = SL_ERROR_INIT;
+    uint64_t before = gets_of(st);
+    cr_assert_eq(sl_group_members(st, "", collect, &s, &err), SL_OK, "%s", err.text);
+    cr_expect_str_eq(s.text, "a array v2 c;g group v2 c;g/b array v2 c;");
+    cr_expect_eq(s.n_opened, 2, "%s", s.open_err.text);
+    /* One read, .zmetadata (looking for the absent zarr.json reads nothing);
+     * none for the members. */
+    cr_expect_eq(gets_of(st) - before, 1);
+
+    /* The array's attributes came from a/.zattrs in the same document. */
+    struct sl_group_member m = {.store = st, .path = "a", .kind = SL_ZARR_ARRAY, .zarr_format = 2};
+    sl_array *a = sl_group_member_open(&m, NULL, &err); /* no entry: read from the store */
+    cr_expect_null(a);
+    cr_expect_eq(err.code, SL_ENOTFOUND);
+    sl_store_unref(st);
+}
+
+Test(io_group, v3_inline_consolidated_metadata_lists_members_of_a_subgroup)
+{
+    sl_store *st = store_with("sub/zarr.json",
+                              "{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": {},"
+                              "\"consolidated_metadata\": {\"kind\": \"inline\", "
+                              "\"must_understand\": false, \"metadata\": {"
+                              "\"x\": " ZARR_JSON_V3 ","
+                              "\"h\": {\"zarr_format\": 3, \"node_type\": \"group\"},"
+                              "\"h/y\": " ZARR_JSON_V3 "}}}");
+    struct seen s = {.open_err = SL_ERROR_INIT};
+    struct sl_error err = SL_ERROR_INIT;
+    uint64_t before = gets_of(st);
+    cr_assert_eq(sl_group_members(st, "sub", collect, &s, &err), SL_OK, "%s", err.text);
+    cr_expect_str_eq(s.text, "sub/x array v3 c;sub/h group v3 c;sub/h/y array v3 c;");
+    cr_expect_eq(s.n_opened, 2, "%s", s.open_err.text);
+    cr_expect_eq(gets_of(st) - before, 1);
+    sl_store_unref(st);
+}
+
+Test(io_group, a_group_without_consolidated_metadata_is_listed)
+{
+    sl_store *st = sl_store_create_memory(NULL, NULL);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_group_create(st, "", 3, NULL, &err), SL_OK);
+    cr_assert_eq(sl_group_create(st, "g", 2, NULL, &err), SL_OK);
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.rank = 1;
+    spec.shape[0] = 8;
+    spec.chunk_shape[0] = 4;
+    sl_array *a = sl_array_create(st, "g/a", &spec, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    sl_array_unref(a);
+    struct seen s = {.open_err = SL_ERROR_INIT};
+    cr_assert_eq(sl_group_members(st, "", collect, &s, &err), SL_OK, "%s", err.text);
+    cr_expect(strstr(s.text, "g group v2 l;") != NULL, "%s", s.text);
+    cr_expect(strstr(s.text, "g/a array v3 l;") != NULL, "%s", s.text);
+    cr_expect_eq(s.n_opened, 1);
+    /* An array is not a group. */
+    cr_expect_eq(sl_group_members(st, "g/a", collect, &s, &err), SL_EINVAL);
+    sl_store_unref(st);
+}
+
+/* Walk a store holding `text` at `key`; expect `code` at JSON pointer `path`
+ * with `key` as the source, from the walk or (open) from opening members. */
+static void
+expect_refused(const char *key, const char *text, bool open, sl_status code, const char *path)
+{
+    sl_store *st = store_with(key, text);
+    struct seen s = {.open_err = SL_ERROR_INIT};
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status got = sl_group_members(st, "", collect, &s, &err);
+    if (open) {
+        cr_expect_eq(got, SL_OK, "%s", err.text);
+        err = s.open_err;
+        got = err.code;
+    }
+    char line[1024];
+    sl_error_format(&err, line, sizeof(line));
+    cr_expect_eq(got, code, "%s: %s", text, line);
+    cr_expect_str_eq(err.path, path, "%s: %s", text, line);
+    cr_expect_str_eq(err.source, key, "%s: %s", text, line);
+    cr_expect_neq(err.text[0], '\0');
+    sl_store_unref(st);
+}
+
+Test(io_group, bad_v2_consolidated_metadata_names_the_key_and_pointer)
+{
+    const char *k = ".zmetadata";
+    expect_refused(k, "[]", false, SL_EPARSE, "");
+    expect_refused(k, "{\"metadata\": {}}", false, SL_EPARSE, "/zarr_consolidated_format");
+    expect_refused(k, "{\"zarr_consolidated_format\": 2, \"metadata\": {}}", false, SL_EUNSUPPORTED,
+                   "/zarr_consolidated_format");
+    expect_refused(k, "{\"zarr_consolidated_format\": 1, \"metadata\": []}", false, SL_EPARSE,
+                   "/metadata");
+    expect_refused(k, "{\"zarr_consolidated_format\": 1, \"metadata\": {\"a/.zarray\": 5}}", false,
+                   SL_EPARSE, "/metadata/a~1.zarray");
+    expect_refused(k,
+                   "{\"zarr_consolidated_format\": 1, \"metadata\": {\"a/.zarray\": " ZARRAY_V2
+                   ", \"a/.zattrs\": \"x\"}}",
+                   false, SL_EPARSE, "/metadata/a~1.zattrs");
+    expect_refused(
+        k, "{\"zarr_consolidated_format\": 1, \"metadata\": {\"../.zarray\": " ZARRAY_V2 "}}",
+        false, SL_EPARSE, "/metadata/..~1.zarray");
+    /* A member whose own metadata is invalid fails when opened, at its pointer. */
+    expect_refused(k,
+                   "{\"zarr_consolidated_format\": 1, \"metadata\": {\"a/.zarray\": "
+                   "{\"zarr_format\": 2, \"shape\": \"x\", \"chunks\": [4], \"dtype\": \"<u2\", "
+                   "\"compressor\": null, \"fill_value\": 0, \"order\": \"C\", "
+                   "\"filters\": null}}}",
+                   true, SL_EPARSE, "/metadata/a~1.zarray/shape");
+    expect_refused(k, "{\"zarr_consolidated_format\": 1", false, SL_EPARSE, "");
+}
+
+Test(io_group, bad_v3_consolidated_metadata_names_the_key_and_pointer)
+{
+    const char *k = "zarr.json";
+#define GROUP3(cm) \
+    "{\"zarr_format\": 3, \"node_type\": \"group\", \"consolidated_metadata\": " cm "}"
+    expect_refused(k, GROUP3("5"), false, SL_EPARSE, "/consolidated_metadata");
+    expect_refused(k, GROUP3("{\"kind\": \"remote\", \"metadata\": {}}"), false, SL_EUNSUPPORTED,
+                   "/consolidated_metadata/kind");
+    expect_refused(k, GROUP3("{\"kind\": \"inline\", \"metadata\": 1}"), false, SL_EPARSE,
+                   "/consolidated_metadata/metadata");
+    expect_refused(k, GROUP3("{\"kind\": \"inline\", \"metadata\": {\"a\": []}}"), false, SL_EPARSE,
+                   "/consolidated_metadata/metadata/a");
+    expect_refused(k,
+                   GROUP3("{\"kind\": \"inline\", \"metadata\": {\"a\": {\"zarr_format\": 3, "
+                          "\"node_type\": \"table\"}}}"),
+                   false, SL_EPARSE, "/consolidated_metadata/metadata/a/node_type");
+    expect_refused(k,
+                   GROUP3("{\"kind\": \"inline\", \"metadata\": {\"a\": {\"zarr_format\": 2, "
+                          "\"node_type\": \"array\"}}}"),
+                   false, SL_EPARSE, "/consolidated_metadata/metadata/a/zarr_format");
+    expect_refused(k,
+                   GROUP3("{\"kind\": \"inline\", \"metadata\": {\"\": {\"zarr_format\": 3, "
+                          "\"node_type\": \"group\"}}}"),
+                   false, SL_EPARSE, "/consolidated_metadata/metadata/");
+    expect_refused(k,
+                   GROUP3("{\"kind\": \"inline\", \"metadata\": {\"a\": {\"zarr_format\": 3, "
+                          "\"node_type\": \"array\", \"shape\": [-1]}}}"),
+                   true, SL_EPARSE, "/consolidated_metadata/metadata/a/codecs");
+#undef GROUP3
+}
