@@ -24,7 +24,6 @@
 
 #include "io_store.h"
 #include "plain_test.h"
-#include "testutil.h"
 
 #define N_OBJECTS 48
 #define N_THREADS 4
@@ -174,11 +173,14 @@ reader_main(void *p)
 
 Test(io_http_stress, threads_read_exact_bytes_through_faults_and_hints)
 {
-    const char *dir = sl_test_tmpdir("http-stress");
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/sluice-http-stress-XXXXXX", base);
+    cr_assert_not_null(mkdtemp(dir));
     write_objects(dir);
     struct server s;
     if (!server_start(dir, &s)) {
-        sl_test_rmtree(dir);
+        cr_assert_eq(sl_fs_remove_tree(dir, NULL), SL_OK);
         cr_skip_test("python3, tests/remote/serve.py or nginx is missing");
         return;
     }
@@ -208,7 +210,7 @@ Test(io_http_stress, threads_read_exact_bytes_through_faults_and_hints)
     server_stop(&s);
     for (int i = 0; i < N_OBJECTS; i++)
         free(objects[i]);
-    sl_test_rmtree(dir);
+    cr_assert_eq(sl_fs_remove_tree(dir, NULL), SL_OK);
     cr_assert_eq(bad, 0, "%d reads did not return the file's bytes", bad);
     cr_assert_gt(rs.retries, 0, "the faults made retries");
     cr_assert_gt(rs.max_in_flight, 1, "requests overlapped");
