@@ -34,6 +34,18 @@ struct http_ahead {
     bool done;               /* under ahead_lock */
 };
 
+/* A first range fetched before (a shard's index): the store is read-only,
+ * so opening the object again serves it without a request.  Slots are
+ * direct-mapped by the key's hash. */
+#define HTTP_HEADS 1024
+struct http_head {
+    char *key;                  /* owned; NULL: an empty slot */
+    struct sl_byte_range range; /* the range asked */
+    uint64_t size;              /* the object's size */
+    uint64_t offset;            /* where the bytes start in the object */
+    struct sl_buf bytes;
+};
+
 struct http_store {
     struct sl_store base;
     char *root;              /* the base URL without a trailing '/' or the query; owned */
@@ -47,6 +59,8 @@ struct http_store {
     pthread_cond_t ahead_cond;
     struct http_ahead *ahead, *ahead_tail;
     size_t n_ahead, max_ahead;
+    pthread_mutex_t heads_lock; /* guards heads */
+    struct http_head *heads;    /* HTTP_HEADS slots */
 };
 
 /* What a reader keeps: the bytes its opening request fetched. */
@@ -189,6 +203,77 @@ ahead_take(struct http_store *h, const char *key)
     return a;
 }
 
+/* ---- shard indexes fetched before ------------------------------------------------ */
+
+static size_t
+head_slot(const char *key)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = key; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)(h % HTTP_HEADS);
+}
+
+static bool
+range_same(const struct sl_byte_range *a, const struct sl_byte_range *b)
+{
+    return a->kind == b->kind && a->offset == b->offset && a->length == b->length;
+}
+
+/* Serve `key`'s first range `r` from what was fetched before into a new
+ * blob; false when it was not fetched (or no memory). */
+static bool
+head_get(struct http_store *h, const char *key, const struct sl_byte_range *r,
+         struct sl__reader *rd)
+{
+    struct http_blob *b = sl_alloc(&h->base.alloc, sizeof(*b), 0);
+    if (b == NULL)
+        return false;
+    *b = (struct http_blob){.bytes = {.alloc = h->base.alloc}};
+    bool hit = false;
+    pthread_mutex_lock(&h->heads_lock);
+    const struct http_head *e = &h->heads[head_slot(key)];
+    if (e->key != NULL && strcmp(e->key, key) == 0 && range_same(&e->range, r) &&
+        sl_buf_append(&b->bytes, e->bytes.data, e->bytes.size, NULL) == SL_OK) {
+        hit = true;
+        b->offset = e->offset;
+        rd->size = e->size;
+    }
+    pthread_mutex_unlock(&h->heads_lock);
+    if (!hit) {
+        sl_buf_fini(&b->bytes);
+        sl_free(&h->base.alloc, b, sizeof(*b));
+        return false;
+    }
+    rd->blob = b;
+    return true;
+}
+
+/* Keep a copy of what a reader's first range fetched; best effort. */
+static void
+head_put(struct http_store *h, const char *key, const struct sl_byte_range *r,
+         const struct sl__reader *rd)
+{
+    const struct http_blob *b = rd->blob;
+    struct http_head n = {
+        .range = *r, .size = rd->size, .offset = b->offset, .bytes = {.alloc = h->base.alloc}};
+    n.key = sl_strdup(&h->base.alloc, key);
+    if (n.key == NULL || sl_buf_append(&n.bytes, b->bytes.data, b->bytes.size, NULL) != SL_OK) {
+        if (n.key != NULL)
+            sl_free(&h->base.alloc, n.key, strlen(n.key) + 1);
+        sl_buf_fini(&n.bytes);
+        return;
+    }
+    pthread_mutex_lock(&h->heads_lock);
+    struct http_head *e = &h->heads[head_slot(key)];
+    struct http_head old = *e;
+    *e = n;
+    pthread_mutex_unlock(&h->heads_lock);
+    if (old.key != NULL)
+        sl_free(&h->base.alloc, old.key, strlen(old.key) + 1);
+    sl_buf_fini(&old.bytes);
+}
+
 /* ---- readers ----------------------------------------------------------------------- */
 
 static sl_status
@@ -216,6 +301,9 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
         ahead_free(h, got);
         return st;
     }
+    bool partial = first != NULL && first->kind != SL_RANGE_ALL;
+    if (partial && h->heads != NULL && head_get(h, key, first, rd))
+        return SL_OK;
     char url[HTTP_URL_MAX];
     if (!url_for(h, key, url, sizeof(url)))
         return h->url_of != NULL
@@ -235,6 +323,8 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
                     : r->kind == SL_RANGE_FROM ? r->offset
                                                : 0;
         rd->blob = b;
+        if (partial && h->heads != NULL)
+            head_put(h, key, first, rd);
         return SL_OK;
     }
     sl_buf_fini(&b->bytes);
@@ -320,6 +410,21 @@ http_remote_stats(const sl_store *s, struct sl_remote_stats *out)
 }
 
 static void
+heads_free(struct http_store *h)
+{
+    pthread_mutex_destroy(&h->heads_lock);
+    if (h->heads == NULL)
+        return;
+    for (size_t i = 0; i < HTTP_HEADS; i++) {
+        if (h->heads[i].key != NULL)
+            sl_free(&h->base.alloc, h->heads[i].key, strlen(h->heads[i].key) + 1);
+        sl_buf_fini(&h->heads[i].bytes);
+    }
+    sl_free(&h->base.alloc, h->heads, HTTP_HEADS * sizeof(struct http_head));
+    h->heads = NULL;
+}
+
+static void
 http_destroy(sl_store *s)
 {
     struct http_store *h = http_of(s);
@@ -331,6 +436,7 @@ http_destroy(sl_store *s)
     }
     pthread_cond_destroy(&h->ahead_cond);
     pthread_mutex_destroy(&h->ahead_lock);
+    heads_free(h);
     struct sl_allocator a = s->alloc;
     sl_free(&a, h->root, strlen(h->root) + 1);
     sl_free(&a, h->query, strlen(h->query) + 1);
@@ -423,6 +529,9 @@ http_open(const char *url, size_t root_n, size_t q_at, size_t q_n, sl_store_url_
                                  .missing_on_403 = o->missing_on_403,
                                  .user_agent = "sluice"};
     h->max_ahead = 2 * (size_t)o->io_concurrency;
+    /* Without memory for the slots, indexes are fetched each time. */
+    h->heads = sl_alloc_zeroed(&alloc, HTTP_HEADS, sizeof(struct http_head), 0);
+    pthread_mutex_init(&h->heads_lock, NULL);
     pthread_mutex_init(&h->ahead_lock, NULL);
     pthread_cond_init(&h->ahead_cond, NULL);
     if (h->root != NULL && h->query != NULL)
@@ -432,6 +541,7 @@ http_open(const char *url, size_t root_n, size_t q_at, size_t q_n, sl_store_url_
     if (h->engine == NULL) {
         pthread_cond_destroy(&h->ahead_cond);
         pthread_mutex_destroy(&h->ahead_lock);
+        heads_free(h);
         if (h->root != NULL)
             sl_free(&alloc, h->root, root_n + 1);
         if (h->query != NULL)

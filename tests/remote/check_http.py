@@ -27,6 +27,7 @@ cutoff; the launcher has no option to shorten either, so these two cases run
 at the same time, in two sluice processes.  Whole test: about 45 s.
 Exit 77 (skipped) without nginx or without numpy/zarr (python3-zarr).
 """
+import glob
 import json
 import os
 import shutil
@@ -153,7 +154,17 @@ def check_interop(s, root, tmp, data):
                f"sluice info {s.proxy_url + name}: rc {rc}, out {out!r}, err {err.strip()}")
     for name in data:
         dst = os.path.join(tmp, "interop-" + name)
+        s.clear_log()
         rc, _, err, _ = run("copy", s.proxy_url + name, dst, "--no-progress")
+        if name == "v3s":
+            # A shard's index is fetched once, not once per inner chunk: far
+            # fewer than two requests per chunk.
+            gets = [e for e in s.log() if e["method"] == "GET" and "/c/" in e["path"]]
+            shards = len(glob.glob(os.path.join(root, name, "c", "*", "*")))
+            inner = shards * 16  # 32x32 shards of 8x8 chunks
+            expect(shards > 0 and len(gets) < 1.5 * inner,
+                   f"copy of {name}: {len(gets)} shard requests for {inner} inner chunks "
+                   f"in {shards} shards (an index per chunk would make {2 * inner})")
         expect(rc == 0, f"sluice copy {s.proxy_url + name}: rc {rc}: {err.strip()}")
         got = checksum(dst)
         expect(got == sums[name], f"copy of {name} over HTTP: checksum {got}, source {sums[name]}")
