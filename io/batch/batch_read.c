@@ -127,6 +127,8 @@ batch_execute(struct sl__batch_run *run)
                               run->plan.n_chunks);
     }
     if (st == SL_OK && run->plan.n_chunks > 0) {
+        /* Sharded batches coalesce their ranges, which the hints would not
+         * match: only whole chunks are hinted. */
         if (!a->meta.sharded)
             hint_chunks(run);
         st = a->meta.sharded ? sl__batch_read_shards(run, &e)

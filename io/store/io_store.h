@@ -71,9 +71,16 @@ sl_status sl__reader_open_first(sl_store *s, const char *key, const struct sl_by
 /* Whether `s` fetches hinted objects ahead (a remote store). */
 bool sl__store_can_prefetch(const sl_store *s);
 
-/* Hint that object `key` will be read whole soon (sl_array_prefetch_chunk);
- * a store that cannot prefetch ignores it. */
-void sl__store_prefetch(sl_store *s, const char *key);
+/* Hint that `range` of object `key` (NULL: all of it) will be read soon
+ * (sl_array_prefetch_chunk); a store that cannot prefetch ignores it.  A
+ * first range (a shard's index) is kept for the open that asks for it. */
+void sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range);
+
+/* Copy into `out` the first range `first` of `key` that an earlier open
+ * (or hint) fetched, and the object's size; false, without waiting or
+ * reading, when there is none. */
+bool sl__store_cached_first(sl_store *s, const char *key, const struct sl_byte_range *first,
+                            struct sl_buf *out, uint64_t *object_size);
 
 /* Read exactly `n` bytes at `offset` into `dst`.  @return SL_OK, SL_EBOUNDS
  * (past the end), SL_EIO. */

@@ -438,10 +438,17 @@ sl__store_can_prefetch(const sl_store *s)
 }
 
 void
-sl__store_prefetch(sl_store *s, const char *key)
+sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
 {
     if (s->vt->prefetch != NULL && sl__key_check(key, strlen(key), NULL) == SL_OK)
-        s->vt->prefetch(s, key);
+        s->vt->prefetch(s, key, range);
+}
+
+bool
+sl__store_cached_first(sl_store *s, const char *key, const struct sl_byte_range *first,
+                       struct sl_buf *out, uint64_t *object_size)
+{
+    return s->vt->cached_first != NULL && s->vt->cached_first(s, key, first, out, object_size);
 }
 
 bool

@@ -28,7 +28,8 @@
 struct http_ahead {
     struct http_ahead *next;
     struct http_store *h;
-    char *key; /* owned */
+    char *key;                  /* owned */
+    struct sl_byte_range range; /* what is fetched (SL_RANGE_ALL: the object) */
     char url[HTTP_URL_MAX_AHEAD];
     struct sl__http_req req; /* its body is handed to the reader */
     bool done;               /* under ahead_lock */
@@ -134,15 +135,22 @@ ahead_unlink_locked(struct http_store *h, struct http_ahead *prev, struct http_a
     h->n_ahead--;
 }
 
+static bool
+range_same(const struct sl_byte_range *a, const struct sl_byte_range *b)
+{
+    return a->kind == b->kind && a->offset == b->offset && a->length == b->length;
+}
+
 static void
-http_prefetch(sl_store *s, const char *key)
+http_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
 {
     struct http_store *h = http_of(s);
+    struct sl_byte_range r = range != NULL ? *range : (struct sl_byte_range){SL_RANGE_ALL, 0, 0};
     struct http_ahead *evicted = NULL;
     pthread_mutex_lock(&h->ahead_lock);
     bool known = false;
     for (struct http_ahead *a = h->ahead; a != NULL && !known; a = a->next)
-        known = strcmp(a->key, key) == 0;
+        known = strcmp(a->key, key) == 0 && range_same(&a->range, &r);
     /* Full: make room by dropping the oldest fetched object nobody read. */
     if (!known && h->n_ahead >= h->max_ahead && h->ahead->done) {
         evicted = h->ahead;
@@ -166,12 +174,10 @@ http_prefetch(sl_store *s, const char *key)
     a->next = NULL;
     a->h = h;
     a->key = k;
+    a->range = r;
     a->done = false;
-    a->req = (struct sl__http_req){.url = a->url,
-                                   .range = {SL_RANGE_ALL, 0, 0},
-                                   .done = ahead_done,
-                                   .ctx = a,
-                                   .body = {.alloc = s->alloc}};
+    a->req = (struct sl__http_req){
+        .url = a->url, .range = r, .done = ahead_done, .ctx = a, .body = {.alloc = s->alloc}};
     pthread_mutex_lock(&h->ahead_lock);
     if (h->ahead_tail != NULL)
         h->ahead_tail->next = a;
@@ -183,14 +189,14 @@ http_prefetch(sl_store *s, const char *key)
     sl__engine_submit(h->engine, &a->req);
 }
 
-/* Take the object fetched ahead for `key`, waiting until its fetch ends;
- * NULL when none was. */
+/* Take what was fetched ahead for `range` of `key`, waiting until its
+ * fetch ends; NULL when nothing was. */
 static struct http_ahead *
-ahead_take(struct http_store *h, const char *key)
+ahead_take(struct http_store *h, const char *key, const struct sl_byte_range *range)
 {
     pthread_mutex_lock(&h->ahead_lock);
     struct http_ahead *prev = NULL, *a = h->ahead;
-    while (a != NULL && strcmp(a->key, key) != 0) {
+    while (a != NULL && !(strcmp(a->key, key) == 0 && range_same(&a->range, range))) {
         prev = a;
         a = a->next;
     }
@@ -212,12 +218,6 @@ head_slot(const char *key)
     for (const char *p = key; *p != '\0'; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     return (size_t)(h % HTTP_HEADS);
-}
-
-static bool
-range_same(const struct sl_byte_range *a, const struct sl_byte_range *b)
-{
-    return a->kind == b->kind && a->offset == b->offset && a->length == b->length;
 }
 
 /* Serve `key`'s first range `r` from what was fetched before into a new
@@ -274,6 +274,25 @@ head_put(struct http_store *h, const char *key, const struct sl_byte_range *r,
     sl_buf_fini(&old.bytes);
 }
 
+static bool
+http_cached_first(sl_store *s, const char *key, const struct sl_byte_range *first,
+                  struct sl_buf *out, uint64_t *object_size)
+{
+    struct http_store *h = http_of(s);
+    if (h->heads == NULL)
+        return false;
+    bool hit = false;
+    pthread_mutex_lock(&h->heads_lock);
+    const struct http_head *e = &h->heads[head_slot(key)];
+    if (e->key != NULL && strcmp(e->key, key) == 0 && range_same(&e->range, first)) {
+        out->size = 0;
+        hit = sl_buf_append(out, e->bytes.data, e->bytes.size, NULL) == SL_OK;
+        *object_size = e->size;
+    }
+    pthread_mutex_unlock(&h->heads_lock);
+    return hit;
+}
+
 /* ---- readers ----------------------------------------------------------------------- */
 
 static sl_status
@@ -281,17 +300,25 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
                  struct sl__reader *rd, struct sl_error *err)
 {
     struct http_store *h = http_of(s);
-    struct http_ahead *got =
-        first == NULL || first->kind == SL_RANGE_ALL ? ahead_take(h, key) : NULL;
+    struct sl_byte_range all = {SL_RANGE_ALL, 0, 0};
+    const struct sl_byte_range *r = first != NULL ? first : &all;
+    bool partial = r->kind != SL_RANGE_ALL;
+    struct http_ahead *got = ahead_take(h, key, r);
     if (got != NULL) {
         sl_status st = got->req.status;
         if (st == SL_OK) {
             struct http_blob *b = sl_alloc(&s->alloc, sizeof(*b), 0);
             if (b != NULL) {
-                *b = (struct http_blob){.bytes = got->req.body, .offset = 0};
+                uint64_t size = got->req.object_size, n = got->req.body.size;
+                *b = (struct http_blob){.bytes = got->req.body,
+                                        .offset = r->kind == SL_RANGE_SUFFIX ? size - n
+                                                  : r->kind == SL_RANGE_FROM ? r->offset
+                                                                             : 0};
                 got->req.body = (struct sl_buf){.alloc = s->alloc};
-                rd->size = got->req.object_size;
+                rd->size = size;
                 rd->blob = b;
+                if (partial && h->heads != NULL)
+                    head_put(h, key, r, rd);
             } else {
                 st = sl_error_set(err, SL_ENOMEM, NULL, "out of memory reading %s", got->url);
             }
@@ -301,8 +328,7 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
         ahead_free(h, got);
         return st;
     }
-    bool partial = first != NULL && first->kind != SL_RANGE_ALL;
-    if (partial && h->heads != NULL && head_get(h, key, first, rd))
+    if (partial && h->heads != NULL && head_get(h, key, r, rd))
         return SL_OK;
     char url[HTTP_URL_MAX];
     if (!url_for(h, key, url, sizeof(url)))
@@ -314,8 +340,6 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
         return sl_error_set(err, SL_ENOMEM, NULL, "out of memory reading %s", url);
     *b = (struct http_blob){.bytes = {.alloc = s->alloc}};
     uint64_t size = 0;
-    struct sl_byte_range all = {SL_RANGE_ALL, 0, 0};
-    const struct sl_byte_range *r = first != NULL ? first : &all;
     sl_status st = sl__engine_get(h->engine, url, r, &b->bytes, &size, err);
     if (st == SL_OK) {
         rd->size = size;
@@ -324,7 +348,7 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
                                                : 0;
         rd->blob = b;
         if (partial && h->heads != NULL)
-            head_put(h, key, first, rd);
+            head_put(h, key, r, rd);
         return SL_OK;
     }
     sl_buf_fini(&b->bytes);
@@ -341,11 +365,25 @@ http_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, st
         return SL_OK;
     }
     struct http_store *h = http_of(rd->store);
+    struct sl_byte_range r = sl_byte_range_at(offset, n);
+    struct http_ahead *ahead = ahead_take(h, rd->key, &r);
+    if (ahead != NULL) {
+        sl_status st = ahead->req.status;
+        if (st == SL_OK && ahead->req.body.size != n)
+            st =
+                sl_error_set(err, SL_ECORRUPT, NULL, "%s: %zu bytes asked at %" PRIu64 ", %zu came",
+                             ahead->url, n, offset, ahead->req.body.size);
+        else if (st == SL_OK)
+            memcpy(dst, ahead->req.body.data, n);
+        else
+            sl_error_set(err, st, NULL, "%s", ahead->req.message);
+        ahead_free(h, ahead);
+        return st;
+    }
     char url[HTTP_URL_MAX];
     if (!url_for(h, rd->key, url, sizeof(url)))
         return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", rd->key);
     struct sl_buf got = {.alloc = rd->store->alloc};
-    struct sl_byte_range r = sl_byte_range_at(offset, n);
     sl_status st = sl__engine_get(h->engine, url, &r, &got, NULL, err);
     if (st == SL_OK && got.size != n)
         st = sl_error_set(err, SL_ECORRUPT, NULL, "%s: %zu bytes asked at %" PRIu64 ", %zu came",
@@ -453,6 +491,7 @@ static const struct sl__store_vtable http_vtable = {
     .del = http_del,
     .list = http_list,
     .prefetch = http_prefetch,
+    .cached_first = http_cached_first,
     .remote_stats = http_remote_stats,
     .destroy = http_destroy,
 };

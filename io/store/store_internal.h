@@ -31,8 +31,12 @@ struct sl__store_vtable {
     sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);
     sl_status (*list)(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
                       struct sl_error *err);
-    /* Start fetching object `key` ahead of its read; NULL: no prefetching. */
-    void (*prefetch)(sl_store *s, const char *key);
+    /* Start fetching `range` of object `key` (NULL: all of it) ahead of its
+     * read; NULL: no prefetching. */
+    void (*prefetch)(sl_store *s, const char *key, const struct sl_byte_range *range);
+    /* A first range fetched before (see sl__store_cached_first); NULL: none. */
+    bool (*cached_first)(sl_store *s, const char *key, const struct sl_byte_range *first,
+                         struct sl_buf *out, uint64_t *object_size);
     /* A remote store's counters; NULL for local stores. */
     void (*remote_stats)(const sl_store *s, struct sl_remote_stats *out);
     void (*destroy)(sl_store *s);

@@ -141,16 +141,54 @@ sl_array_read_chunk(const sl_array *a, const uint64_t *coords, void *buf, size_t
     return st;
 }
 
+/* An inner chunk's hint: the shard's index first (fetched ahead when no
+ * open has fetched it yet), then, once it is known, the chunk's bytes. */
+static void
+prefetch_inner(const sl_array *a, const uint64_t *coords)
+{
+    uint64_t shard[SL_MAX_RANK], k;
+    sl__shard_of_inner(&a->meta, coords, shard, &k);
+    char key[SL_STORE_KEY_MAX + 1];
+    if (sl__array_object_key(a, shard, key, sizeof(key)) >= sizeof(key))
+        return;
+    struct sl_byte_range first = sl__shard_index_first(&a->meta);
+    struct sl_buf raw = {.alloc = a->alloc};
+    uint64_t size = 0;
+    if (!sl__store_cached_first(a->store, key, &first, &raw, &size)) {
+        sl_buf_fini(&raw);
+        sl__store_prefetch(a->store, key, &first);
+        return;
+    }
+    size_t n_entries = (size_t)a->meta.n_per_shard * 2;
+    uint64_t *entries = sl_alloc(&a->alloc, n_entries * sizeof(uint64_t), 0);
+    sl_codec_ctx *ctx = NULL;
+    if (entries != NULL && raw.size == a->meta.index_bytes &&
+        ctx_for_call(a, NULL, &ctx, NULL) == SL_OK &&
+        sl__shard_index_decode(&a->meta, raw.data, raw.size, size, entries, ctx, NULL) == SL_OK &&
+        entries[2 * k] != SL__SHARD_EMPTY) {
+        struct sl_byte_range r = sl_byte_range_at(entries[2 * k], entries[2 * k + 1]);
+        sl__store_prefetch(a->store, key, &r);
+    }
+    if (ctx != NULL)
+        ctx_done(NULL, ctx);
+    if (entries != NULL)
+        sl_free(&a->alloc, entries, n_entries * sizeof(uint64_t));
+    sl_buf_fini(&raw);
+}
+
 void
 sl_array_prefetch_chunk(const sl_array *a, const uint64_t *coords)
 {
-    if (a->meta.sharded || !sl__store_can_prefetch(a->store) ||
-        sl__array_check_coords(a, coords, NULL) != SL_OK)
+    if (!sl__store_can_prefetch(a->store) || sl__array_check_coords(a, coords, NULL) != SL_OK)
         return;
+    if (a->meta.sharded) {
+        prefetch_inner(a, coords);
+        return;
+    }
     char key[SL_STORE_KEY_MAX + 1];
     if (sl__array_object_key(a, coords, key, sizeof(key)) >= sizeof(key))
         return;
-    sl__store_prefetch(a->store, key);
+    sl__store_prefetch(a->store, key, NULL);
 }
 
 /* Replace one inner chunk of its shard with the caller's buffer. */

@@ -152,7 +152,7 @@ reader_main(void *p)
             char key[32], ahead[32];
             snprintf(key, sizeof(key), "obj/%d", i);
             snprintf(ahead, sizeof(ahead), "obj/%d", (i + 3) % N_OBJECTS);
-            sl__store_prefetch(r->store, ahead);
+            sl__store_prefetch(r->store, ahead, NULL);
             struct sl_error err = SL_ERROR_INIT;
             uint64_t total = 0;
             bool ranged = (k + r->thread) % 3 == 0 && sizes[i] > 16;
@@ -204,7 +204,7 @@ Test(io_http_stress, threads_read_exact_bytes_through_faults_and_hints)
     for (int i = 0; i < N_OBJECTS; i++) {
         char key[32];
         snprintf(key, sizeof(key), "obj/%d", i);
-        sl__store_prefetch(store, key);
+        sl__store_prefetch(store, key, NULL);
     }
     sl_store_unref(store);
     server_stop(&s);
