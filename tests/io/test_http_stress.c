@@ -158,6 +158,8 @@ reader_main(void *p)
             bool ranged = (k + r->thread) % 3 == 0 && sizes[i] > 16;
             uint64_t off = ranged ? sizes[i] / 3 : 0, len = ranged ? sizes[i] / 2 : sizes[i];
             struct sl_byte_range range = sl_byte_range_at(off, len);
+            if (ranged && k % 2 == 0) /* a range fetched ahead, as inner chunks are */
+                sl__store_prefetch(r->store, key, &range);
             sl_status st = sl_store_get(r->store, key, ranged ? &range : NULL, &buf, &total, &err);
             if (st != SL_OK || buf.size != len || total != sizes[i] ||
                 (len > 0 && memcmp(buf.data, objects[i] + off, len) != 0)) {
