@@ -157,6 +157,9 @@ sl__array_from_meta(sl_store *store, const char *path, struct sl__meta *meta,
     a->object_grid = objects;
     for (int i = 0; i < SL__STRIPES; i++)
         pthread_mutex_init(&a->stripes[i], NULL);
+    pthread_mutex_init(&a->hint_lock, NULL);
+    a->hints = NULL;
+    a->n_hints = a->cap_hints = 0;
     atomic_init(&a->refs, 1);
     sl_store_ref(store);
     a->store = store;
@@ -253,6 +256,7 @@ sl_array_unref(sl_array *a)
     atomic_thread_fence(memory_order_acquire);
     for (int i = 0; i < SL__STRIPES; i++)
         pthread_mutex_destroy(&a->stripes[i]);
+    sl__hint_fini(a);
     sl_grid_fini(&a->chunk_grid);
     sl_grid_fini(&a->object_grid);
     sl__meta_fini(&a->meta);

@@ -157,6 +157,7 @@ prefetch_inner(const sl_array *a, const uint64_t *coords)
     if (!sl__store_cached_first(a->store, key, &first, &raw, &size)) {
         sl_buf_fini(&raw);
         sl__store_prefetch(a->store, key, &first);
+        sl__hint_add(a, sl_grid_linear_index(&a->object_grid, shard), k);
         return;
     }
     size_t n_entries = (size_t)a->meta.n_per_shard * 2;

@@ -84,7 +84,30 @@ struct sl_array {
     struct sl__chunk_layout layout;       /* one (inner) chunk */
     size_t elem_bytes;                    /* bytes per element */
     pthread_mutex_t stripes[SL__STRIPES]; /* see SL__STRIPES */
+    /* Inner chunks hinted (sl_array_prefetch_chunk) before their shard's
+     * index was known: hinted when a read decodes that index (hint.c).
+     * Mutable state of a const array, under `hint_lock`. */
+    pthread_mutex_t hint_lock;
+    struct sl__hint *hints; /* owned; `n_hints` of `cap_hints` */
+    size_t n_hints, cap_hints;
 };
+
+/* One inner chunk waiting for its shard's index. */
+struct sl__hint {
+    uint64_t shard; /* linear index in the object grid */
+    uint64_t k;     /* the inner chunk in the shard (C order) */
+};
+
+/* Remember inner chunk `k` of shard `shard` until its index is known;
+ * dropped beyond SL__HINTS_MAX waiting (a hint). */
+void sl__hint_add(const sl_array *a, uint64_t shard, uint64_t k);
+
+/* The index of shard `shard` (stored under `key`) is decoded into
+ * `entries`: hint the byte ranges of the inner chunks waiting for it. */
+void sl__hint_drain(const sl_array *a, uint64_t shard, const char *key, const uint64_t *entries);
+
+/* Free what is waiting (the array is freed). */
+void sl__hint_fini(sl_array *a);
 
 /* The key of stored object `coords` (object grid), prefix included. */
 size_t sl__array_object_key(const sl_array *a, const uint64_t *coords, char *buf, size_t size);
