@@ -76,11 +76,9 @@ bool sl__store_can_prefetch(const sl_store *s);
  * first range (a shard's index) is kept for the open that asks for it. */
 void sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range);
 
-/* Copy into `out` the first range `first` of `key` that an earlier open
- * (or hint) fetched, and the object's size; false, without waiting or
- * reading, when there is none. */
-bool sl__store_cached_first(sl_store *s, const char *key, const struct sl_byte_range *first,
-                            struct sl_buf *out, uint64_t *object_size);
+/* Whether an earlier open fetched the first range `first` of `key` (a
+ * shard's index), so opening it again costs no request; never waits. */
+bool sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *first);
 
 /* Read exactly `n` bytes at `offset` into `dst`.  @return SL_OK, SL_EBOUNDS
  * (past the end), SL_EIO. */

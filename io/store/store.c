@@ -445,10 +445,9 @@ sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range *ran
 }
 
 bool
-sl__store_cached_first(sl_store *s, const char *key, const struct sl_byte_range *first,
-                       struct sl_buf *out, uint64_t *object_size)
+sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 {
-    return s->vt->cached_first != NULL && s->vt->cached_first(s, key, first, out, object_size);
+    return s->vt->has_first != NULL && s->vt->has_first(s, key, first);
 }
 
 bool

@@ -275,20 +275,14 @@ head_put(struct http_store *h, const char *key, const struct sl_byte_range *r,
 }
 
 static bool
-http_cached_first(sl_store *s, const char *key, const struct sl_byte_range *first,
-                  struct sl_buf *out, uint64_t *object_size)
+http_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 {
     struct http_store *h = http_of(s);
     if (h->heads == NULL)
         return false;
-    bool hit = false;
     pthread_mutex_lock(&h->heads_lock);
     const struct http_head *e = &h->heads[head_slot(key)];
-    if (e->key != NULL && strcmp(e->key, key) == 0 && range_same(&e->range, first)) {
-        out->size = 0;
-        hit = sl_buf_append(out, e->bytes.data, e->bytes.size, NULL) == SL_OK;
-        *object_size = e->size;
-    }
+    bool hit = e->key != NULL && strcmp(e->key, key) == 0 && range_same(&e->range, first);
     pthread_mutex_unlock(&h->heads_lock);
     return hit;
 }
@@ -491,7 +485,7 @@ static const struct sl__store_vtable http_vtable = {
     .del = http_del,
     .list = http_list,
     .prefetch = http_prefetch,
-    .cached_first = http_cached_first,
+    .has_first = http_has_first,
     .remote_stats = http_remote_stats,
     .destroy = http_destroy,
 };

@@ -34,9 +34,9 @@ struct sl__store_vtable {
     /* Start fetching `range` of object `key` (NULL: all of it) ahead of its
      * read; NULL: no prefetching. */
     void (*prefetch)(sl_store *s, const char *key, const struct sl_byte_range *range);
-    /* A first range fetched before (see sl__store_cached_first); NULL: none. */
-    bool (*cached_first)(sl_store *s, const char *key, const struct sl_byte_range *first,
-                         struct sl_buf *out, uint64_t *object_size);
+    /* Whether a first range was fetched before (sl__store_has_first); NULL:
+     * never. */
+    bool (*has_first)(sl_store *s, const char *key, const struct sl_byte_range *first);
     /* A remote store's counters; NULL for local stores. */
     void (*remote_stats)(const sl_store *s, struct sl_remote_stats *out);
     void (*destroy)(sl_store *s);

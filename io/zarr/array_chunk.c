@@ -141,8 +141,10 @@ sl_array_read_chunk(const sl_array *a, const uint64_t *coords, void *buf, size_t
     return st;
 }
 
-/* An inner chunk's hint: the shard's index first (fetched ahead when no
- * open has fetched it yet), then, once it is known, the chunk's bytes. */
+/* An inner chunk's hint: its shard's index is fetched ahead unless an
+ * earlier read fetched it, and the chunk waits on the array until a read
+ * of the shard decodes the index and hints its byte range (hint.c).  The
+ * driver that hints decodes nothing. */
 static void
 prefetch_inner(const sl_array *a, const uint64_t *coords)
 {
@@ -152,29 +154,9 @@ prefetch_inner(const sl_array *a, const uint64_t *coords)
     if (sl__array_object_key(a, shard, key, sizeof(key)) >= sizeof(key))
         return;
     struct sl_byte_range first = sl__shard_index_first(&a->meta);
-    struct sl_buf raw = {.alloc = a->alloc};
-    uint64_t size = 0;
-    if (!sl__store_cached_first(a->store, key, &first, &raw, &size)) {
-        sl_buf_fini(&raw);
+    if (!sl__store_has_first(a->store, key, &first))
         sl__store_prefetch(a->store, key, &first);
-        sl__hint_add(a, sl_grid_linear_index(&a->object_grid, shard), k);
-        return;
-    }
-    size_t n_entries = (size_t)a->meta.n_per_shard * 2;
-    uint64_t *entries = sl_alloc(&a->alloc, n_entries * sizeof(uint64_t), 0);
-    sl_codec_ctx *ctx = NULL;
-    if (entries != NULL && raw.size == a->meta.index_bytes &&
-        ctx_for_call(a, NULL, &ctx, NULL) == SL_OK &&
-        sl__shard_index_decode(&a->meta, raw.data, raw.size, size, entries, ctx, NULL) == SL_OK &&
-        entries[2 * k] != SL__SHARD_EMPTY) {
-        struct sl_byte_range r = sl_byte_range_at(entries[2 * k], entries[2 * k + 1]);
-        sl__store_prefetch(a->store, key, &r);
-    }
-    if (ctx != NULL)
-        ctx_done(NULL, ctx);
-    if (entries != NULL)
-        sl_free(&a->alloc, entries, n_entries * sizeof(uint64_t));
-    sl_buf_fini(&raw);
+    sl__hint_add(a, sl_grid_linear_index(&a->object_grid, shard), k);
 }
 
 void
