@@ -316,23 +316,12 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
 {
     struct sl_error err = SL_ERROR_INIT;
     bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
-    if (on_disk) {
-        char at[SL__JPTR_MAX];
-        sl__jptr_key(at, a->ptr, "path");
-        const char *dir =
-            open ? sl__jreplace_find(doc, a->full_path)
-                 : sl__jreplace_begin(doc, a->full_path, a->path, at, a->overwrite, a->in_place);
-        if (dir == NULL)
-            return false;
-        struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
-        so.create = !open;
-        so.alloc = &doc->alloc;
-        a->store = sl_store_open_fs(dir, &so, &err);
-    } else {
-        struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
-        mo.alloc = &doc->alloc;
-        a->store = sl_store_create_memory(&mo, &err);
-    }
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, a->ptr, "path");
+    a->store =
+        sl__jnode_store(doc, a->full_path, a->path, at, a->overwrite, a->in_place, on_disk, &err);
+    if (a->store == NULL && err.code == SL_OK)
+        return false; /* refused, and reported */
     struct sl_array_opts ao = SL_ARRAY_OPTS_DEFAULT;
     ao.alloc = &doc->alloc;
     if (a->store != NULL)
@@ -340,7 +329,6 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
                         : sl_array_create(a->store, "", &a->spec, &ao, &err);
     if (a->array != NULL)
         return true;
-    char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, on_disk ? "path" : "create");
     sl__jdiag_add(&doc->diag, err.code, at, "cannot %s array \"%s\": %s",
                   open ? "open the created" : "create", a->name, err.text);

@@ -262,6 +262,18 @@ void sl__jpaths_check_alias(sl_graph_json *doc);
 const char *sl__jreplace_begin(sl_graph_json *doc, const char *full_path, const char *path,
                                const char *ptr, bool overwrite, bool in_place);
 
+/*
+ * The store a new node (array or pyramid group) at `full_path` is written
+ * into: on disk (`on_disk`) beside its path, begun with
+ * sl__jreplace_begin, or for SL_GRAPH_JSON_OPEN where the creating process
+ * writes it; else a memory store.
+ * @return the store, or NULL: with `err` set when a store could not open,
+ * with `err` untouched when the replacement was refused (already reported).
+ */
+sl_store *sl__jnode_store(sl_graph_json *doc, const char *full_path, const char *path,
+                          const char *ptr, bool overwrite, bool in_place, bool on_disk,
+                          struct sl_error *err);
+
 /* Where to open a node another process of the run is writing for
  * `full_path` (SL_GRAPH_JSON_OPEN): its hidden sibling while there is one,
  * else the path itself (valid until the next call). */

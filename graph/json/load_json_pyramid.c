@@ -239,24 +239,12 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
     o.open_existing = open;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *store;
-    if (on_disk) {
-        char at[SL__JPTR_MAX];
-        sl__jptr_key(at, n->ptr, "group");
-        const char *dir =
-            open ? sl__jreplace_find(doc, p->full_path)
-                 : sl__jreplace_begin(doc, p->full_path, p->group, at, p->overwrite, p->in_place);
-        if (dir == NULL)
-            return false;
-        struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
-        so.create = !open;
-        so.alloc = &doc->alloc;
-        store = sl_store_open_fs(dir, &so, &err);
-    } else {
-        struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
-        mo.alloc = &doc->alloc;
-        store = sl_store_create_memory(&mo, &err);
-    }
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, n->ptr, "group");
+    sl_store *store =
+        sl__jnode_store(doc, p->full_path, p->group, at, p->overwrite, p->in_place, on_disk, &err);
+    if (store == NULL && err.code == SL_OK)
+        return false; /* refused, and reported */
     /* The level arrays keep the store; the graph keeps the arrays. */
     sl_status st = store != NULL ? sl_graph_add_pyramid(doc->graph, n->id, doc->nodes[n->input].gid,
                                                         store, "", &o, NULL, &err)
@@ -264,7 +252,6 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     sl_store_unref(store);
     if (st == SL_OK)
         return true;
-    char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, store == NULL ? "group" : "levels");
     sl__jdiag_add_error(&doc->diag, at, &err);
     return false;

@@ -50,6 +50,26 @@ sl__jreplace_find(sl_graph_json *doc, const char *full_path)
     return doc->found;
 }
 
+sl_store *
+sl__jnode_store(sl_graph_json *doc, const char *full_path, const char *path, const char *ptr,
+                bool overwrite, bool in_place, bool on_disk, struct sl_error *err)
+{
+    if (!on_disk) {
+        struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
+        mo.alloc = &doc->alloc;
+        return sl_store_create_memory(&mo, err);
+    }
+    bool open = doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
+    const char *dir = open ? sl__jreplace_find(doc, full_path)
+                           : sl__jreplace_begin(doc, full_path, path, ptr, overwrite, in_place);
+    if (dir == NULL)
+        return NULL;
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.create = !open;
+    so.alloc = &doc->alloc;
+    return sl_store_open_fs(dir, &so, err);
+}
+
 sl_status
 sl_graph_json_commit(sl_graph_json *doc, bool run_ok, struct sl_error *err)
 {
