@@ -19,6 +19,9 @@ graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_
     opts.allow_outside = allow_outside;
     if (ro != NULL) {
         opts.io_concurrency = ro->io_concurrency;
+        opts.io_attempts = ro->io_attempts;
+        opts.io_deadline_s = ro->io_deadline_s;
+        opts.memory = ro->memory;
         opts.missing_on_403 = ro->missing_on_403;
     }
     *out = sl_graph_json_load_file(path, &opts, &errors);

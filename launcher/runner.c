@@ -117,6 +117,12 @@ open_input_store(const char *path, const struct run_opts *o, struct sl_error *er
     uo.fs.read_only = true;
     if (o != NULL && o->io_concurrency > 0)
         uo.http.io_concurrency = o->io_concurrency;
+    if (o != NULL && o->io_attempts > 0)
+        uo.http.max_attempts = o->io_attempts;
+    if (o != NULL && o->io_deadline_s > 0)
+        uo.http.request_deadline_s = o->io_deadline_s;
+    if (o != NULL)
+        sl_http_store_opts_fit_budget(&uo.http, o->memory);
     uo.http.missing_on_403 = o != NULL && o->missing_on_403;
     return sl_store_open_url(path, &uo, err);
 }
@@ -128,7 +134,8 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
     const char *value = *i + 1 < argc ? argv[*i + 1] : NULL;
     bool takes = strcmp(a, "--threads") == 0 || strcmp(a, "--memory") == 0 ||
                  strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0 ||
-                 strcmp(a, "--io-concurrency") == 0;
+                 strcmp(a, "--io-concurrency") == 0 || strcmp(a, "--io-attempts") == 0 ||
+                 strcmp(a, "--io-deadline") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -147,6 +154,20 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
             return cmd_usage_error(c, "--io-concurrency: \"%s\" is not a count from 1 to 4096",
                                    value);
         o->io_concurrency = (unsigned)n;
+    } else if (strcmp(a, "--io-attempts") == 0) {
+        char *end;
+        unsigned long n = strtoul(value, &end, 10);
+        if (*end != '\0' || n == 0 || n > 1000 || value[0] == '-')
+            return cmd_usage_error(c, "--io-attempts: \"%s\" is not a count from 1 to 1000", value);
+        o->io_attempts = (unsigned)n;
+    } else if (strcmp(a, "--io-deadline") == 0) {
+        char *end;
+        double s = strtod(value, &end);
+        if (*end != '\0' || !(s > 0) || s > 86400 * 7)
+            return cmd_usage_error(
+                c, "--io-deadline: \"%s\" is not a number of seconds above 0 (at most a week)",
+                value);
+        o->io_deadline_s = s;
     } else if (strcmp(a, "--missing-on-403") == 0) {
         o->missing_on_403 = true;
         return 1;

@@ -26,6 +26,8 @@ struct run_opts {
     const char *trace;       /* --trace FILE: Chrome trace of every task */
     const char *report;      /* --report FILE: JSON report of every chunk that failed */
     unsigned io_concurrency; /* --io-concurrency N: remote requests in flight; 0 = default */
+    unsigned io_attempts;    /* --io-attempts N: tries per remote request; 0 = default */
+    double io_deadline_s;    /* --io-deadline SECONDS: per remote request; 0 = default */
     bool missing_on_403;     /* --missing-on-403: a remote 403 reads as absent */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
@@ -43,6 +45,9 @@ struct run_opts {
     "                       FILE.rank<N> for each rank)\n"                                      \
     "  --report FILE        write the JSON report of failed chunks\n"                           \
     "  --io-concurrency N   remote (http/https) requests in flight at most (default 64)\n"      \
+    "  --io-attempts N      tries per remote request, the first included (default 10)\n"        \
+    "  --io-deadline SECS   a remote request gives up after this, retries included\n"           \
+    "                       (default 300)\n"                                                    \
     "  --missing-on-403     read a remote 403 as an absent chunk, as Ceph's gateway means it\n"
 
 /*

@@ -64,8 +64,9 @@ jget_enum(struct sl__jdiag *d, const json_t *v, const char *ptr, const char *con
 static void
 run_parse(sl_graph_json *doc, const json_t *run)
 {
-    static const char *const keys[] = {
-        "threads", "memory", "error_policy", "missing", "comment", "io_concurrency", NULL};
+    static const char *const keys[] = {"threads",     "memory",        "error_policy",
+                                       "missing",     "comment",       "io_concurrency",
+                                       "io_attempts", "io_deadline_s", NULL};
     static const char *const policies[] = {"collect", "fail_fast", NULL};
     static const char *const missing[] = {"fill", "error", NULL};
     struct sl__jdiag *d = &doc->diag;
@@ -86,6 +87,18 @@ run_parse(sl_graph_json *doc, const json_t *run)
     if ((v = json_object_get(run, "io_concurrency")) != NULL &&
         sl__jget_uint(d, v, "/run/io_concurrency", 1, 4096, &window))
         doc->run.io_concurrency = (uint32_t)window;
+    uint64_t attempts;
+    if ((v = json_object_get(run, "io_attempts")) != NULL &&
+        sl__jget_uint(d, v, "/run/io_attempts", 1, 1000, &attempts))
+        doc->run.io_attempts = (uint32_t)attempts;
+    if ((v = json_object_get(run, "io_deadline_s")) != NULL) {
+        if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 86400 * 7)
+            sl__jdiag_add(d, SL_EINVAL, "/run/io_deadline_s",
+                          "expected a number of seconds above 0 and at most 604800, found %s",
+                          sl__json_type_name(v));
+        else
+            doc->run.io_deadline_s = json_number_value(v);
+    }
     int k;
     if ((v = json_object_get(run, "error_policy")) != NULL &&
         (k = jget_enum(d, v, "/run/error_policy", policies)) >= 0)

@@ -37,6 +37,14 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
     if (doc->opts.io_concurrency > 0 || doc->run.io_concurrency > 0)
         so.http.io_concurrency =
             doc->opts.io_concurrency > 0 ? doc->opts.io_concurrency : doc->run.io_concurrency;
+    if (doc->opts.io_attempts > 0 || doc->run.io_attempts > 0)
+        so.http.max_attempts =
+            doc->opts.io_attempts > 0 ? doc->opts.io_attempts : doc->run.io_attempts;
+    if (doc->opts.io_deadline_s > 0 || doc->run.io_deadline_s > 0)
+        so.http.request_deadline_s =
+            doc->opts.io_deadline_s > 0 ? doc->opts.io_deadline_s : doc->run.io_deadline_s;
+    sl_http_store_opts_fit_budget(&so.http,
+                                  doc->opts.memory > 0 ? doc->opts.memory : doc->run.memory_budget);
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");

@@ -64,6 +64,13 @@ struct sl_graph_json_opts {
     uint32_t max_depth;               /* deepest nesting accepted; 0: SL_GRAPH_JSON_MAX_DEPTH */
     uint32_t io_concurrency;          /* remote arrays' requests in flight; 0: the file's
                                          "run.io_concurrency", else the store's default */
+    uint32_t io_attempts;             /* tries per remote request; 0: the file's
+                                         "run.io_attempts", else the store's default */
+    double io_deadline_s;             /* seconds per remote request; 0: the file's
+                                         "run.io_deadline_s", else the store's default */
+    size_t memory;                    /* the run's memory budget, which bounds what remote
+                                         arrays fetch ahead (a quarter); 0: the file's
+                                         "run.memory", else none */
     bool missing_on_403;              /* every remote array reads a 403 as absent (else
                                          only those whose "missing_on_403" says so) */
     bool local_only;                  /* refuse remote paths (SL_EACCES) instead of reading
@@ -77,6 +84,9 @@ struct sl_graph_json_opts {
                                  .max_bytes = 0,                        \
                                  .max_depth = 0,                        \
                                  .io_concurrency = 0,                   \
+                                 .io_attempts = 0,                      \
+                                 .io_deadline_s = 0,                    \
+                                 .memory = 0,                           \
                                  .missing_on_403 = false,               \
                                  .local_only = false,                   \
                                  .alloc = NULL})
@@ -167,6 +177,8 @@ struct sl_graph_json_run {
     sl_error_policy policy;  /* "error_policy"; SL_POLICY_COLLECT when not given */
     bool missing_is_error;   /* "missing": "error"; false ("fill") when not given */
     uint32_t io_concurrency; /* "io_concurrency": remote requests in flight; 0 when not given */
+    uint32_t io_attempts;    /* "io_attempts": tries per remote request; 0 when not given */
+    double io_deadline_s;    /* "io_deadline_s": seconds per remote request; 0 when not given */
 };
 
 /** Copy the file's run options into `out`.  Thread-safety: any thread. */

@@ -37,18 +37,21 @@ struct sl_http_store_opts {
     long low_speed_bytes;             /* a transfer under this many bytes per second ... (1024) */
     long low_speed_s;                 /* ... for this long is cut and retried (30 s) */
     bool missing_on_403;              /* a 403 means "absent" (Ceph's gateway does so) (false) */
+    uint64_t prefetch_bytes;          /* bytes fetched ahead of their reads, in flight or
+                                         waiting, at most (256 MiB; one fetch may pass it) */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
-#define SL_HTTP_STORE_OPTS_DEFAULT                          \
-    ((struct sl_http_store_opts){.io_concurrency = 64,      \
-                                 .max_attempts = 10,        \
-                                 .backoff_first_s = 0.1,    \
-                                 .backoff_cap_s = 15,       \
-                                 .request_deadline_s = 300, \
-                                 .connect_timeout_s = 5,    \
-                                 .low_speed_bytes = 1024,   \
-                                 .low_speed_s = 30,         \
-                                 .missing_on_403 = false,   \
+#define SL_HTTP_STORE_OPTS_DEFAULT                                      \
+    ((struct sl_http_store_opts){.io_concurrency = 64,                  \
+                                 .max_attempts = 10,                    \
+                                 .backoff_first_s = 0.1,                \
+                                 .backoff_cap_s = 15,                   \
+                                 .request_deadline_s = 300,             \
+                                 .connect_timeout_s = 5,                \
+                                 .low_speed_bytes = 1024,               \
+                                 .low_speed_s = 30,                     \
+                                 .missing_on_403 = false,               \
+                                 .prefetch_bytes = (uint64_t)256 << 20, \
                                  .alloc = NULL})
 
 /**
@@ -87,6 +90,17 @@ typedef bool sl_store_url_fn(void *ctx, const char *key, char *url, size_t size)
 SL_API sl_store *sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx,
                                            const struct sl_http_store_opts *opts,
                                            struct sl_error *err);
+
+/**
+ * Keep what `o` fetches ahead within a quarter of a memory budget of
+ * `budget` bytes: prefetch_bytes becomes the smaller of its value and
+ * budget / 4 (at least 1 MiB); a budget of 0 (none) changes nothing.  The
+ * launcher does this with `--memory`, so that chunk buffers (the budget)
+ * and bytes fetched ahead (a quarter of it) together stay within 1.25 x
+ * the budget.
+ * Thread-safety: any thread.
+ */
+SL_API void sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t budget);
 
 /* Options of sl_store_open_url: one set per kind of store. */
 struct sl_url_store_opts {

@@ -294,6 +294,104 @@ SL_API const char *sl_store_kind(const sl_store *s);
  */
 SL_API size_t sl_store_name(const sl_store *s, const char *key, char *buf, size_t size);
 
+/* ---- stores of the program's own ------------------------------------------------- */
+
+/* A read of a program's own store in progress (struct sl_store_impl.get_async). */
+typedef struct sl_store_read sl_store_read;
+
+/*
+ * A store the program implements: a chunk store laid out its own way (as
+ * katdal's), a client sluice does not have.  sluice reads it through the
+ * same machinery as its HTTP store: a window of reads in flight whatever
+ * the number of workers, retries with backoff of transient failures,
+ * fetching ahead what the executor and batched reads hint (within
+ * `prefetch_bytes`), and per-chunk errors in the status arrays.
+ */
+struct sl_store_impl {
+    const char *kind; /* a short name for messages ("katdal"); keys are named
+                         "<kind>://<key>"; NULL: "custom" */
+    /*
+     * Read object `key`, or the part `range` names (SL_RANGE_ALL: all of
+     * it), into `out` (empty; append the bytes), and the whole object's size
+     * into `*object_bytes` (needed for SL_RANGE_SUFFIX; 0: the bytes given,
+     * for a whole object).  A range must come back exactly (a suffix longer
+     * than the object: the whole object).  Return SL_OK; SL_ENOTFOUND for
+     * an absent object (read as the fill value); SL_EBOUNDS for a range past
+     * its end; else a failure described in `err`: SL_ENETWORK, SL_ETIMEDOUT
+     * and SL_EIO are retried with backoff, anything else is final.  Called
+     * from many threads at once.  Required unless `get_async` is set.
+     */
+    sl_status (*get)(void *ctx, const char *key, const struct sl_byte_range *range,
+                     struct sl_buf *out, uint64_t *object_bytes, struct sl_error *err);
+    /*
+     * The same read, started and left to run: return at once and end it
+     * later, from any thread, with sl_store_read_done (append the bytes to
+     * sl_store_read_buf(rd) first).  At most `io_concurrency` reads are
+     * outstanding.  NULL: sluice calls `get` on `io_concurrency` threads of
+     * the store's own.
+     */
+    void (*get_async)(void *ctx, const char *key, const struct sl_byte_range *range,
+                      sl_store_read *rd);
+    /* Store an object; NULL: the store is read-only (SL_EACCES). */
+    sl_status (*set)(void *ctx, const char *key, const void *data, size_t n, struct sl_error *err);
+    /* Remove an object (absent: SL_OK); NULL: read-only (SL_EACCES). */
+    sl_status (*del)(void *ctx, const char *key, struct sl_error *err);
+    /* Call `fn` for each key under `prefix`, in byte order; NULL: the store
+     * cannot list (SL_EUNSUPPORTED). */
+    sl_status (*list)(void *ctx, const char *prefix, sl_store_list_fn *fn, void *arg,
+                      struct sl_error *err);
+    /* Called once, at the last sl_store_unref, after every read ended;
+     * NULL: nothing. */
+    void (*destroy)(void *ctx);
+};
+
+/* Options of a program's own store, with their defaults. */
+struct sl_custom_store_opts {
+    unsigned io_concurrency;          /* reads outstanding at most (64) */
+    unsigned max_attempts;            /* tries per read, the first included (10) */
+    double backoff_first_s;           /* a first retry waits up to this, doubling (0.1 s) */
+    double backoff_cap_s;             /* no wait longer than this (15 s) */
+    double request_deadline_s;        /* no retry starts after this (300 s) */
+    uint64_t prefetch_bytes;          /* bytes fetched ahead at most (256 MiB); 0: none */
+    const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+};
+#define SL_CUSTOM_STORE_OPTS_DEFAULT                                      \
+    ((struct sl_custom_store_opts){.io_concurrency = 64,                  \
+                                   .max_attempts = 10,                    \
+                                   .backoff_first_s = 0.1,                \
+                                   .backoff_cap_s = 15,                   \
+                                   .request_deadline_s = 300,             \
+                                   .prefetch_bytes = (uint64_t)256 << 20, \
+                                   .alloc = NULL})
+
+/**
+ * Open a store whose objects the program reads (and optionally writes)
+ * through `impl`.  `impl` and `ctx` must outlive the store; `impl->destroy`
+ * (if any) is called with `ctx` at the last unref, which first waits for
+ * every outstanding get_async to end.
+ * @param opts  NULL for SL_CUSTOM_STORE_OPTS_DEFAULT.
+ * @return a store with one reference, or NULL with SL_EINVAL (no get and no
+ * get_async, an option out of range), SL_EIO (no thread could start) or
+ * SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
+ */
+SL_API sl_store *sl_store_open_custom(const struct sl_store_impl *impl, void *ctx,
+                                      const struct sl_custom_store_opts *opts,
+                                      struct sl_error *err);
+
+/** The buffer a get_async appends its bytes to.  Thread-safety: the read's owner. */
+SL_API struct sl_buf *sl_store_read_buf(sl_store_read *rd);
+
+/**
+ * End a read started by get_async, exactly once, from any thread: with
+ * SL_OK and the whole object's size in `object_bytes` (as for get), or
+ * with a status as get returns it and `err` (may be NULL) saying why.
+ * `rd` is invalid afterwards.
+ * Thread-safety: any thread.
+ */
+SL_API void sl_store_read_done(sl_store_read *rd, sl_status status, uint64_t object_bytes,
+                               const struct sl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,12 @@
  *      decode each of its inner chunks (straight into an output where one
  *      holds it) and deliver it to its selections; per absent chunk: fill.
  *
+ * A remote store is told ahead what each step reads: the wave's shard
+ * indexes before step 1 (those it does not hold from earlier reads), and
+ * the requests of step 3 a lookahead before their workers read them, so
+ * that the wave's reads are in flight together within the store's window
+ * rather than one per worker.
+ *
  * Unlike sl__shard_read_entries, whose callers decode a shard's chunks on
  * one thread with a fixed 64 KiB gap, this spreads a shard's requests over
  * the workers and takes the gap and cap from the options.
@@ -38,6 +44,9 @@
 #define BATCH_WAVE_SHARDS 256
 /* Smallest request the spreading over workers makes. */
 #define BATCH_MIN_SPREAD ((uint64_t)1 << 20)
+/* How far ahead of the request it reads each item hints a remote store
+ * (the store takes what its window and byte limit allow). */
+#define BATCH_REQ_LOOKAHEAD 64
 
 /* States of a chunk within its wave. */
 enum {
@@ -98,6 +107,26 @@ fail_object(struct shards *sh, size_t o, const struct sl_error *e)
 }
 
 /* ---- step 1: indexes ---------------------------------------------------------------- */
+
+/* A remote store: fetch the wave's shard indexes ahead (those an earlier
+ * read did not fetch), so that step 1's workers find them in flight
+ * together instead of two at a time.  Other stores ignore it. */
+static void
+hint_indexes(struct shards *sh, size_t n_slots)
+{
+    const sl_array *a = sh->run->a;
+    if (!sl__store_can_prefetch(a->store))
+        return;
+    struct sl_byte_range first = sl__shard_index_first(&a->meta);
+    for (size_t i = 0; i < n_slots; i++) {
+        uint64_t coords[SL_MAX_RANK];
+        char key[SL_STORE_KEY_MAX + 1];
+        sl_grid_coords_of(&a->object_grid, sh->run->plan.objects[sh->o0 + i].object, coords);
+        if (sl__array_object_key(a, coords, key, sizeof(key)) < sizeof(key) &&
+            !sl__store_has_first(a->store, key, &first))
+            sl__store_prefetch(a->store, key, &first);
+    }
+}
 
 /* Look up the chunks of object `o` in its decoded index (NULL: the shard is
  * absent); false if none needs reading. */
@@ -241,6 +270,18 @@ plan_requests(struct shards *sh, size_t n_slots)
 
 /* ---- step 3: reading and decoding ------------------------------------------------------ */
 
+/* A remote store: fetch request `i`'s byte range ahead, so that the wave's
+ * requests are in flight together while the workers decode. */
+static void
+hint_request(struct shards *sh, size_t i)
+{
+    if (i >= sh->n_reqs || !sl__store_can_prefetch(sh->run->a->store))
+        return;
+    const struct request *r = &sh->reqs[i];
+    struct sl_byte_range range = sl_byte_range_at(r->start, r->end - r->start);
+    sl__store_prefetch(sh->run->a->store, sh->slots[r->shard].key, &range);
+}
+
 /* Decode chunk `c` from its stored bytes and deliver it. */
 static void
 decode_chunk(struct shards *sh, size_t c, const uint8_t *bytes, const struct wave_shard *slot,
@@ -284,6 +325,7 @@ request_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
         sl__batch_finish(run, sh->absent[i - sh->n_reqs], SL_OK, true, NULL, SIZE_MAX, NULL);
         return;
     }
+    hint_request(sh, i + BATCH_REQ_LOOKAHEAD);
     const struct request *r = &sh->reqs[i];
     struct wave_shard *slot = &sh->slots[r->shard];
     struct sl_error e = SL_ERROR_INIT;
@@ -316,9 +358,12 @@ static sl_status
 wave_run(struct shards *sh, size_t o0, size_t n_slots)
 {
     sh->o0 = o0;
+    hint_indexes(sh, n_slots);
     sl_status st = sl__batch_loop(sh->run, n_slots, index_item, sh);
     if (st == SL_OK) {
         plan_requests(sh, n_slots);
+        for (size_t i = 0; i < BATCH_REQ_LOOKAHEAD && i < sh->n_reqs; i++)
+            hint_request(sh, i);
         st = sl__batch_loop(sh->run, sh->n_reqs + sh->n_absent, request_item, sh);
     }
     for (size_t i = 0; i < n_slots; i++) {

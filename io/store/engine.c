@@ -44,7 +44,8 @@ struct transfer {
     struct transfer *prev, *next; /* the engine's in-flight list */
 };
 
-struct sl__engine {
+struct curl_engine {
+    struct sl__engine base; /* first: the engine's operations */
     struct sl__engine_opts o;
     CURLM *multi;
     pthread_t thread;
@@ -63,24 +64,6 @@ struct sl__engine {
     _Atomic uint64_t n_requests, n_attempts, n_retries, n_bytes;
     _Atomic unsigned max_in_flight, window_now;
 };
-
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* xorshift64*: a uniform double in [0, 1). */
-static double
-engine_random(struct sl__engine *e)
-{
-    e->rng ^= e->rng >> 12;
-    e->rng ^= e->rng << 25;
-    e->rng ^= e->rng >> 27;
-    return (double)((e->rng * 2685821657736338717ull) >> 11) * 0x1p-53;
-}
 
 /* ---- per-transfer callbacks ------------------------------------------------------- */
 
@@ -161,7 +144,7 @@ range_text(const struct sl_byte_range *r, char *buf, size_t size)
 
 /* Start `req` on an easy handle; false when libcurl refuses. */
 static bool
-engine_start(struct sl__engine *e, struct sl__http_req *req)
+engine_start(struct curl_engine *e, struct sl__http_req *req)
 {
     CURL *c = e->n_idle > 0 ? e->idle[--e->n_idle] : curl_easy_init();
     struct transfer *t = calloc(1, sizeof(*t));
@@ -197,7 +180,7 @@ engine_start(struct sl__engine *e, struct sl__http_req *req)
     if (e->o.user_agent != NULL)
         curl_easy_setopt(c, CURLOPT_USERAGENT, e->o.user_agent);
     if (req->attempts == 0)
-        req->started = now_s();
+        req->started = sl__engine_now();
     req->attempts++;
     atomic_fetch_add_explicit(&e->n_attempts, 1, memory_order_relaxed);
     if (req->attempts > 1)
@@ -303,7 +286,7 @@ curl_transient(CURLcode c)
 /* Judge a finished try: SL_OK or a final status (message set), or
  * SL_ECANCELED meaning "try again". */
 static sl_status
-engine_judge(struct sl__engine *e, struct transfer *t, CURLcode rc)
+engine_judge(struct curl_engine *e, struct transfer *t, CURLcode rc)
 {
     struct sl__http_req *req = t->req;
     long status = 0;
@@ -336,34 +319,35 @@ engine_judge(struct sl__engine *e, struct transfer *t, CURLcode rc)
     }
     if (t->overflow)
         return SL_ENOMEM;
-    if (transient && req->attempts < e->o.max_attempts && now_s() - req->started < e->o.deadline_s)
+    req->final = rc == CURLE_OK                   ? SL_EHTTP
+                 : rc == CURLE_OPERATION_TIMEDOUT ? SL_ETIMEDOUT
+                                                  : SL_ENETWORK;
+    if (transient && req->attempts < e->o.max_attempts &&
+        sl__engine_now() - req->started < e->o.deadline_s)
         return SL_ECANCELED;
-    if (rc == CURLE_OK)
-        return SL_EHTTP;
-    return rc == CURLE_OPERATION_TIMEDOUT ? SL_ETIMEDOUT : SL_ENETWORK;
+    return req->final;
 }
 
-/* Schedule another try of `req` after the backoff. */
-static void
-engine_retry_later(struct sl__engine *e, struct sl__http_req *req)
+/* Schedule another try of `req` after the backoff; false (nothing
+ * scheduled) when that try would start after the request's deadline. */
+static bool
+engine_retry_later(struct curl_engine *e, struct sl__http_req *req)
 {
-    double cap = e->o.backoff_first_s * ldexp(1.0, (int)req->attempts - 1);
-    if (cap > e->o.backoff_cap_s)
-        cap = e->o.backoff_cap_s;
-    double wait = engine_random(e) * cap;
-    if (req->retry_after > wait)
-        wait = req->retry_after < e->o.backoff_cap_s ? req->retry_after : e->o.backoff_cap_s;
+    double wait = sl__engine_backoff(&e->o, req->attempts, req->retry_after, &e->rng);
     if (req->http_status == 429 || req->http_status == 503) {
         e->window = e->window > 1 ? e->window / 2 : 1;
         atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
     }
-    req->due = now_s() + wait;
+    req->due = sl__engine_now() + wait;
+    if (req->due - req->started >= e->o.deadline_s)
+        return false;
     req->next = e->waiting;
     e->waiting = req;
+    return true;
 }
 
 static void
-engine_complete(struct sl__engine *e, struct sl__http_req *req, sl_status st)
+engine_complete(struct curl_engine *e, struct sl__http_req *req, sl_status st)
 {
     req->status = st;
     if (st == SL_OK)
@@ -374,7 +358,7 @@ engine_complete(struct sl__engine *e, struct sl__http_req *req, sl_status st)
 }
 
 static void
-flying_unlink(struct sl__engine *e, struct transfer *t)
+flying_unlink(struct curl_engine *e, struct transfer *t)
 {
     if (t->prev != NULL)
         t->prev->next = t->next;
@@ -386,7 +370,7 @@ flying_unlink(struct sl__engine *e, struct transfer *t)
 
 /* A transfer ended: judge it, then complete or retry its request. */
 static void
-engine_finish(struct sl__engine *e, CURL *c, CURLcode rc)
+engine_finish(struct curl_engine *e, CURL *c, CURLcode rc)
 {
     struct transfer *t = NULL;
     curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&t);
@@ -401,10 +385,10 @@ engine_finish(struct sl__engine *e, CURL *c, CURLcode rc)
         e->idle[e->n_idle++] = c;
     else
         curl_easy_cleanup(c);
-    if (st == SL_ECANCELED) {
-        engine_retry_later(e, req);
+    if (st == SL_ECANCELED && engine_retry_later(e, req))
         return;
-    }
+    if (st == SL_ECANCELED)
+        st = req->final; /* no retry could start before the deadline */
     if (st == SL_OK && e->window < e->o.window) {
         e->window++;
         atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
@@ -416,7 +400,7 @@ engine_finish(struct sl__engine *e, CURL *c, CURLcode rc)
 
 /* Move due retries to the front of the FIFO; the time until the next one. */
 static double
-engine_due(struct sl__engine *e, double now)
+engine_due(struct curl_engine *e, double now)
 {
     double next = 1.0;
     struct sl__http_req **p = &e->waiting;
@@ -441,7 +425,7 @@ engine_due(struct sl__engine *e, double now)
 
 /* Start what the window allows; true when the FIFO still holds some. */
 static bool
-engine_fill(struct sl__engine *e)
+engine_fill(struct curl_engine *e)
 {
     for (;;) {
         pthread_mutex_lock(&e->lock);
@@ -464,7 +448,7 @@ engine_fill(struct sl__engine *e)
 
 /* Complete every request left with SL_ECANCELED (the engine stops). */
 static void
-engine_cancel_all(struct sl__engine *e)
+engine_cancel_all(struct curl_engine *e)
 {
     CURLMsg *m;
     int left;
@@ -495,14 +479,14 @@ engine_cancel_all(struct sl__engine *e)
 static void *
 engine_main(void *arg)
 {
-    struct sl__engine *e = arg;
+    struct curl_engine *e = arg;
     for (;;) {
         pthread_mutex_lock(&e->lock);
         bool stop = e->stop;
         pthread_mutex_unlock(&e->lock);
         if (stop)
             break;
-        double next = engine_due(e, now_s());
+        double next = engine_due(e, sl__engine_now());
         bool more = engine_fill(e);
         int running;
         curl_multi_perform(e->multi, &running);
@@ -530,22 +514,25 @@ engine_global_init(void)
         return; /* curl_multi_init then fails, and says so */
 }
 
+static const struct sl__engine_ops curl_ops;
+
 sl__engine *
 sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, engine_global_init);
-    struct sl__engine *e = calloc(1, sizeof(*e));
+    struct curl_engine *e = calloc(1, sizeof(*e));
     if (e == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory starting the I/O engine");
         return NULL;
     }
+    e->base.ops = &curl_ops;
     e->o = *o;
     if (e->o.window == 0)
         e->o.window = 1;
     e->window = e->o.window;
     atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
-    e->rng = (uint64_t)now_s() * 0x9E3779B97F4A7C15ull | 1;
+    e->rng = sl__engine_seed();
     e->idle = calloc(e->o.window, sizeof(CURL *));
     e->multi = curl_multi_init();
     if (e->idle == NULL || e->multi == NULL) {
@@ -561,7 +548,7 @@ sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err)
         sl_error_set(err, SL_EIO, NULL, "cannot start the I/O engine's thread: %s", strerror(rc));
         goto fail;
     }
-    return e;
+    return &e->base;
 fail:
     if (e->multi != NULL)
         curl_multi_cleanup(e->multi);
@@ -570,11 +557,10 @@ fail:
     return NULL;
 }
 
-void
-sl__engine_destroy(sl__engine *e)
+static void
+curl_destroy(sl__engine *base)
 {
-    if (e == NULL)
-        return;
+    struct curl_engine *e = (struct curl_engine *)base;
     pthread_mutex_lock(&e->lock);
     e->stop = true;
     pthread_mutex_unlock(&e->lock);
@@ -588,17 +574,10 @@ sl__engine_destroy(sl__engine *e)
     free(e);
 }
 
-void
-sl__engine_submit(sl__engine *e, struct sl__http_req *req)
+static void
+curl_submit(sl__engine *base, struct sl__http_req *req)
 {
-    req->status = SL_OK;
-    req->http_status = 0;
-    req->object_size = 0;
-    req->attempts = 0;
-    req->message[0] = '\0';
-    req->next = NULL;
-    req->easy = NULL;
-    req->retry_after = -1;
+    struct curl_engine *e = (struct curl_engine *)base;
     pthread_mutex_lock(&e->lock);
     if (e->tail != NULL)
         e->tail->next = req;
@@ -609,51 +588,10 @@ sl__engine_submit(sl__engine *e, struct sl__http_req *req)
     curl_multi_wakeup(e->multi);
 }
 
-/* A synchronous get's wait. */
-struct waiter {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool done;
-};
-
 static void
-waiter_done(struct sl__http_req *req, void *ctx)
+curl_stats(sl__engine *base, struct sl__engine_stats *out)
 {
-    (void)req;
-    struct waiter *w = ctx;
-    pthread_mutex_lock(&w->lock);
-    w->done = true;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
-sl_status
-sl__engine_get(sl__engine *e, const char *url, const struct sl_byte_range *range,
-               struct sl_buf *out, uint64_t *object_size, struct sl_error *err)
-{
-    struct waiter w = {.done = false};
-    pthread_mutex_init(&w.lock, NULL);
-    pthread_cond_init(&w.cond, NULL);
-    struct sl__http_req req = {.url = url, .done = waiter_done, .ctx = &w, .body = *out};
-    req.range = range != NULL ? *range : (struct sl_byte_range){SL_RANGE_ALL, 0, 0};
-    sl__engine_submit(e, &req);
-    pthread_mutex_lock(&w.lock);
-    while (!w.done)
-        pthread_cond_wait(&w.cond, &w.lock);
-    pthread_mutex_unlock(&w.lock);
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.lock);
-    *out = req.body;
-    if (object_size != NULL)
-        *object_size = req.object_size;
-    if (req.status != SL_OK)
-        return sl_error_set(err, req.status, NULL, "%s", req.message);
-    return SL_OK;
-}
-
-void
-sl__engine_get_stats(sl__engine *e, struct sl__engine_stats *out)
-{
+    const struct curl_engine *e = (const struct curl_engine *)base;
     out->requests = atomic_load_explicit(&e->n_requests, memory_order_relaxed);
     out->attempts = atomic_load_explicit(&e->n_attempts, memory_order_relaxed);
     out->retries = atomic_load_explicit(&e->n_retries, memory_order_relaxed);
@@ -661,3 +599,9 @@ sl__engine_get_stats(sl__engine *e, struct sl__engine_stats *out)
     out->max_in_flight = atomic_load_explicit(&e->max_in_flight, memory_order_relaxed);
     out->window = atomic_load_explicit(&e->window_now, memory_order_relaxed);
 }
+
+static const struct sl__engine_ops curl_ops = {
+    .submit = curl_submit,
+    .stats = curl_stats,
+    .destroy = curl_destroy,
+};

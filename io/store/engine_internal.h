@@ -34,6 +34,20 @@ struct sl__engine_opts {
 };
 
 typedef struct sl__engine sl__engine;
+struct sl__http_req;
+struct sl__engine_stats;
+
+/* What an engine does; every engine's struct starts with a struct
+ * sl__engine pointing at its operations (the libcurl engine, engine.c; the
+ * engine over a program's own store, engine_custom.c). */
+struct sl__engine_ops {
+    void (*submit)(sl__engine *e, struct sl__http_req *req); /* request reset already */
+    void (*stats)(sl__engine *e, struct sl__engine_stats *out);
+    void (*destroy)(sl__engine *e);
+};
+struct sl__engine {
+    const struct sl__engine_ops *ops;
+};
 
 /* One request: a GET of `url`, or of the part `range` names. */
 struct sl__http_req {
@@ -56,15 +70,38 @@ struct sl__http_req {
     double due;          /* when a retry may start (monotonic seconds) */
     double started;      /* when the first try started */
     double retry_after;  /* the server's Retry-After, seconds; < 0 none */
+    sl_status final;     /* the status should no retry follow */
     unsigned char wrote; /* the body's first bytes were kept for the message */
 };
 
 /*
- * Start an engine with its thread.
+ * Start the libcurl engine with its thread (engine.c; only with libcurl).
  * @return the engine, or NULL with SL_ENOMEM or SL_EIO (libcurl could not
  * start) in `err`.
  */
 sl__engine *sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err);
+
+/*
+ * Start an engine whose requests are reads of a program's own store
+ * (engine_custom.c): `url` is the key, and each try calls the store's
+ * get_async, or its get on one of `o->window` threads of the engine's.
+ * @return the engine, or NULL with SL_ENOMEM or SL_EIO in `err`.
+ */
+sl__engine *sl__engine_create_custom(const struct sl__engine_opts *o,
+                                     const struct sl_store_impl *impl, void *ctx,
+                                     struct sl_error *err);
+
+/* Monotonic seconds. */
+double sl__engine_now(void);
+
+/* A seed for sl__engine_backoff's generator. */
+uint64_t sl__engine_seed(void);
+
+/* How long to wait before try `attempts` + 1: random in [0, min(cap, first
+ * x 2^(attempts - 1))) ("full jitter"), or `retry_after` (capped) when
+ * longer; `rng` is the caller's generator state. */
+double sl__engine_backoff(const struct sl__engine_opts *o, unsigned attempts, double retry_after,
+                          uint64_t *rng);
 
 /* Stop the thread (requests still in flight complete with SL_ECANCELED)
  * and free.  NULL is a no-op. */

@@ -49,6 +49,18 @@ sl_store_get_remote_stats(const sl_store *s, struct sl_remote_stats *out)
         s->vt->remote_stats(s, out);
 }
 
+void
+sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t budget)
+{
+    if (o == NULL || budget == 0)
+        return;
+    uint64_t share = budget / 4;
+    if (share < ((uint64_t)1 << 20))
+        share = (uint64_t)1 << 20;
+    if (share < o->prefetch_bytes)
+        o->prefetch_bytes = share;
+}
+
 #ifndef SL_HAVE_CURL
 sl_store *
 sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)

@@ -12,16 +12,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sluice.h>
 
+#include "http_server.h"
 #include "io_store.h"
 #include "plain_test.h"
 
@@ -32,12 +31,6 @@
 /* The served directory's objects, as written. */
 static uint8_t *objects[N_OBJECTS];
 static size_t sizes[N_OBJECTS];
-
-/* The server: its process and the proxy's base URL. */
-struct server {
-    pid_t pid;
-    char url[256];
-};
 
 static void
 write_objects(const char *dir)
@@ -71,59 +64,8 @@ static const char rules[] =
     " {\"path\": \"*/obj/6\", \"fault\": \"drop_connection\", \"count\": 6},"
     " {\"path\": \"*/obj/7\", \"fault\": \"full_200\", \"count\": -1}]";
 
-/* Start serve.py on `dir`; false (the test skips) when it cannot run. */
-static bool
-server_start(const char *dir, struct server *s)
-{
-    const char *src = getenv("SL_SOURCE_ROOT");
-    char script[4200], rules_path[4200];
-    snprintf(script, sizeof(script), "%s/tests/remote/serve.py", src != NULL ? src : ".");
-    snprintf(rules_path, sizeof(rules_path), "%s/rules.json", dir);
-    FILE *f = fopen(rules_path, "w");
-    if (f == NULL)
-        return false;
-    fputs(rules, f);
-    fclose(f);
-    if (access("/usr/bin/python3", X_OK) != 0 || access(script, R_OK) != 0)
-        return false;
-    int out[2];
-    if (pipe(out) != 0)
-        return false;
-    s->pid = fork();
-    if (s->pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        execl("/usr/bin/python3", "python3", script, "--root", dir, "--delay-ms", "2", "--rules",
-              rules_path, (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[1024] = "";
-    FILE *in = fdopen(out[0], "r");
-    bool got = in != NULL && fgets(line, sizeof(line), in) != NULL;
-    if (in != NULL)
-        fclose(in);
-    const char *p = got ? strstr(line, "\"proxy\": \"") : NULL;
-    if (p == NULL) {
-        kill(s->pid, SIGTERM);
-        waitpid(s->pid, NULL, 0);
-        return false;
-    }
-    p += strlen("\"proxy\": \"");
-    size_t n = strcspn(p, "\"");
-    snprintf(s->url, sizeof(s->url), "%.*s", (int)n, p);
-    return true;
-}
-
-static void
-server_stop(struct server *s)
-{
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
-}
-
 static sl_store *
-open_store(const struct server *s)
+open_store(const struct sl_test_http_server *s)
 {
     struct sl_http_store_opts o = SL_HTTP_STORE_OPTS_DEFAULT;
     o.io_concurrency = 16;
@@ -180,8 +122,8 @@ Test(io_http_stress, threads_read_exact_bytes_through_faults_and_hints)
     snprintf(dir, sizeof(dir), "%s/sluice-http-stress-XXXXXX", base);
     cr_assert_not_null(mkdtemp(dir));
     write_objects(dir);
-    struct server s;
-    if (!server_start(dir, &s)) {
+    struct sl_test_http_server s;
+    if (!sl_test_http_start(dir, 2, rules, &s)) {
         cr_assert_eq(sl_fs_remove_tree(dir, NULL), SL_OK);
         cr_skip_test("python3, tests/remote/serve.py or nginx is missing");
         return;
@@ -209,7 +151,7 @@ Test(io_http_stress, threads_read_exact_bytes_through_faults_and_hints)
         sl__store_prefetch(store, key, NULL);
     }
     sl_store_unref(store);
-    server_stop(&s);
+    sl_test_http_stop(&s);
     for (int i = 0; i < N_OBJECTS; i++)
         free(objects[i]);
     cr_assert_eq(sl_fs_remove_tree(dir, NULL), SL_OK);

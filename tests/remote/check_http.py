@@ -329,6 +329,22 @@ def check_faults(s, tmp, data, sums):
     copy_case(s, tmp, "403-missing-on-403", "v2hole", rule403, extra=["--missing-on-403"],
               want_sum=hole_sum, **kw)
 
+    # --io-attempts 3: 500 forever fails after exactly 3 tries, naming them
+    rc, failed, _ = copy_case(s, tmp, "500-io-attempts-3", "v2u16",
+                              [{"path": p + "3.4", "status": 500}], extra=["--io-attempts", "3"],
+                              want_rc=1, want_failed=[(3, 4)], **kw)
+    msg = failed.get((3, 4), "")
+    expect("3 attempts" in msg, f"500-io-attempts-3: message lacks '3 attempts': {msg}")
+    n, st, _ = attempts(s.log(), p + "3.4")
+    expect(n == 3, f"500-io-attempts-3: {n} tries, expected 3")
+    # --io-deadline 0.5 with Retry-After: 2: no retry starts after the deadline
+    rc, failed, _ = copy_case(s, tmp, "503-io-deadline", "v2u16",
+                              [{"path": p + "4.4", "status": 503, "retry_after": 2}],
+                              extra=["--io-deadline", "0.5"], want_rc=1, want_failed=[(4, 4)],
+                              **kw)
+    n, st, _ = attempts(s.log(), p + "4.4")
+    expect(n == 1, f"503-io-deadline: {n} tries within a 0.5 s deadline, expected 1")
+
     # 500 forever on one chunk (10 tries, ~20 s of backoff) and a hung answer
     # (30 s low-speed cutoff, then a retry) at the same time, in two processes
     s.clear_log()

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HTTP(S) store: read-only, keys as URLs under a base URL, every read a
- * GET through the store's I/O engine (engine.c).  A reader's opening
- * request fetches the range its caller reads first (the whole object, or a
- * shard's index by a suffix range) and keeps those bytes; later reads of
- * other ranges are GETs of their own.  Only a 404 (or a 403 with
- * missing_on_403) reads as absent.
+ * Remote stores: every read goes through an I/O engine that keeps a window
+ * of requests in flight.  The HTTP(S) store (read-only, keys as URLs under
+ * a base URL or through the program's mapping, GETs on the libcurl engine,
+ * engine.c) and stores of the program's own (sl_store_open_custom: keys
+ * read through its get or get_async on engine_custom.c, writes and listing
+ * passed to it) share the readers, the fetching ahead of hinted objects
+ * within `prefetch_bytes`, and the cache of shard indexes.  A reader's
+ * opening request fetches the range its caller reads first (the whole
+ * object, or a shard's index by a suffix range) and keeps those bytes;
+ * later reads of other ranges are requests of their own.  Only a 404 (or a
+ * 403 with missing_on_403; SL_ENOTFOUND from a program's store) reads as
+ * absent.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -33,6 +39,9 @@ struct http_ahead {
     char url[HTTP_URL_MAX_AHEAD];
     struct sl__http_req req; /* its body is handed to the reader */
     bool done;               /* under ahead_lock */
+    uint64_t held;           /* bytes counted in ahead_bytes: the range's length, an
+                                estimate for a whole object, then what came; under
+                                ahead_lock */
 };
 
 /* A first range fetched before (a shard's index): the store is read-only,
@@ -49,10 +58,11 @@ struct http_head {
 
 struct http_store {
     struct sl_store base;
-    char *root;              /* the base URL without a trailing '/' or the query; owned */
-    char *query;             /* "?..." kept after every key, or ""; owned */
-    sl_store_url_fn *url_of; /* the caller's key -> URL mapping, or NULL */
-    void *url_ctx;
+    char *root;                       /* the base URL without a trailing '/' or the query; owned */
+    char *query;                      /* "?..." kept after every key, or ""; owned */
+    sl_store_url_fn *url_of;          /* the caller's key -> URL mapping, or NULL */
+    void *url_ctx;                    /* its context; a program's own store: the impl's */
+    const struct sl_store_impl *impl; /* a program's own store; NULL: HTTP */
     sl__engine *engine;
     /* Objects fetched ahead, oldest first; `ahead_lock` guards the list,
      * each entry's `done` and `n_ahead`; `ahead_cond` says one is done. */
@@ -60,8 +70,13 @@ struct http_store {
     pthread_cond_t ahead_cond;
     struct http_ahead *ahead, *ahead_tail;
     size_t n_ahead, max_ahead;
-    pthread_mutex_t heads_lock; /* guards heads */
-    struct http_head *heads;    /* HTTP_HEADS slots */
+    /* Bytes in flight or fetched and not yet read, at most max_ahead_bytes
+     * (one fetch may pass it when none is held); a whole object counts as
+     * the mean size of those fetched so far until it comes. */
+    uint64_t ahead_bytes, max_ahead_bytes;
+    uint64_t whole_bytes, whole_n; /* whole objects fetched ahead: bytes, count */
+    pthread_mutex_t heads_lock;    /* guards heads */
+    struct http_head *heads;       /* HTTP_HEADS slots */
 };
 
 /* What a reader keeps: the bytes its opening request fetched. */
@@ -83,6 +98,8 @@ url_for(const struct http_store *h, const char *key, char *out, size_t size)
 {
     if (h->url_of != NULL)
         return h->url_of(h->url_ctx, key, out, size);
+    if (h->impl != NULL) /* a program's own store: its engine reads keys */
+        return (size_t)snprintf(out, size, "%s", key) < size;
     size_t n = (size_t)snprintf(out, size, "%s/", h->root);
     const char *p = key;
     for (; *p != '\0' && n + 4 < size; p++) {
@@ -113,11 +130,18 @@ ahead_free(struct http_store *h, struct http_ahead *a)
 static void
 ahead_done(struct sl__http_req *req, void *ctx)
 {
-    (void)req;
     struct http_ahead *a = ctx;
     struct http_store *h = a->h;
     pthread_mutex_lock(&h->ahead_lock);
     a->done = true;
+    /* Count what came instead of what was expected. */
+    uint64_t got = req->status == SL_OK ? req->body.size : 0;
+    h->ahead_bytes = h->ahead_bytes - a->held + got;
+    a->held = got;
+    if (a->range.kind == SL_RANGE_ALL && req->status == SL_OK) {
+        h->whole_bytes += got;
+        h->whole_n++;
+    }
     pthread_cond_broadcast(&h->ahead_cond);
     pthread_mutex_unlock(&h->ahead_lock);
 }
@@ -133,6 +157,27 @@ ahead_unlink_locked(struct http_store *h, struct http_ahead *prev, struct http_a
     if (h->ahead_tail == a)
         h->ahead_tail = prev;
     h->n_ahead--;
+    h->ahead_bytes -= a->held;
+    a->held = 0;
+}
+
+/* The bytes a fetch of `r` is expected to hold; locked. */
+static uint64_t
+ahead_expect_locked(const struct http_store *h, const struct sl_byte_range *r)
+{
+    if (r->kind != SL_RANGE_ALL && r->length != SL_RANGE_TO_END)
+        return r->length;
+    return h->whole_n > 0 ? h->whole_bytes / h->whole_n : 0;
+}
+
+/* Whether a fetch of `expect` more bytes fits; locked. */
+static bool
+ahead_fits_locked(const struct http_store *h, uint64_t expect)
+{
+    if (h->n_ahead >= h->max_ahead)
+        return false;
+    return h->n_ahead == 0 ||
+           (h->ahead_bytes <= h->max_ahead_bytes && expect <= h->max_ahead_bytes - h->ahead_bytes);
 }
 
 static bool
@@ -145,18 +190,23 @@ static void
 http_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
 {
     struct http_store *h = http_of(s);
+    if (h->max_ahead_bytes == 0)
+        return; /* fetching ahead is off */
     struct sl_byte_range r = range != NULL ? *range : (struct sl_byte_range){SL_RANGE_ALL, 0, 0};
     struct http_ahead *evicted = NULL;
     pthread_mutex_lock(&h->ahead_lock);
     bool known = false;
     for (struct http_ahead *a = h->ahead; a != NULL && !known; a = a->next)
         known = strcmp(a->key, key) == 0 && range_same(&a->range, &r);
+    uint64_t expect = ahead_expect_locked(h, &r);
     /* Full: make room by dropping the oldest fetched object nobody read. */
-    if (!known && h->n_ahead >= h->max_ahead && h->ahead->done) {
+    if (!known && !ahead_fits_locked(h, expect) && h->ahead != NULL && h->ahead->done) {
         evicted = h->ahead;
         ahead_unlink_locked(h, NULL, evicted);
     }
-    bool room = !known && h->n_ahead < h->max_ahead;
+    bool room = !known && ahead_fits_locked(h, expect);
+    if (room) /* counted now, so that concurrent hints see it */
+        h->ahead_bytes += expect;
     pthread_mutex_unlock(&h->ahead_lock);
     if (evicted != NULL)
         ahead_free(h, evicted);
@@ -169,6 +219,9 @@ http_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
             sl_free(&s->alloc, a, sizeof(*a));
         if (k != NULL)
             sl_free(&s->alloc, k, strlen(k) + 1);
+        pthread_mutex_lock(&h->ahead_lock);
+        h->ahead_bytes -= expect;
+        pthread_mutex_unlock(&h->ahead_lock);
         return; /* a hint: the read fetches it itself */
     }
     a->next = NULL;
@@ -176,6 +229,7 @@ http_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
     a->key = k;
     a->range = r;
     a->done = false;
+    a->held = expect;
     a->req = (struct sl__http_req){
         .url = a->url, .range = r, .done = ahead_done, .ctx = a, .body = {.alloc = s->alloc}};
     pthread_mutex_lock(&h->ahead_lock);
@@ -456,6 +510,21 @@ heads_free(struct http_store *h)
     h->heads = NULL;
 }
 
+/* Free what remote_new made (the engine is the caller's). */
+static void
+remote_free(struct http_store *h)
+{
+    struct sl_allocator alloc = h->base.alloc;
+    pthread_cond_destroy(&h->ahead_cond);
+    pthread_mutex_destroy(&h->ahead_lock);
+    heads_free(h);
+    if (h->root != NULL)
+        sl_free(&alloc, h->root, strlen(h->root) + 1);
+    if (h->query != NULL)
+        sl_free(&alloc, h->query, strlen(h->query) + 1);
+    sl_free(&alloc, h, sizeof(*h));
+}
+
 static void
 http_destroy(sl_store *s)
 {
@@ -466,13 +535,11 @@ http_destroy(sl_store *s)
         h->ahead = a->next;
         ahead_free(h, a);
     }
-    pthread_cond_destroy(&h->ahead_cond);
-    pthread_mutex_destroy(&h->ahead_lock);
-    heads_free(h);
-    struct sl_allocator a = s->alloc;
-    sl_free(&a, h->root, strlen(h->root) + 1);
-    sl_free(&a, h->query, strlen(h->query) + 1);
-    sl_free(&a, h, sizeof(*h));
+    const struct sl_store_impl *impl = h->impl;
+    void *impl_ctx = h->url_ctx;
+    remote_free(h);
+    if (impl != NULL && impl->destroy != NULL)
+        impl->destroy(impl_ctx);
 }
 
 static const struct sl__store_vtable http_vtable = {
@@ -490,6 +557,7 @@ static const struct sl__store_vtable http_vtable = {
     .destroy = http_destroy,
 };
 
+#ifdef SL_HAVE_CURL
 /* see store_internal.h */
 bool
 sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
@@ -498,10 +566,11 @@ sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
         return false;
     return url_for((const struct http_store *)s, key, out, size);
 }
+#endif /* SL_HAVE_CURL */
 
 /* Check the options; SL_OK or SL_EINVAL naming the field. */
 static sl_status
-http_opts_check(const struct sl_http_store_opts *o, struct sl_error *err)
+remote_opts_check(const struct sl_http_store_opts *o, struct sl_error *err)
 {
     if (o->io_concurrency < 1 || o->io_concurrency > 4096)
         return sl_error_set(err, SL_EINVAL, NULL, "io_concurrency %u is not in 1..4096",
@@ -531,24 +600,53 @@ http_strndup(const struct sl_allocator *a, const char *text, size_t n)
     return s;
 }
 
-/* The store around a root URL (`root_n` bytes of `url`) and query, or a
- * mapping (`url_of`); NULL with `err` set. */
+/* A remote store of kind `vt` named by `root_n` bytes of `name` (a base
+ * URL) with the query at `q_at` (`q_n` bytes), without its engine; NULL
+ * with `err` set. */
+static struct http_store *
+remote_new(const struct sl__store_vtable *vt, const char *name, size_t root_n, size_t q_at,
+           size_t q_n, unsigned window, uint64_t prefetch_bytes, const struct sl_allocator *a,
+           struct sl_error *err)
+{
+    struct sl_allocator alloc = a != NULL ? *a : sl_allocator_default();
+    struct http_store *h = sl_alloc(&alloc, sizeof(*h), 0);
+    if (h == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", name);
+        return NULL;
+    }
+    memset(h, 0, sizeof(*h));
+    sl__store_init(&h->base, vt, &alloc);
+    h->root = http_strndup(&alloc, name, root_n);
+    h->query = http_strndup(&alloc, name + q_at, q_n);
+    h->max_ahead = 2 * (size_t)window;
+    h->max_ahead_bytes = prefetch_bytes;
+    /* Without memory for the slots, indexes are fetched each time. */
+    h->heads = sl_alloc_zeroed(&alloc, HTTP_HEADS, sizeof(struct http_head), 0);
+    pthread_mutex_init(&h->heads_lock, NULL);
+    pthread_mutex_init(&h->ahead_lock, NULL);
+    pthread_cond_init(&h->ahead_cond, NULL);
+    if (h->root == NULL || h->query == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", name);
+        remote_free(h);
+        return NULL;
+    }
+    h->base.given = h->root;
+    return h;
+}
+
+#ifdef SL_HAVE_CURL
+/* The HTTP store around a root URL (`root_n` bytes of `url`) and query, or
+ * a mapping (`url_of`); NULL with `err` set. */
 static sl_store *
 http_open(const char *url, size_t root_n, size_t q_at, size_t q_n, sl_store_url_fn *url_of,
           void *url_ctx, const struct sl_http_store_opts *o, struct sl_error *err)
 {
-    if (http_opts_check(o, err) != SL_OK)
+    if (remote_opts_check(o, err) != SL_OK)
         return NULL;
-    struct sl_allocator alloc = o->alloc != NULL ? *o->alloc : sl_allocator_default();
-    struct http_store *h = sl_alloc(&alloc, sizeof(*h), 0);
-    if (h == NULL) {
-        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
+    struct http_store *h = remote_new(&http_vtable, url, root_n, q_at, q_n, o->io_concurrency,
+                                      o->prefetch_bytes, o->alloc, err);
+    if (h == NULL)
         return NULL;
-    }
-    memset(h, 0, sizeof(*h));
-    sl__store_init(&h->base, &http_vtable, &alloc);
-    h->root = http_strndup(&alloc, url, root_n);
-    h->query = http_strndup(&alloc, url + q_at, q_n);
     h->url_of = url_of;
     h->url_ctx = url_ctx;
     struct sl__engine_opts eo = {.window = o->io_concurrency,
@@ -561,28 +659,11 @@ http_open(const char *url, size_t root_n, size_t q_at, size_t q_n, sl_store_url_
                                  .low_speed_s = o->low_speed_s,
                                  .missing_on_403 = o->missing_on_403,
                                  .user_agent = "sluice"};
-    h->max_ahead = 2 * (size_t)o->io_concurrency;
-    /* Without memory for the slots, indexes are fetched each time. */
-    h->heads = sl_alloc_zeroed(&alloc, HTTP_HEADS, sizeof(struct http_head), 0);
-    pthread_mutex_init(&h->heads_lock, NULL);
-    pthread_mutex_init(&h->ahead_lock, NULL);
-    pthread_cond_init(&h->ahead_cond, NULL);
-    if (h->root != NULL && h->query != NULL)
-        h->engine = sl__engine_create(&eo, err);
-    else
-        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
+    h->engine = sl__engine_create(&eo, err);
     if (h->engine == NULL) {
-        pthread_cond_destroy(&h->ahead_cond);
-        pthread_mutex_destroy(&h->ahead_lock);
-        heads_free(h);
-        if (h->root != NULL)
-            sl_free(&alloc, h->root, root_n + 1);
-        if (h->query != NULL)
-            sl_free(&alloc, h->query, q_n + 1);
-        sl_free(&alloc, h, sizeof(*h));
+        remote_free(h);
         return NULL;
     }
-    h->base.given = h->root;
     return &h->base;
 }
 
@@ -615,4 +696,99 @@ sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx, const struct sl_ht
     }
     static const char name[] = "mapped HTTP store";
     return http_open(name, sizeof(name) - 1, 0, 0, url_of, ctx, &o, err);
+}
+#endif /* SL_HAVE_CURL */
+
+/* ---- stores of the program's own ---------------------------------------------------- */
+
+static const struct sl_store_impl *
+impl_of(sl_store *s)
+{
+    return http_of(s)->impl;
+}
+
+static sl_status
+custom_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+           struct sl_error *err)
+{
+    (void)flags;
+    const struct sl_store_impl *impl = impl_of(s);
+    if (impl->set == NULL)
+        return sl_error_set(err, SL_EACCES, NULL, "cannot write \"%s\": the store %s is read-only",
+                            key, http_of(s)->root);
+    return impl->set(http_of(s)->url_ctx, key, data, n, err);
+}
+
+static sl_status
+custom_del(sl_store *s, const char *key, struct sl_error *err)
+{
+    const struct sl_store_impl *impl = impl_of(s);
+    if (impl->del == NULL)
+        return sl_error_set(err, SL_EACCES, NULL, "cannot delete \"%s\": the store %s is read-only",
+                            key, http_of(s)->root);
+    return impl->del(http_of(s)->url_ctx, key, err);
+}
+
+static sl_status
+custom_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct sl_error *err)
+{
+    const struct sl_store_impl *impl = impl_of(s);
+    if (impl->list == NULL)
+        return sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                            "cannot list \"%s\" under %s: the store has no listing", prefix,
+                            http_of(s)->root);
+    return impl->list(http_of(s)->url_ctx, prefix, fn, arg, err);
+}
+
+static const struct sl__store_vtable custom_vtable = {
+    .kind = "custom",
+    .sets_wait = true, /* a program's write may well wait on a device or a network */
+    .reader_open = http_reader_open,
+    .reader_read = http_reader_read,
+    .reader_close = http_reader_close,
+    .set = custom_set,
+    .del = custom_del,
+    .list = custom_list,
+    .prefetch = http_prefetch,
+    .has_first = http_has_first,
+    .remote_stats = http_remote_stats,
+    .destroy = http_destroy,
+};
+
+sl_store *
+sl_store_open_custom(const struct sl_store_impl *impl, void *ctx,
+                     const struct sl_custom_store_opts *opts, struct sl_error *err)
+{
+    struct sl_custom_store_opts o = opts != NULL ? *opts : SL_CUSTOM_STORE_OPTS_DEFAULT;
+    if (impl == NULL || (impl->get == NULL && impl->get_async == NULL)) {
+        sl_error_set(err, SL_EINVAL, NULL, "a store of the program's own needs get or get_async");
+        return NULL;
+    }
+    struct sl_http_store_opts check = SL_HTTP_STORE_OPTS_DEFAULT;
+    check.io_concurrency = o.io_concurrency;
+    check.max_attempts = o.max_attempts;
+    check.backoff_first_s = o.backoff_first_s;
+    check.backoff_cap_s = o.backoff_cap_s;
+    check.request_deadline_s = o.request_deadline_s;
+    if (remote_opts_check(&check, err) != SL_OK)
+        return NULL;
+    char name[80];
+    int n = snprintf(name, sizeof(name), "%.64s://", impl->kind != NULL ? impl->kind : "custom");
+    struct http_store *h = remote_new(&custom_vtable, name, (size_t)n, (size_t)n, 0,
+                                      o.io_concurrency, o.prefetch_bytes, o.alloc, err);
+    if (h == NULL)
+        return NULL;
+    h->impl = impl;
+    h->url_ctx = ctx;
+    struct sl__engine_opts eo = {.window = o.io_concurrency,
+                                 .max_attempts = o.max_attempts,
+                                 .backoff_first_s = o.backoff_first_s,
+                                 .backoff_cap_s = o.backoff_cap_s,
+                                 .deadline_s = o.request_deadline_s};
+    h->engine = sl__engine_create_custom(&eo, impl, ctx, err);
+    if (h->engine == NULL) {
+        remote_free(h);
+        return NULL;
+    }
+    return &h->base;
 }
