@@ -453,6 +453,7 @@ http_reader_close(struct sl__reader *rd)
     rd->blob = NULL;
 }
 
+#ifdef SL_HAVE_CURL
 static sl_status
 http_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
          struct sl_error *err)
@@ -481,6 +482,8 @@ http_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, stru
                         "cannot list \"%s\" under %s: HTTP has no listing", prefix,
                         http_of(s)->root);
 }
+
+#endif /* SL_HAVE_CURL */
 
 static void
 http_remote_stats(const sl_store *s, struct sl_remote_stats *out)
@@ -542,6 +545,7 @@ http_destroy(sl_store *s)
         impl->destroy(impl_ctx);
 }
 
+#ifdef SL_HAVE_CURL
 static const struct sl__store_vtable http_vtable = {
     .kind = "http",
     .sets_wait = false,
@@ -557,7 +561,6 @@ static const struct sl__store_vtable http_vtable = {
     .destroy = http_destroy,
 };
 
-#ifdef SL_HAVE_CURL
 /* see store_internal.h */
 bool
 sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
