@@ -58,9 +58,8 @@ def find_node():
 
 
 def find_s3rver():
-    """Path of s3rver's bin/s3rver.js ($SL_S3RVER if set), or None."""
-    p = os.environ.get("SL_S3RVER", S3RVER_BIN)
-    return p if os.path.isfile(p) else None
+    """Path of s3rver's bin/s3rver.js in tests/tools/node_modules, or None."""
+    return S3RVER_BIN if os.path.isfile(S3RVER_BIN) else None
 
 
 def missing():
