@@ -16,10 +16,11 @@ cd "$root"
 # shellcheck disable=SC2086
 sl_need_packages $SL_TEST_PACKAGES
 # zarrita (pinned in tests/tools/package-lock.json), the launcher tests'
-# second reader: installed here, and required (SL_REQUIRE_ZARRITA), so a
-# run cannot pass with its checks silently skipped.
+# second reader, and s3rver, the S3 server of tests/remote/s3serve.py:
+# installed here, and required (SL_REQUIRE_ZARRITA, SL_REQUIRE_S3RVER), so
+# a run cannot pass with their checks silently skipped.
 npm ci --prefix tests/tools --no-audit --no-fund --loglevel=error
-export SL_REQUIRE_ZARRITA=1
+export SL_REQUIRE_ZARRITA=1 SL_REQUIRE_S3RVER=1
 
 stages=${SL_TEST_STAGES:-"format plain asan tsan fuzz"}
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: MIT
 """A real HTTP server for the remote-store tests: nginx serving a directory
 read-only on 127.0.0.1, and in front of it a fault-and-latency proxy whose
-per-request rules (path glob, count, delay, status, broken bodies, hangs) are
-set at start and changed at run time through its /__proxy/ endpoints.
-Standard library only; tests/remote/README.md lists the rules.
+per-request rules (method, path and query globs, count, delay, status, S3
+errors, broken bodies, hangs) are set at start and changed at run time
+through its /__proxy/ endpoints.  The same proxy fronts s3rver for the S3
+store's tests (s3serve.py): there it relays PUT, POST and DELETE with their
+bodies and checks SigV4 signatures.  Standard library only;
+tests/remote/README.md lists the rules.
 
     with serve(root, delay_ms=0) as s:
         s.nginx_url, s.proxy_url, s.control_url
@@ -19,9 +22,12 @@ with its parent (PR_SET_PDEATHSIG, atexit, SIGTERM in the CLI).  The proxy is
 thread-per-connection over raw sockets, so a `hang` or a slow client blocks
 only its own connection, and a fault controls exactly which bytes leave and
 how the socket closes (FIN, or RST through SO_LINGER 0).  Each client
-connection keeps one keep-alive connection to nginx.  Rules and the log sit
-behind one lock; a rule's remaining count is taken under it, so with N
-concurrent matching requests exactly `count` of them get the fault.
+connection keeps one keep-alive connection to its upstream.  Rules and the
+log sit behind one lock; a rule's remaining count is taken under it, so with
+N concurrent matching requests exactly `count` of them get the fault.  The
+client's Host header goes upstream unchanged, so a signature made for the
+proxy's host:port is the one the upstream sees; request bodies are read whole
+(after `100 Continue` when asked) and sent upstream with Content-Length.
 """
 import argparse
 import atexit
@@ -44,17 +50,44 @@ import time
 
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 CONTROL_PREFIX = "/__proxy/"
-STATUS_REASONS = {403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
-                  500: "Internal Server Error", 502: "Bad Gateway",
+STATUS_REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+                  405: "Method Not Allowed", 409: "Conflict", 412: "Precondition Failed",
+                  429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
                   503: "Service Unavailable", 504: "Gateway Timeout"}
+READ_METHODS = ("GET", "HEAD")
+ALL_METHODS = ("GET", "HEAD", "PUT", "POST", "DELETE")
 FAULTS = ("reset_mid_body", "truncate_body", "full_200", "hang", "drop_connection")
-RULE_KEYS = {"name", "path", "method", "count", "delay_ms", "status", "retry_after", "body",
-             "fault", "after_bytes"}
+RULE_KEYS = {"name", "path", "query", "method", "count", "delay_ms", "status", "retry_after",
+             "body", "s3_error", "fault", "after_bytes"}
+# Not relayed in either direction.  Host is relayed: SigV4 signs it.  Expect is
+# answered by the proxy itself, which has the whole body before it asks upstream.
 HOP_HEADERS = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
                "proxy-authorization", "te", "trailer", "trailers", "transfer-encoding",
-               "upgrade", "host"}
-S3_403_BODY = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
-               '<Message>Access Denied</Message></Error>')
+               "upgrade", "expect"}
+# S3 error codes a rule's "s3_error" may name: status and message as S3 sends them.
+S3_ERRORS = {
+    "SlowDown": (503, "Please reduce your request rate."),
+    "ServiceUnavailable": (503, "Service is unable to handle request."),
+    "InternalError": (500, "We encountered an internal error. Please try again."),
+    "AccessDenied": (403, "Access Denied"),
+    "RequestTimeout": (400, "Your socket connection to the server was not read from or "
+                            "written to within the timeout period."),
+    "PreconditionFailed": (412, "At least one of the pre-conditions you specified did not "
+                                "hold"),
+    "NoSuchKey": (404, "The specified key does not exist."),
+}
+
+
+def s3_error_xml(code, message, extra=None):
+    """An S3 error document; `extra` adds elements after Message (XML-escaped)."""
+    def esc(text):
+        return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    more = "".join("<%s>%s</%s>" % (k, esc(v), k) for k, v in (extra or {}).items())
+    return ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code>'
+            '<Message>%s</Message>%s</Error>' % (code, esc(message), more))
+
+
+S3_403_BODY = s3_error_xml("AccessDenied", "Access Denied")
 
 
 class ServeError(RuntimeError):
@@ -87,15 +120,27 @@ def rule_check(rule, index):
                          % (where, sorted(unknown), sorted(RULE_KEYS)))
     r = {"path": "*", "count": -1}
     r.update(rule)
-    if not isinstance(r["path"], str):
-        raise ServeError("%s: path must be a glob string" % where)
-    if "method" in r and r["method"] not in ("GET", "HEAD"):
-        raise ServeError("%s: method must be GET or HEAD, not %r" % (where, r["method"]))
+    for k in ("path", "query"):
+        if k in r and not isinstance(r[k], str):
+            raise ServeError("%s: %s must be a glob string" % (where, k))
+    methods = r.get("method", list(ALL_METHODS))
+    methods = [methods] if isinstance(methods, str) else methods
+    if not isinstance(methods, list) or not methods or not set(methods) <= set(ALL_METHODS):
+        raise ServeError("%s: method must be one of %s or a list of them, not %r"
+                         % (where, list(ALL_METHODS), r.get("method")))
     if not isinstance(r["count"], int) or r["count"] < -1:
         raise ServeError("%s: count must be -1 (always) or >= 0, not %r" % (where, r["count"]))
     for k in ("delay_ms", "after_bytes", "retry_after"):
         if k in r and (not isinstance(r[k], (int, float)) or r[k] < 0):
             raise ServeError("%s: %s must be a number >= 0, not %r" % (where, k, r[k]))
+    if "s3_error" in r:
+        if r["s3_error"] not in S3_ERRORS:
+            raise ServeError("%s: s3_error %r is not one of %s"
+                             % (where, r["s3_error"], sorted(S3_ERRORS)))
+        if "body" in r or "fault" in r:
+            raise ServeError("%s: s3_error goes without body or fault" % where)
+        r.setdefault("status", S3_ERRORS[r["s3_error"]][0])
+    r["_methods"] = tuple(methods)
     if "status" in r and "fault" in r:
         raise ServeError("%s: give status or fault, not both" % where)
     if "status" in r and (not isinstance(r["status"], int) or not 100 <= r["status"] <= 599):
@@ -139,15 +184,26 @@ class ClientGone(Exception):
 
 
 class Request:
-    """One parsed request line and its headers (names lower-cased)."""
+    """One parsed request line and its headers (names lower-cased); `body` is None
+    until request_body_read."""
 
-    def __init__(self, method, target, version, headers, body):
+    def __init__(self, method, target, version, headers):
         self.method = method
         self.target = target
-        self.path = target.split("?", 1)[0]
+        self.path, _, self.query = target.partition("?")
         self.version = version
         self.headers = headers
-        self.body = body
+        self.body = None
+
+    def is_chunked(self):
+        return "chunked" in self.headers.get("transfer-encoding", "").lower()
+
+    def has_body(self):
+        return self.is_chunked() or int(self.headers.get("content-length", "0") or 0) > 0
+
+    def wants_continue(self):
+        return (self.headers.get("expect", "").lower() == "100-continue"
+                and self.version == "HTTP/1.1" and self.has_body())
 
     def wants_close(self):
         conn = self.headers.get("connection", "").lower()
@@ -157,7 +213,8 @@ class Request:
 
 
 def request_read(rfile):
-    """Read one request from a buffered socket file; None at a clean EOF."""
+    """Read one request's line and headers from a buffered socket file; None at a
+    clean EOF.  The body is left for request_body_read."""
     line = rfile.readline(65537)
     while line in (b"\r\n", b"\n"):  # tolerate blank lines between requests
         line = rfile.readline(65537)
@@ -175,16 +232,46 @@ def request_read(rfile):
             break
         name, _, value = h.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
-    n = int(headers.get("content-length", "0") or 0)
-    body = rfile.read(n) if n > 0 else b""
-    return Request(parts[0].upper(), parts[1], parts[2].upper(), headers, body)
+    return Request(parts[0].upper(), parts[1], parts[2].upper(), headers)
+
+
+def request_body_read(rfile, req):
+    """Read the body (Content-Length or chunked) into req.body."""
+    if not req.is_chunked():
+        n = int(req.headers.get("content-length", "0") or 0)
+        req.body = rfile.read(n) if n > 0 else b""
+        if len(req.body) < n:
+            raise ClientGone()
+        return
+    parts = []
+    while True:
+        line = rfile.readline(65537)
+        if not line:
+            raise ClientGone()
+        size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        data = rfile.read(size)
+        if len(data) < size or rfile.readline(65537) not in (b"\r\n", b"\n"):
+            raise ClientGone()
+        parts.append(data)
+    while rfile.readline(65537) not in (b"\r\n", b"\n", b""):  # trailers
+        pass
+    req.body = b"".join(parts)
 
 
 class Proxy:
-    """Threaded HTTP/1.1 proxy in front of `upstream` (host, port), with fault rules."""
+    """Threaded HTTP/1.1 proxy in front of `upstream` (host, port), with fault rules.
 
-    def __init__(self, upstream, delay_ms=0, rules=None, log_limit=100000):
+    `methods`: those relayed (others get 405); nginx's proxy relays GET and HEAD,
+    s3rver's all of ALL_METHODS.  `verifier`: a sigv4.Verifier; when given, a request
+    it refuses gets its S3 error from the proxy, before any rule or the upstream."""
+
+    def __init__(self, upstream, delay_ms=0, rules=None, log_limit=100000,
+                 methods=READ_METHODS, verifier=None):
         self.upstream = upstream
+        self.methods = tuple(methods)
+        self.verifier = verifier
         self.lock = threading.Lock()
         self.start_delay_ms = delay_ms
         self.start_rules = list(rules or [])
@@ -218,7 +305,8 @@ class Proxy:
     def rules_view(self):
         with self.lock:
             return {"delay_ms": self.delay_ms,
-                    "rules": [dict(r) for r in self.rules]}
+                    "rules": [{k: v for k, v in r.items() if not k.startswith("_")}
+                              for r in self.rules]}
 
     def reset(self):
         """Back to the start: start rules re-armed, start delay, empty log."""
@@ -281,10 +369,13 @@ class Proxy:
                 req = request_read(rfile)
                 if req is None:
                     break
+                if req.wants_continue():
+                    sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                request_body_read(rfile, req)
                 if req.path.startswith(CONTROL_PREFIX):
                     keep = self.control(sock, req)
                 else:
-                    keep, upstream, abort = self.handle(sock, rfile, req, conn_id, upstream)
+                    keep, upstream, abort = self.handle(sock, req, conn_id, upstream)
                 if not keep or req.wants_close():
                     break
         except (ClientGone, OSError, ValueError):
@@ -306,9 +397,11 @@ class Proxy:
         """The rule for this request (its remaining count taken), its index and the delay."""
         with self.lock:
             for i, r in enumerate(self.rules):
-                if "method" in r and r["method"] != req.method:
+                if req.method not in r["_methods"]:
                     continue
                 if not fnmatch.fnmatchcase(req.path, r["path"]):
+                    continue
+                if "query" in r and not fnmatch.fnmatchcase(req.query, r["query"]):
                     continue
                 if r["remaining"] == 0:
                     continue
@@ -319,7 +412,8 @@ class Proxy:
 
     def log_add(self, req, conn_id, rule, index):
         entry = {"seq": 0, "conn": conn_id, "method": req.method, "path": req.path,
-                 "range": req.headers.get("range"), "status": None, "bytes": 0,
+                 "query": req.query or None, "range": req.headers.get("range"),
+                 "req_bytes": len(req.body or b""), "status": None, "bytes": 0,
                  "rule": None if rule is None else rule.get("name", index),
                  "action": None, "t": round(time.monotonic() - self.t0, 4), "ms": None}
         if rule is not None:
@@ -330,17 +424,30 @@ class Proxy:
                 self.entries.append(entry)
         return entry
 
-    def handle(self, sock, rfile, req, conn_id, upstream):
+    def handle(self, sock, req, conn_id, upstream):
         """Answer one proxied request; return (keep_alive, upstream, aborted)."""
-        rule, index, delay = self.match(req)
+        refusal = None
+        if self.verifier is not None and req.method in self.methods:
+            refusal = self.verifier.check(req.method, req.target, req.headers, req.body)
+        if refusal is None:
+            rule, index, delay = self.match(req)
+        else:
+            rule, index, delay = None, None, self.delay_ms
         entry = self.log_add(req, conn_id, rule, index)
         entry["_start"] = time.monotonic()
         try:
             if delay:
                 if self.stopping.wait(delay / 1000.0):
                     return False, upstream, False
-            if req.method not in ("GET", "HEAD"):
-                self.reply(sock, req, entry, 405, {"Allow": "GET, HEAD"}, b"method not allowed\n")
+            if req.method not in self.methods:
+                self.reply(sock, req, entry, 405, {"Allow": ", ".join(self.methods)},
+                           b"method not allowed\n")
+                return True, upstream, False
+            if refusal is not None:
+                entry["action"] = "sigv4"
+                status, code, message, extra = refusal
+                self.reply(sock, req, entry, status, {},
+                           s3_error_xml(code, message, extra).encode(), "application/xml")
                 return True, upstream, False
             fault = rule.get("fault") if rule else None
             if rule is not None and "status" in rule:
@@ -366,10 +473,10 @@ class Proxy:
             if "_start" in entry:
                 entry["ms"] = round((time.monotonic() - entry.pop("_start")) * 1000.0, 1)
 
-    def reply(self, sock, req, entry, status, headers, body):
+    def reply(self, sock, req, entry, status, headers, body, content_type="text/plain"):
         head = ["HTTP/1.1 %d %s" % (status, STATUS_REASONS.get(status, "Error"))]
         head += ["%s: %s" % kv for kv in headers.items()]
-        head += ["Content-Length: %d" % len(body), "Content-Type: text/plain", "", ""]
+        head += ["Content-Length: %d" % len(body), "Content-Type: %s" % content_type, "", ""]
         out = "\r\n".join(head).encode("latin-1")
         if req.method != "HEAD":
             out += body
@@ -381,14 +488,20 @@ class Proxy:
         headers = {}
         if "retry_after" in rule:
             headers["Retry-After"] = str(int(rule["retry_after"]))
+        content_type = "text/plain"
         if "body" in rule:
             body = str(rule["body"]).encode()
+        elif "s3_error" in rule:
+            code = rule["s3_error"]
+            body = s3_error_xml(code, S3_ERRORS[code][1]).encode()
+            content_type = "application/xml"
         elif status == 403:
             body = S3_403_BODY.encode()
+            content_type = "application/xml"
         else:
             body = ("%d %s (sluice test proxy rule)\n"
                     % (status, STATUS_REASONS.get(status, "Error"))).encode()
-        self.reply(sock, req, entry, status, headers, body)
+        self.reply(sock, req, entry, status, headers, body, content_type)
 
     def hang(self, sock):
         """Never answer; return once the client closes or the proxy stops."""
@@ -405,15 +518,19 @@ class Proxy:
         return http.client.HTTPConnection(self.upstream[0], self.upstream[1], timeout=60)
 
     def upstream_request(self, upstream, req, drop_range):
+        """Send `req` upstream; return (connection, response)."""
         headers = {k: v for k, v in req.headers.items() if k not in HOP_HEADERS}
         if drop_range:
             headers.pop("range", None)
             headers.pop("if-range", None)
+        if req.is_chunked():
+            headers["content-length"] = str(len(req.body))
         for attempt in (0, 1):  # a kept-alive upstream connection may have timed out
             if upstream is None:
                 upstream = self.upstream_open()
             try:
-                upstream.request(req.method, req.target, headers=headers)
+                upstream.request(req.method, req.target, body=req.body or None,
+                                 headers=headers)
                 return upstream, upstream.getresponse()
             except (http.client.HTTPException, OSError):
                 upstream.close()
@@ -423,7 +540,7 @@ class Proxy:
         raise AssertionError("unreachable")
 
     def forward(self, sock, req, entry, fault, rule, upstream):
-        """Relay nginx's answer, or break it as `fault` says."""
+        """Relay the upstream's answer, or break it as `fault` says."""
         try:
             upstream, resp = self.upstream_request(upstream, req, fault == "full_200")
         except (http.client.HTTPException, OSError) as e:
@@ -431,7 +548,8 @@ class Proxy:
             return True, None, False
         body = b""
         length = resp.getheader("content-length")
-        if req.method != "HEAD" and length is None:  # nginx static files never chunk
+        bodiless = req.method == "HEAD" or resp.status in (204, 304)
+        if not bodiless and length is None:  # a chunked answer goes on with Content-Length
             body = resp.read()
             length = str(len(body))
         head = ["HTTP/1.1 %d %s" % (resp.status, resp.reason)]
@@ -442,7 +560,7 @@ class Proxy:
         head += ["", ""]
         self.log_answer(entry, resp.status)
         sock.sendall("\r\n".join(head).encode("latin-1"))
-        total = int(length or 0) if req.method != "HEAD" else 0
+        total = int(length or 0) if not bodiless else 0
         limit = total
         if fault in ("reset_mid_body", "truncate_body"):
             limit = int(rule.get("after_bytes", total // 2))
@@ -605,6 +723,7 @@ class Nginx:
         if not os.path.isdir(self.root):
             raise ServeError("root %s is not a directory" % root)
         self.tmp = tempfile.mkdtemp(prefix="sl-nginx-")
+        self.name = "nginx"
         self.proc = None
         self.port = None
 
@@ -674,35 +793,46 @@ atexit.register(_stop_all)
 
 
 class Servers:
-    """nginx and the proxy in front of it; stop() (or leaving `with`) ends both."""
+    """A server (nginx here, s3rver in s3serve.py) and the proxy in front of it;
+    stop() (or leaving `with`) ends both.  `upstream` has start(), cleanup(), port,
+    proc, why() and name; `proxy_opts` go to Proxy (methods, verifier, ...)."""
 
-    def __init__(self, root, delay_ms=0, rules=None, nginx=None):
-        self.nginx = Nginx(root, nginx)
+    def __init__(self, upstream, delay_ms=0, rules=None, proxy=True, **proxy_opts):
+        self.upstream = upstream
         self.proxy = None
+        self.want_proxy = proxy
+        self.proxy_opts = proxy_opts
         self.delay_ms = delay_ms
         self.rules = rules
-        self.nginx_url = self.proxy_url = self.control_url = None
+        self.upstream_url = self.proxy_url = self.control_url = None
+
+    # serve()'s callers name the upstream nginx.
+    nginx = property(lambda self: self.upstream)
+    nginx_url = property(lambda self: self.upstream_url)
 
     def start(self):
         with _live_lock:
             _live.add(self)
         try:
-            self.nginx.start()
-            self.proxy = Proxy(("127.0.0.1", self.nginx.port), self.delay_ms, self.rules)
-            self.proxy.start()
+            self.upstream.start()
+            if self.want_proxy:
+                self.proxy = Proxy(("127.0.0.1", self.upstream.port), self.delay_ms,
+                                   self.rules, **self.proxy_opts)
+                self.proxy.start()
         except BaseException:
             self.stop()
             raise
-        self.nginx_url = "http://127.0.0.1:%d/" % self.nginx.port
-        self.proxy_url = "http://127.0.0.1:%d/" % self.proxy.port
-        self.control_url = self.proxy_url + CONTROL_PREFIX.lstrip("/")
+        self.upstream_url = "http://127.0.0.1:%d/" % self.upstream.port
+        if self.proxy is not None:
+            self.proxy_url = "http://127.0.0.1:%d/" % self.proxy.port
+            self.control_url = self.proxy_url + CONTROL_PREFIX.lstrip("/")
         return self
 
     def stop(self):
         if self.proxy is not None:
             self.proxy.stop()
             self.proxy = None
-        self.nginx.cleanup()
+        self.upstream.cleanup()
         with _live_lock:
             _live.discard(self)
 
@@ -719,7 +849,8 @@ class Servers:
         self.proxy.reset()
 
     def urls(self):
-        return {"nginx": self.nginx_url, "proxy": self.proxy_url, "control": self.control_url}
+        return {self.upstream.name: self.upstream_url, "proxy": self.proxy_url,
+                "control": self.control_url}
 
     def __enter__(self):
         return self.start()
@@ -731,7 +862,37 @@ class Servers:
 
 def serve(root, delay_ms=0, rules=None, nginx=None):
     """Servers for `root`, not yet started: use as `with serve(root) as s:`."""
-    return Servers(root, delay_ms, rules, nginx)
+    return Servers(Nginx(root, nginx), delay_ms, rules)
+
+
+def rules_file_load(path, delay_ms):
+    """(rules, delay) from a --rules file; the command line's delay wins when not 0."""
+    with open(path) as f:
+        rules, file_delay = rules_parse(json.load(f))
+    rules = [{k: v for k, v in r.items() if k != "remaining" and not k.startswith("_")}
+             for r in rules or []]
+    if file_delay is not None and not delay_ms:
+        delay_ms = file_delay
+    return rules, delay_ms
+
+
+def cli_run(servers, prog):
+    """Print the servers' URLs as one JSON line, then run until SIGTERM, SIGINT or
+    SIGHUP (exit 0) or the upstream's death (exit 1); stop the servers either way."""
+    def on_signal(signum, frame):
+        raise SystemExit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    try:
+        print(json.dumps(servers.urls()), flush=True)
+        while servers.upstream.proc is not None and servers.upstream.proc.poll() is None:
+            time.sleep(0.5)
+        print("%s: %s exited: %s" % (prog, servers.upstream.name, servers.upstream.why()),
+              file=sys.stderr)
+        return 1
+    finally:
+        servers.stop()
 
 
 def main(argv=None):
@@ -744,29 +905,12 @@ def main(argv=None):
     delay = args.delay_ms
     try:
         if args.rules:
-            with open(args.rules) as f:
-                rules, file_delay = rules_parse(json.load(f))
-                rules = [{k: v for k, v in r.items() if k != "remaining"} for r in rules or []]
-                if file_delay is not None and not args.delay_ms:
-                    delay = file_delay
+            rules, delay = rules_file_load(args.rules, delay)
         servers = serve(args.root, delay, rules).start()
     except (ServeError, OSError, ValueError) as e:
         print("serve.py: %s" % e, file=sys.stderr)
         return 1
-
-    def on_signal(signum, frame):
-        raise SystemExit(0)
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    try:
-        print(json.dumps(servers.urls()), flush=True)
-        while servers.nginx.proc is not None and servers.nginx.proc.poll() is None:
-            time.sleep(0.5)
-        print("serve.py: nginx exited: %s" % servers.nginx.why(), file=sys.stderr)
-        return 1
-    finally:
-        servers.stop()
+    return cli_run(servers, "serve.py")
 
 
 if __name__ == "__main__":
