@@ -37,7 +37,8 @@ extern "C" {
     X(ESKIPPED,     "left to another process of the run")         \
     X(ENETWORK,     "network transfer failed")                    \
     X(ETIMEDOUT,    "remote request timed out")                   \
-    X(EHTTP,        "server answered with an error")
+    X(EHTTP,        "server answered with an error")             \
+    X(ECONFLICT,    "changed by another writer")
 /* clang-format on */
 
 typedef enum sl_status {

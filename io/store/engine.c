@@ -41,8 +41,20 @@ struct transfer {
     struct answer a;
     bool overflow; /* the body grew past what was asked */
     char range[64];
+    struct curl_slist *slist;     /* the request's headers */
     struct transfer *prev, *next; /* the engine's in-flight list */
+    struct sl__http_headers hdrs; /* the signer's headers */
 };
+
+/* Free a transfer and its header list. */
+static void
+transfer_free(struct transfer *t)
+{
+    if (t == NULL)
+        return;
+    curl_slist_free_all(t->slist);
+    transfer_free(t);
+}
 
 struct curl_engine {
     struct sl__engine base; /* first: the engine's operations */
@@ -103,6 +115,7 @@ on_header(char *data, size_t size, size_t n, void *arg)
     memcpy(line, data, len);
     line[len] = '\0';
     if (strncmp(line, "HTTP/", 5) == 0) { /* a new answer (after a redirect or 100) */
+        t->req->etag[0] = '\0';
         t->a = (struct answer){.range_first = -1,
                                .range_last = -1,
                                .range_total = -1,
@@ -119,7 +132,13 @@ on_header(char *data, size_t size, size_t n, void *arg)
         parse_content_range(v, &t->a);
     else if (strcasecmp(line, "Content-Length") == 0)
         t->a.length = strtoll(v, NULL, 10);
-    else if (strcasecmp(line, "Retry-After") == 0) {
+    else if (strcasecmp(line, "ETag") == 0) {
+        while (*v == ' ' || *v == '\t')
+            v++;
+        size_t len_v = strcspn(v, "\r\n");
+        if (len_v < sizeof(t->req->etag))
+            snprintf(t->req->etag, sizeof(t->req->etag), "%.*s", (int)len_v, v);
+    } else if (strcasecmp(line, "Retry-After") == 0) {
         char *end;
         double s = strtod(v, &end);
         if (end != v && s >= 0) /* HTTP-dates are not honoured: the backoff serves */
@@ -142,6 +161,54 @@ range_text(const struct sl_byte_range *r, char *buf, size_t size)
         snprintf(buf, size, "%" PRIu64 "-%" PRIu64, r->offset, r->offset + r->length - 1);
 }
 
+bool
+sl__http_header_add(struct sl__http_headers *h, const char *name, const char *value)
+{
+    if (h->n >= SL__HTTP_HEADERS_MAX)
+        return false;
+    size_t n = (size_t)snprintf(h->line[h->n], sizeof(h->line[0]), "%s: %s", name, value);
+    if (n >= sizeof(h->line[0]))
+        return false;
+    h->n++;
+    return true;
+}
+
+/* The header list of `req`'s try: the signer's, the submitter's, and for
+ * bodies an explicit type and no "Expect: 100-continue" wait.  False with
+ * the message set when the signer refuses or memory runs out. */
+static bool
+engine_headers(struct curl_engine *e, struct sl__http_req *req, struct transfer *t)
+{
+    t->hdrs.n = 0;
+    if (e->o.sign != NULL &&
+        !e->o.sign(e->o.sign_ctx, req, &t->hdrs, req->message, sizeof(req->message)))
+        return false;
+    bool ok = true;
+    for (size_t i = 0; i < t->hdrs.n && ok; i++) {
+        struct curl_slist *l = curl_slist_append(t->slist, t->hdrs.line[i]);
+        ok = l != NULL;
+        t->slist = l != NULL ? l : t->slist;
+    }
+    for (const char *const *h = req->headers; ok && h != NULL && *h != NULL; h++) {
+        struct curl_slist *l = curl_slist_append(t->slist, *h);
+        ok = l != NULL;
+        t->slist = l != NULL ? l : t->slist;
+    }
+    if (ok && req->method != NULL &&
+        (strcmp(req->method, "PUT") == 0 || strcmp(req->method, "POST") == 0)) {
+        static const char *const body_headers[] = {"Expect:",
+                                                   "Content-Type: application/octet-stream"};
+        for (size_t i = 0; i < 2 && ok; i++) {
+            struct curl_slist *l = curl_slist_append(t->slist, body_headers[i]);
+            ok = l != NULL;
+            t->slist = l != NULL ? l : t->slist;
+        }
+    }
+    if (!ok)
+        snprintf(req->message, sizeof(req->message), "%s: out of memory for its headers", req->url);
+    return ok;
+}
+
 /* Start `req` on an easy handle; false when libcurl refuses. */
 static bool
 engine_start(struct curl_engine *e, struct sl__http_req *req)
@@ -151,16 +218,36 @@ engine_start(struct curl_engine *e, struct sl__http_req *req)
     if (c == NULL || t == NULL) {
         if (c != NULL)
             curl_easy_cleanup(c);
-        free(t);
+        transfer_free(t);
         return false;
     }
     curl_easy_reset(c);
     t->req = req;
     t->a = (struct answer){-1, -1, -1, -1, -1, -1};
     req->body.size = 0;
+    req->etag[0] = '\0';
     req->easy = c;
-    range_text(&req->range, t->range, sizeof(t->range));
+    if (!engine_headers(e, req, t)) {
+        transfer_free(t);
+        req->easy = NULL;
+        e->idle[e->n_idle++] = c; /* taken from idle or made: there is room */
+        return false;
+    }
+    const char *method = req->method != NULL ? req->method : "GET";
+    if (strcmp(method, "GET") == 0)
+        range_text(&req->range, t->range, sizeof(t->range));
     curl_easy_setopt(c, CURLOPT_URL, req->url);
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
+            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->send_n);
+            curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->send != NULL ? req->send : "");
+        }
+    }
+    if (t->slist != NULL)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, t->slist);
     curl_easy_setopt(c, CURLOPT_PRIVATE, t);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
@@ -186,7 +273,7 @@ engine_start(struct curl_engine *e, struct sl__http_req *req)
     if (req->attempts > 1)
         atomic_fetch_add_explicit(&e->n_retries, 1, memory_order_relaxed);
     if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
-        free(t);
+        transfer_free(t);
         curl_easy_cleanup(c);
         req->easy = NULL;
         return false;
@@ -294,8 +381,20 @@ engine_judge(struct curl_engine *e, struct transfer *t, CURLcode rc)
     req->http_status = status;
     req->retry_after = t->a.retry_after;
     char first[96];
-    if (rc == CURLE_OK && (status == 200 || status == 206))
+    bool get = req->method == NULL || strcmp(req->method, "GET") == 0;
+    if (rc == CURLE_OK && get && (status == 200 || status == 206))
         return answer_check(req, &t->a, status);
+    if (rc == CURLE_OK && !get && status >= 200 && status < 300) {
+        req->object_size = t->a.length >= 0 ? (uint64_t)t->a.length : 0;
+        return SL_OK;
+    }
+    if (rc == CURLE_OK && (status == 412 || status == 409)) {
+        body_excerpt(&req->body, first, sizeof(first));
+        snprintf(req->message, sizeof(req->message),
+                 "%s: HTTP %ld: changed by another writer (its condition failed): \"%s\"", req->url,
+                 status, first);
+        return SL_ECONFLICT;
+    }
     if (rc == CURLE_OK && (status == 404 || (status == 403 && e->o.missing_on_403))) {
         snprintf(req->message, sizeof(req->message), "%s: HTTP %ld: no such object", req->url,
                  status);
@@ -380,7 +479,7 @@ engine_finish(struct curl_engine *e, CURL *c, CURLcode rc)
     struct sl__http_req *req = t->req;
     sl_status st = engine_judge(e, t, rc);
     req->easy = NULL;
-    free(t);
+    transfer_free(t);
     if (e->n_idle < e->o.window)
         e->idle[e->n_idle++] = c;
     else
@@ -461,7 +560,7 @@ engine_cancel_all(struct curl_engine *e)
         curl_easy_cleanup(t->req->easy);
         snprintf(t->req->message, sizeof(t->req->message), "%s: cancelled", t->req->url);
         engine_complete(e, t->req, SL_ECANCELED);
-        free(t);
+        transfer_free(t);
     }
     for (struct sl__http_req *r = e->waiting, *n; r != NULL; r = n) {
         n = r->next;

@@ -20,6 +20,8 @@
 #include <sluice/store.h>
 
 /* How the engine runs its requests: see struct sl_http_store_opts. */
+struct sl__http_headers;
+struct sl__http_req;
 struct sl__engine_opts {
     unsigned window;          /* requests in flight at most */
     unsigned max_attempts;    /* tries per request, the first included */
@@ -31,10 +33,27 @@ struct sl__engine_opts {
     long low_speed_s;         /* ... for this many seconds is cut and retried */
     bool missing_on_403;      /* a 403 means "absent" (Ceph's gateway) */
     const char *user_agent;   /* sent with every request */
+    /* Called before each try of each request, on the engine's thread: add
+     * the headers it needs (an S3 signature over the method, URL and
+     * payload; a try signs anew, so a retry's date is fresh).  False fails
+     * the request with `message` (`msize` bytes) set.  NULL: none. */
+    bool (*sign)(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out,
+                 char *message, size_t msize);
+    void *sign_ctx;
 };
 
 typedef struct sl__engine sl__engine;
 struct sl__http_req;
+
+/* Headers a try sends besides the engine's own: "Name: value" lines. */
+#define SL__HTTP_HEADERS_MAX 16
+struct sl__http_headers {
+    size_t n;
+    char line[SL__HTTP_HEADERS_MAX][2048];
+};
+
+/* Add "name: value" to `h`; false when full or too long. */
+bool sl__http_header_add(struct sl__http_headers *h, const char *name, const char *value);
 struct sl__engine_stats;
 
 /* What an engine does; every engine's struct starts with a struct
@@ -52,8 +71,13 @@ struct sl__engine {
 /* One request: a GET of `url`, or of the part `range` names. */
 struct sl__http_req {
     /* Set by the submitter. */
-    const char *url;                                   /* borrowed until done */
-    struct sl_byte_range range;                        /* SL_RANGE_ALL: the whole object */
+    const char *url;            /* borrowed until done */
+    struct sl_byte_range range; /* SL_RANGE_ALL: the whole object */
+    const char *method;         /* NULL: GET; or HEAD, PUT, POST, DELETE */
+    const void *send;           /* PUT and POST: the body; borrowed */
+    size_t send_n;              /* ... its bytes */
+    const char *const *headers; /* extra "Name: value" lines, NULL-terminated; borrowed; NULL:
+                                   none */
     void (*done)(struct sl__http_req *req, void *ctx); /* on the engine's thread */
     void *ctx;                                         /* passed to done */
     /* Set by the engine before done. */
@@ -62,6 +86,7 @@ struct sl__http_req {
     struct sl_buf body;   /* SL_OK: exactly the bytes asked for; owned by the submitter */
     uint64_t object_size; /* the whole object's size, when the server said it */
     unsigned attempts;    /* tries made */
+    char etag[128];       /* the answer's ETag, quotes included; "" when none */
     char message[384];    /* on failure: the URL, the status, the attempts and the server's
                              first words */
     /* The engine's. */
