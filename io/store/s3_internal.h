@@ -247,11 +247,15 @@ typedef sl_status sl__s3_ini_fn(void *ctx, const char *section, const char *pare
  * Parse INI text as the AWS files use it: "[section]" lines, "key = value"
  * lines (whitespace around both trimmed; no inline comments, as Python's
  * configparser), indented lines under a key as its nested settings, blank
- * lines and lines starting with '#' or ';' ignored, CRLF line ends.  `text`
- * (`n` bytes, no NUL inside needed) is modified: pieces are NUL-terminated
- * in place.  `file` names the file in messages.
+ * lines and lines starting with '#' or ';' ignored, CRLF line ends, a
+ * leading UTF-8 byte order mark skipped.  `text`
+ * holds `n` bytes and one more after them that may be written; it is
+ * modified: pieces are NUL-terminated in place, so the strings passed to
+ * `fn` live as long as `text`.  `file` names the file in messages.
  * @return SL_OK, what `fn` returned, or SL_EPARSE naming `file` and the
- * line number and what is wrong (never the line's text).
+ * line number and what is wrong (never the line's text, which may hold a
+ * secret): no '=', a setting before any section, a bad section header, a
+ * NUL byte.
  */
 sl_status sl__s3_ini_parse(char *text, size_t n, const char *file, sl__s3_ini_fn *fn, void *ctx,
                            struct sl_error *err);
