@@ -4,7 +4,7 @@
  * alone: AWS Signature Version 4 (s3_sign.c), credentials and settings
  * from the environment and the AWS files (s3_creds.c, over the INI reader
  * of s3_ini.c), bucket addressing (s3_url.c), and the XML of S3's answers
- * and of DeleteObjects requests (s3_xml.c).  The store itself sends what
+ * and of DeleteObjects requests (s3_xml.c, s3_xml_write.c).  The store itself sends what
  * these build through the I/O engine (engine_internal.h).  None of them
  * needs libcurl.  Private to io/store and its tests.
  *
@@ -25,8 +25,7 @@
 #include <sluice/error.h>
 #include <sluice/sha256.h>
 
-/* ---- Signature Version 4 (s3_sign.c) -----------------------------------------------------------
- */
+/* ---- Signature Version 4 (s3_sign.c) --------------------------------------------------------- */
 
 /* The payload hash of a request whose body is not signed. */
 #define SL__S3_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
@@ -150,8 +149,7 @@ bool sl__s3_signing_key(const char *secret, const char *date, const char *region
  * false for a time before 1970 or after 9999. */
 bool sl__s3_amz_date(int64_t t, char out[SL__S3_AMZ_DATE_CHARS + 1]);
 
-/* ---- configuration and credentials (s3_creds.c, s3_ini.c) --------------------------------------
- */
+/* ---- configuration and credentials (s3_creds.c, s3_ini.c) ------------------------------------ */
 
 /* The value of environment variable `name`, or NULL when it is unset. */
 typedef const char *sl__s3_env_fn(void *ctx, const char *name);
@@ -260,8 +258,7 @@ typedef sl_status sl__s3_ini_fn(void *ctx, const char *section, const char *pare
 sl_status sl__s3_ini_parse(char *text, size_t n, const char *file, sl__s3_ini_fn *fn, void *ctx,
                            struct sl_error *err);
 
-/* ---- addressing (s3_url.c) ---------------------------------------------------------------------
- */
+/* ---- addressing (s3_url.c) ------------------------------------------------------------------- */
 
 /* What "s3://BUCKET/PREFIX" names, and where its requests go. */
 struct sl__s3_location {
@@ -317,8 +314,7 @@ sl_status sl__s3_location_parse(const char *url, const char *endpoint, const cha
 sl_status sl__s3_object_url(const struct sl__s3_location *loc, const char *key, struct sl_buf *url,
                             struct sl_buf *path, struct sl_error *err);
 
-/* ---- XML (s3_xml.c) ----------------------------------------------------------------------------
- */
+/* ---- XML (s3_xml.c reads, s3_xml_write.c writes) --------------------------------------------- */
 
 /* The most keys one DeleteObjects request may name. */
 #define SL__S3_DELETE_MAX 1000
@@ -377,6 +373,10 @@ struct sl__s3_list_page {
  */
 sl_status sl__s3_list_parse(const char *body, size_t n, bool url_encoded, sl__s3_list_fn *fn,
                             void *ctx, struct sl__s3_list_page *page, struct sl_error *err);
+
+/* Whether code point `c` may appear in an XML 1.0 document (its Char
+ * production: tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD, U+10000 on). */
+bool sl__s3_xml_is_char(uint32_t c);
 
 /*
  * Append `n` bytes of `s` to `out` as XML character data: & < > " ' as

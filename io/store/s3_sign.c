@@ -139,8 +139,7 @@ sl__s3_signing_key(const char *secret, const char *date, const char *region, con
     return true;
 }
 
-/* ---- checking a request ------------------------------------------------------------------------
- */
+/* ---- checking a request ---------------------------------------------------------------------- */
 
 /* A short name of 1 to 63 letters, digits, '-' and '_' (region, service). */
 static bool
@@ -305,8 +304,7 @@ sign_check(const struct sl__s3_request *req, const struct sl__s3_creds *creds, s
     return sign_check_creds(creds, err);
 }
 
-/* ---- the canonical request ---------------------------------------------------------------------
- */
+/* ---- the canonical request ------------------------------------------------------------------- */
 
 /* Compare entries by name, then (`by_value`) by value, as bytes. */
 static int

@@ -507,7 +507,7 @@ Test(io_s3_creds, every_allocation_failure_is_enomem_and_leaks_nothing)
     cr_assert_gt(total, 5);
 }
 
-/* ---- the INI reader alone ---------------------------------------------------------------- */
+/* ---- the INI reader alone -------------------------------------------------------------------- */
 
 /* Collects "section|parent|key=value@line;" for each setting. */
 static sl_status

@@ -619,8 +619,7 @@ Test(io_s3_sign, aws_sigv4_test_suite)
     }
 }
 
-/* ---- Amazon S3's documented examples -----------------------------------------------------------
- */
+/* ---- Amazon S3's documented examples --------------------------------------------------------- */
 
 Test(io_s3_sign, s3_example_get_object_with_a_range)
 {
@@ -759,8 +758,7 @@ Test(io_s3_sign, s3_example_list_objects_sorts_the_query)
                      "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
 }
 
-/* ---- the parts ---------------------------------------------------------------------------------
- */
+/* ---- the parts ------------------------------------------------------------------------------- */
 
 static void
 hex_of(const uint8_t *d, char hex[SL_SHA256_HEX_CHARS + 1])
