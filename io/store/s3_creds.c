@@ -434,16 +434,17 @@ sl__s3_config_describe(const struct sl__s3_config *c, char *buf, size_t size)
                               c->access_key + n - 4);
         else
             sl__strbuf_append(buf, size, &len, "access key of %zu characters", n);
-        sl__strbuf_append(buf, size, &len, " from %s%s%s, session token: %s", c->creds_from,
-                          c->creds_file != NULL ? " " : "",
-                          c->creds_file != NULL ? c->creds_file : "",
-                          c->session_token != NULL ? "yes" : "no");
+        sl__strbuf_append(
+            buf, size, &len, " from %s%s%s, session token: %s",
+            c->creds_from != NULL ? c->creds_from : "?", c->creds_file != NULL ? " " : "",
+            c->creds_file != NULL ? c->creds_file : "", c->session_token != NULL ? "yes" : "no");
     }
     sl__strbuf_append(
         buf, size, &len, ", region %s from %s, endpoint %s", c->region != NULL ? c->region : "?",
         c->region_from != NULL ? c->region_from : "?", c->endpoint != NULL ? c->endpoint : "AWS");
     if (c->endpoint != NULL)
-        sl__strbuf_append(buf, size, &len, " from %s", c->endpoint_from);
+        sl__strbuf_append(buf, size, &len, " from %s",
+                          c->endpoint_from != NULL ? c->endpoint_from : "?");
     static const char *const styles[] = {"auto", "virtual", "path"};
     sl__strbuf_append(buf, size, &len, ", addressing %s", styles[c->addressing]);
     return len;

@@ -494,6 +494,8 @@ Test(io_s3_creds, every_allocation_failure_is_enomem_and_leaks_nothing)
         struct sl__s3_config c;
         struct sl_error err = SL_ERROR_INIT;
         sl_status st = sl__s3_config_resolve(&o, &c, &err);
+        expect_described_without_secrets(&c); /* half-resolved too */
+        expect_no_secrets(err.text);
         sl__s3_config_fini(&c);
         cr_assert_eq(state.n_live, 0, "allocation %zu failing leaks %zu blocks", fail,
                      state.n_live);
