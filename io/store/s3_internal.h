@@ -229,8 +229,10 @@ struct sl__s3_creds sl__s3_config_creds(const struct sl__s3_config *c);
 /*
  * One line for messages and `--verbose` output, e.g. "profile default,
  * access key AKIA...MPLE from environment, session token: yes, region
- * eu-west-1 from AWS_REGION, endpoint AWS": the access key shortened to
- * its first and last four characters, the secret and the token never.
+ * eu-west-1 from AWS_REGION, endpoint AWS, addressing auto": the access
+ * key shortened to its first and last four characters (one of 8 or fewer
+ * only counted), the secret and the token never.  `c` may be half
+ * resolved (after a failed sl__s3_config_resolve).
  * @return the length the whole line needs, as snprintf does.
  */
 size_t sl__s3_config_describe(const struct sl__s3_config *c, char *buf, size_t size);
@@ -246,10 +248,10 @@ typedef sl_status sl__s3_ini_fn(void *ctx, const char *section, const char *pare
  * lines (whitespace around both trimmed; no inline comments, as Python's
  * configparser), indented lines under a key as its nested settings, blank
  * lines and lines starting with '#' or ';' ignored, CRLF line ends, a
- * leading UTF-8 byte order mark skipped.  `text`
- * holds `n` bytes and one more after them that may be written; it is
- * modified: pieces are NUL-terminated in place, so the strings passed to
- * `fn` live as long as `text`.  `file` names the file in messages.
+ * leading UTF-8 byte order mark skipped.  `text` holds `n` bytes and one
+ * more after them that may be written; it is modified: pieces are
+ * NUL-terminated in place, so the strings passed to `fn` live as long as
+ * `text`.  `file` names the file in messages.
  * @return SL_OK, what `fn` returned, or SL_EPARSE naming `file` and the
  * line number and what is wrong (never the line's text, which may hold a
  * secret): no '=', a setting before any section, a bad section header, a
