@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of SHA-256 against the FIPS 180-4 / NIST example vectors. */
+/* Tests of SHA-256 against the FIPS 180-4 / NIST example vectors, and of
+ * HMAC-SHA256 against the test cases of RFC 4231, section 4. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +66,94 @@ Test(core_sha256, million_a_in_uneven_pieces_matches_one_shot)
     sl_sha256_hex(d, hex);
     cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     free(m);
+}
+
+/* ---- HMAC-SHA256: RFC 4231, section 4 (test cases 1 to 7) ---- */
+
+static void
+expect_hmac(const void *key, size_t key_len, const void *data, size_t n, const char *want)
+{
+    uint8_t mac[SL_SHA256_BYTES];
+    char hex[SL_SHA256_HEX_CHARS + 1];
+    sl_hmac_sha256(key, key_len, data, n, mac);
+    sl_sha256_hex(mac, hex);
+    /* Test case 5 gives only the first 128 bits. */
+    cr_assert(strncmp(hex, want, strlen(want)) == 0, "HMAC %s, expected %s", hex, want);
+}
+
+Test(core_sha256, hmac_rfc4231_case_1_short_key)
+{
+    uint8_t key[20];
+    memset(key, 0x0b, sizeof(key));
+    expect_hmac(key, sizeof(key), "Hi There", 8,
+                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+}
+
+Test(core_sha256, hmac_rfc4231_case_2_key_shorter_than_the_digest)
+{
+    const char *data = "what do ya want for nothing?";
+    expect_hmac("Jefe", 4, data, strlen(data),
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+Test(core_sha256, hmac_rfc4231_case_3_and_4_fifty_byte_data)
+{
+    uint8_t key[25], data[50];
+    memset(key, 0xaa, 20);
+    memset(data, 0xdd, sizeof(data));
+    expect_hmac(key, 20, data, sizeof(data),
+                "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+    for (int i = 0; i < 25; i++)
+        key[i] = (uint8_t)(i + 1);
+    memset(data, 0xcd, sizeof(data));
+    expect_hmac(key, sizeof(key), data, sizeof(data),
+                "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+}
+
+Test(core_sha256, hmac_rfc4231_case_5_truncated_to_128_bits)
+{
+    uint8_t key[20];
+    memset(key, 0x0c, sizeof(key));
+    expect_hmac(key, sizeof(key), "Test With Truncation", 20, "a3b6167473100ee06e0c796c2955552b");
+}
+
+Test(core_sha256, hmac_rfc4231_case_6_and_7_keys_longer_than_a_block_are_hashed)
+{
+    uint8_t key[131];
+    memset(key, 0xaa, sizeof(key));
+    const char *d6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    expect_hmac(key, sizeof(key), d6, strlen(d6),
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    const char *d7 = "This is a test using a larger than block-size key and a larger than "
+                     "block-size data. The key needs to be hashed before being used by the HMAC "
+                     "algorithm.";
+    expect_hmac(key, sizeof(key), d7, strlen(d7),
+                "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+}
+
+Test(core_sha256, hmac_key_of_exactly_one_block_is_used_as_it_is)
+{
+    /* A 64-byte key is padded, not hashed: it differs from the same key
+     * hashed first (which is what a 65-byte key would get). */
+    uint8_t key[64], hashed[SL_SHA256_BYTES], a[SL_SHA256_BYTES], b[SL_SHA256_BYTES];
+    memset(key, 0x5a, sizeof(key));
+    sl_sha256(key, sizeof(key), hashed);
+    sl_hmac_sha256(key, sizeof(key), "x", 1, a);
+    sl_hmac_sha256(hashed, sizeof(hashed), "x", 1, b);
+    cr_assert(memcmp(a, b, sizeof(a)) != 0);
+    /* And a key longer than a block is the same as its digest. */
+    uint8_t long_key[65];
+    memset(long_key, 0x5a, sizeof(long_key));
+    sl_sha256(long_key, sizeof(long_key), hashed);
+    sl_hmac_sha256(long_key, sizeof(long_key), "x", 1, a);
+    sl_hmac_sha256(hashed, sizeof(hashed), "x", 1, b);
+    cr_assert(memcmp(a, b, sizeof(a)) == 0);
+}
+
+Test(core_sha256, hmac_empty_key_and_empty_data)
+{
+    uint8_t a[SL_SHA256_BYTES], b[SL_SHA256_BYTES];
+    sl_hmac_sha256(NULL, 0, NULL, 0, a);
+    sl_hmac_sha256("", 0, "", 0, b);
+    cr_assert(memcmp(a, b, sizeof(a)) == 0);
 }
