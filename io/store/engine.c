@@ -53,7 +53,7 @@ transfer_free(struct transfer *t)
     if (t == NULL)
         return;
     curl_slist_free_all(t->slist);
-    transfer_free(t);
+    free(t);
 }
 
 struct curl_engine {
