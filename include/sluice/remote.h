@@ -102,16 +102,61 @@ SL_API sl_store *sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx,
  */
 SL_API void sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t budget);
 
+/* Options of the S3 store besides its requests' (struct sl_http_store_opts),
+ * with their defaults.  Every string is copied. */
+struct sl_s3_store_opts {
+    const char *endpoint; /* "http(s)://host[:port]" of an S3-compatible server (path-style
+                             addressing); NULL: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the
+                             profile's endpoint_url, else AWS (virtual-hosted) */
+    const char *region;   /* NULL: $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, us-east-1 */
+    const char *profile;  /* NULL: $AWS_PROFILE, else "default" */
+    bool anonymous;       /* unsigned requests, no credentials looked up (--no-sign-request) */
+    bool read_only;       /* refuse writes and deletes (SL_EACCES) */
+};
+#define SL_S3_STORE_OPTS_DEFAULT                   \
+    ((struct sl_s3_store_opts){.endpoint = NULL,   \
+                               .region = NULL,     \
+                               .profile = NULL,    \
+                               .anonymous = false, \
+                               .read_only = false})
+
+/**
+ * Open the S3 store `url` names ("s3://bucket" or "s3://bucket/prefix"):
+ * keys are objects under the prefix, read with GET (byte ranges, a shard's
+ * index by a suffix range) through the same engine, window, retries and
+ * fetching ahead as the HTTP store, written with one PUT per object (a
+ * shard is never visible half-written), deleted with DELETE and listed
+ * with ListObjectsV2, every request signed with AWS Signature Version 4
+ * (credentials from the environment or ~/.aws, as the AWS CLI finds them;
+ * secrets never appear in a message).  A 404 reads as absent, except
+ * NoSuchBucket, which is an error; S3's error Code and Message are quoted
+ * in messages.  Nothing is requested until a key is used.
+ * @param http  NULL for SL_HTTP_STORE_OPTS_DEFAULT (window, retries, ...).
+ * @param s3    NULL for SL_S3_STORE_OPTS_DEFAULT.
+ * @return a store with one reference, or NULL with SL_EINVAL (not an s3://
+ * URL, a bad bucket name, endpoint or region, an option out of range),
+ * SL_ENOTFOUND (no credentials and not anonymous, a profile named that
+ * does not exist: the message says where it looked), SL_EPARSE (a
+ * malformed line of an AWS file: file and line), SL_EUNSUPPORTED (built
+ * without libcurl) or SL_ENOMEM in `err`.
+ * Thread-safety: any thread.
+ */
+SL_API sl_store *sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
+                                  const struct sl_s3_store_opts *s3, struct sl_error *err);
+
 /* Options of sl_store_open_url: one set per kind of store. */
 struct sl_url_store_opts {
     struct sl_fs_store_opts fs;     /* for paths and file:// URLs */
-    struct sl_http_store_opts http; /* for http:// and https:// */
+    struct sl_http_store_opts http; /* for http://, https:// and s3:// */
+    struct sl_s3_store_opts s3;     /* for s3:// */
 };
-#define SL_URL_STORE_OPTS_DEFAULT \
-    ((struct sl_url_store_opts){.fs = SL_FS_STORE_OPTS_DEFAULT, .http = SL_HTTP_STORE_OPTS_DEFAULT})
+#define SL_URL_STORE_OPTS_DEFAULT                                   \
+    ((struct sl_url_store_opts){.fs = SL_FS_STORE_OPTS_DEFAULT,     \
+                                .http = SL_HTTP_STORE_OPTS_DEFAULT, \
+                                .s3 = SL_S3_STORE_OPTS_DEFAULT})
 
 /**
- * Whether `text` is a URL sluice opens remotely (http:// or https://).
+ * Whether `text` is a URL sluice opens remotely (http://, https:// or s3://).
  * @return true for those schemes (case-insensitive).
  * Thread-safety: any thread.
  */
@@ -119,11 +164,11 @@ SL_API bool sl_url_is_remote(const char *text);
 
 /**
  * Open the store `text` names, choosing it by scheme: http:// and https://
- * open the HTTP store; file:///abs/path and a plain path open the
- * filesystem store.
+ * open the HTTP store; s3:// the S3 store; file:///abs/path and a plain
+ * path open the filesystem store.
  * @param opts  NULL for SL_URL_STORE_OPTS_DEFAULT.
  * @return a store with one reference, or NULL with what the chosen store's
- * opening returns, or SL_EUNSUPPORTED (another scheme, e.g. s3://, named in
+ * opening returns, or SL_EUNSUPPORTED (another scheme, e.g. gs://, named in
  * the message).
  * Thread-safety: any thread.
  */

@@ -395,6 +395,11 @@ engine_judge(struct curl_engine *e, struct transfer *t, CURLcode rc)
                  status, first);
         return SL_ECONFLICT;
     }
+    if (rc == CURLE_OK && status == 404 && e->o.s3_errors &&
+        memmem(req->body.data, req->body.size, "<Code>NoSuchBucket</Code>", 25) != NULL) {
+        snprintf(req->message, sizeof(req->message), "%s: HTTP 404: no such bucket", req->url);
+        return SL_EHTTP;
+    }
     if (rc == CURLE_OK && (status == 404 || (status == 403 && e->o.missing_on_403))) {
         snprintf(req->message, sizeof(req->message), "%s: HTTP %ld: no such object", req->url,
                  status);

@@ -96,6 +96,24 @@ waiter_done(struct sl__http_req *req, void *ctx)
 }
 
 sl_status
+sl__engine_run(sl__engine *e, struct sl__http_req *req)
+{
+    struct waiter w = {.done = false};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    req->done = waiter_done;
+    req->ctx = &w;
+    sl__engine_submit(e, req);
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    return req->status;
+}
+
+sl_status
 sl__engine_get(sl__engine *e, const char *url, const struct sl_byte_range *range,
                struct sl_buf *out, uint64_t *object_size, struct sl_error *err)
 {

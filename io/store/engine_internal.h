@@ -32,6 +32,7 @@ struct sl__engine_opts {
     long low_speed_bytes;     /* a transfer slower than this many bytes per second ... */
     long low_speed_s;         /* ... for this many seconds is cut and retried */
     bool missing_on_403;      /* a 403 means "absent" (Ceph's gateway) */
+    bool s3_errors;           /* a 404 naming NoSuchBucket is an error, not "absent" */
     const char *user_agent;   /* sent with every request */
     /* Called before each try of each request, on the engine's thread: add
      * the headers it needs (an S3 signature over the method, URL and
@@ -78,6 +79,7 @@ struct sl__http_req {
     size_t send_n;              /* ... its bytes */
     const char *const *headers; /* extra "Name: value" lines, NULL-terminated; borrowed; NULL:
                                    none */
+    const char *payload_hash;   /* the body's SHA-256 in hex, for a signer; NULL: none */
     void (*done)(struct sl__http_req *req, void *ctx); /* on the engine's thread */
     void *ctx;                                         /* passed to done */
     /* Set by the engine before done. */
@@ -146,6 +148,11 @@ void sl__engine_submit(sl__engine *e, struct sl__http_req *req);
  */
 sl_status sl__engine_get(sl__engine *e, const char *url, const struct sl_byte_range *range,
                          struct sl_buf *out, uint64_t *object_size, struct sl_error *err);
+
+/* Submit `req` (its `done` and `ctx` are replaced) and wait until it
+ * ends; its output fields hold the answer, `req->body` what came.  Any
+ * thread.  @return req->status. */
+sl_status sl__engine_run(sl__engine *e, struct sl__http_req *req);
 
 /* Counters of an engine since it started. */
 struct sl__engine_stats {

@@ -24,13 +24,14 @@
 #include <sluice/remote.h>
 
 #include "engine_internal.h"
+#include "remote_internal.h"
 #include "store_internal.h"
 
 /* The longest URL the store builds, and the longest it fetches ahead. */
 #define HTTP_URL_MAX 8192
 #define HTTP_URL_MAX_AHEAD 2048
 
-/* An object fetched ahead of its read (http_prefetch). */
+/* An object fetched ahead of its read (sl__remote_prefetch). */
 struct http_ahead {
     struct http_ahead *next;
     struct http_store *h;
@@ -63,6 +64,8 @@ struct http_store {
     sl_store_url_fn *url_of;          /* the caller's key -> URL mapping, or NULL */
     void *url_ctx;                    /* its context; a program's own store: the impl's */
     const struct sl_store_impl *impl; /* a program's own store; NULL: HTTP */
+    void *ext;                        /* a kind's own state (S3's), freed by ext_free */
+    void (*ext_free)(void *ext);      /* after the engine stopped; NULL: none */
     sl__engine *engine;
     /* Objects fetched ahead, oldest first; `ahead_lock` guards the list,
      * each entry's `done` and `n_ahead`; `ahead_cond` says one is done. */
@@ -186,8 +189,8 @@ range_same(const struct sl_byte_range *a, const struct sl_byte_range *b)
     return a->kind == b->kind && a->offset == b->offset && a->length == b->length;
 }
 
-static void
-http_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
+void
+sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
 {
     struct http_store *h = http_of(s);
     if (h->max_ahead_bytes == 0)
@@ -328,8 +331,8 @@ head_put(struct http_store *h, const char *key, const struct sl_byte_range *r,
     sl_buf_fini(&old.bytes);
 }
 
-static bool
-http_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
+bool
+sl__remote_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 {
     struct http_store *h = http_of(s);
     if (h->heads == NULL)
@@ -343,9 +346,9 @@ http_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 
 /* ---- readers ----------------------------------------------------------------------- */
 
-static sl_status
-http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
-                 struct sl__reader *rd, struct sl_error *err)
+sl_status
+sl__remote_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
+                       struct sl__reader *rd, struct sl_error *err)
 {
     struct http_store *h = http_of(s);
     struct sl_byte_range all = {SL_RANGE_ALL, 0, 0};
@@ -404,8 +407,9 @@ http_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first
     return st;
 }
 
-static sl_status
-http_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, struct sl_error *err)
+sl_status
+sl__remote_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
+                       struct sl_error *err)
 {
     struct http_blob *b = rd->blob;
     if (offset >= b->offset && offset + n <= b->offset + b->bytes.size) {
@@ -442,8 +446,8 @@ http_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, st
     return st;
 }
 
-static void
-http_reader_close(struct sl__reader *rd)
+void
+sl__remote_reader_close(struct sl__reader *rd)
 {
     struct http_blob *b = rd->blob;
     if (b == NULL)
@@ -485,8 +489,8 @@ http_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, stru
 
 #endif /* SL_HAVE_CURL */
 
-static void
-http_remote_stats(const sl_store *s, struct sl_remote_stats *out)
+void
+sl__remote_stats(const sl_store *s, struct sl_remote_stats *out)
 {
     struct sl__engine_stats e;
     sl__engine_get_stats(((const struct http_store *)s)->engine, &e);
@@ -528,8 +532,8 @@ remote_free(struct http_store *h)
     sl_free(&alloc, h, sizeof(*h));
 }
 
-static void
-http_destroy(sl_store *s)
+void
+sl__remote_destroy(sl_store *s)
 {
     struct http_store *h = http_of(s);
     sl__engine_destroy(h->engine); /* every fetch ahead has ended */
@@ -540,6 +544,8 @@ http_destroy(sl_store *s)
     }
     const struct sl_store_impl *impl = h->impl;
     void *impl_ctx = h->url_ctx;
+    if (h->ext_free != NULL)
+        h->ext_free(h->ext);
     remote_free(h);
     if (impl != NULL && impl->destroy != NULL)
         impl->destroy(impl_ctx);
@@ -549,16 +555,16 @@ http_destroy(sl_store *s)
 static const struct sl__store_vtable http_vtable = {
     .kind = "http",
     .sets_wait = false,
-    .reader_open = http_reader_open,
-    .reader_read = http_reader_read,
-    .reader_close = http_reader_close,
+    .reader_open = sl__remote_reader_open,
+    .reader_read = sl__remote_reader_read,
+    .reader_close = sl__remote_reader_close,
     .set = http_set,
     .del = http_del,
     .list = http_list,
-    .prefetch = http_prefetch,
-    .has_first = http_has_first,
-    .remote_stats = http_remote_stats,
-    .destroy = http_destroy,
+    .prefetch = sl__remote_prefetch,
+    .has_first = sl__remote_has_first,
+    .remote_stats = sl__remote_stats,
+    .destroy = sl__remote_destroy,
 };
 
 /* see store_internal.h */
@@ -572,8 +578,8 @@ sl__http_url_for(const sl_store *s, const char *key, char *out, size_t size)
 #endif /* SL_HAVE_CURL */
 
 /* Check the options; SL_OK or SL_EINVAL naming the field. */
-static sl_status
-remote_opts_check(const struct sl_http_store_opts *o, struct sl_error *err)
+sl_status
+sl__remote_opts_check(const struct sl_http_store_opts *o, struct sl_error *err)
 {
     if (o->io_concurrency < 1 || o->io_concurrency > 4096)
         return sl_error_set(err, SL_EINVAL, NULL, "io_concurrency %u is not in 1..4096",
@@ -638,13 +644,51 @@ remote_new(const struct sl__store_vtable *vt, const char *name, size_t root_n, s
 }
 
 #ifdef SL_HAVE_CURL
+sl_store *
+sl__remote_open_curl(const struct sl__store_vtable *vt, const char *root,
+                     const struct sl__engine_opts *eo, uint64_t prefetch_bytes,
+                     const struct sl_allocator *alloc, void *ext, void (*ext_free)(void *ext),
+                     struct sl_error *err)
+{
+    size_t n = strlen(root);
+    struct http_store *h = remote_new(vt, root, n, n, 0, eo->window, prefetch_bytes, alloc, err);
+    if (h == NULL)
+        return NULL;
+    h->engine = sl__engine_create(eo, err);
+    if (h->engine == NULL) {
+        remote_free(h);
+        return NULL;
+    }
+    h->ext = ext;
+    h->ext_free = ext_free;
+    return &h->base;
+}
+
+void *
+sl__remote_ext(const sl_store *s)
+{
+    return ((const struct http_store *)s)->ext;
+}
+
+sl__engine *
+sl__remote_engine(const sl_store *s)
+{
+    return ((const struct http_store *)s)->engine;
+}
+
+bool
+sl__remote_url_for(const sl_store *s, const char *key, char *out, size_t size)
+{
+    return url_for((const struct http_store *)s, key, out, size);
+}
+
 /* The HTTP store around a root URL (`root_n` bytes of `url`) and query, or
  * a mapping (`url_of`); NULL with `err` set. */
 static sl_store *
 http_open(const char *url, size_t root_n, size_t q_at, size_t q_n, sl_store_url_fn *url_of,
           void *url_ctx, const struct sl_http_store_opts *o, struct sl_error *err)
 {
-    if (remote_opts_check(o, err) != SL_OK)
+    if (sl__remote_opts_check(o, err) != SL_OK)
         return NULL;
     struct http_store *h = remote_new(&http_vtable, url, root_n, q_at, q_n, o->io_concurrency,
                                       o->prefetch_bytes, o->alloc, err);
@@ -674,7 +718,8 @@ sl_store *
 sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
 {
     struct sl_http_store_opts o = opts != NULL ? *opts : SL_HTTP_STORE_OPTS_DEFAULT;
-    if (url == NULL || !sl_url_is_remote(url)) {
+    if (url == NULL ||
+        (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)) {
         sl_error_set(err, SL_EINVAL, NULL, "\"%s\" is not an http:// or https:// URL",
                      url != NULL ? url : "(null)");
         return NULL;
@@ -746,16 +791,16 @@ custom_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, st
 static const struct sl__store_vtable custom_vtable = {
     .kind = "custom",
     .sets_wait = true, /* a program's write may well wait on a device or a network */
-    .reader_open = http_reader_open,
-    .reader_read = http_reader_read,
-    .reader_close = http_reader_close,
+    .reader_open = sl__remote_reader_open,
+    .reader_read = sl__remote_reader_read,
+    .reader_close = sl__remote_reader_close,
     .set = custom_set,
     .del = custom_del,
     .list = custom_list,
-    .prefetch = http_prefetch,
-    .has_first = http_has_first,
-    .remote_stats = http_remote_stats,
-    .destroy = http_destroy,
+    .prefetch = sl__remote_prefetch,
+    .has_first = sl__remote_has_first,
+    .remote_stats = sl__remote_stats,
+    .destroy = sl__remote_destroy,
 };
 
 sl_store *
@@ -773,7 +818,7 @@ sl_store_open_custom(const struct sl_store_impl *impl, void *ctx,
     check.backoff_first_s = o.backoff_first_s;
     check.backoff_cap_s = o.backoff_cap_s;
     check.request_deadline_s = o.request_deadline_s;
-    if (remote_opts_check(&check, err) != SL_OK)
+    if (sl__remote_opts_check(&check, err) != SL_OK)
         return NULL;
     char name[80];
     int n = snprintf(name, sizeof(name), "%.64s://", impl->kind != NULL ? impl->kind : "custom");

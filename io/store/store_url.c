@@ -19,6 +19,8 @@ sl_store_open_url(const char *text, const struct sl_url_store_opts *opts, struct
         sl_error_set(err, SL_EINVAL, NULL, "empty path or URL");
         return NULL;
     }
+    if (strncasecmp(text, "s3://", 5) == 0)
+        return sl_store_open_s3(text, &o.http, &o.s3, err);
     if (sl_url_is_remote(text))
         return sl_store_open_http(text, &o.http, err);
     char scheme[16];
@@ -62,6 +64,18 @@ sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t budget)
 }
 
 #ifndef SL_HAVE_CURL
+sl_store *
+sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
+                 const struct sl_s3_store_opts *s3, struct sl_error *err)
+{
+    (void)http, (void)s3;
+    sl_error_set(err, SL_EUNSUPPORTED, NULL,
+                 "cannot open %s: this sluice was built without libcurl (install "
+                 "libcurl4-openssl-dev and rebuild)",
+                 url != NULL ? url : "(null)");
+    return NULL;
+}
+
 sl_store *
 sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
 {

@@ -15,7 +15,8 @@ bool
 sl_url_is_remote(const char *text)
 {
     return text != NULL &&
-           (strncasecmp(text, "http://", 7) == 0 || strncasecmp(text, "https://", 8) == 0);
+           (strncasecmp(text, "http://", 7) == 0 || strncasecmp(text, "https://", 8) == 0 ||
+            strncasecmp(text, "s3://", 5) == 0);
 }
 
 /* see store_internal.h: the scheme of `text` ("s3" for "s3://b/k"), in `out`; false for none. */

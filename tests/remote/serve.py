@@ -573,7 +573,10 @@ class Proxy:
                 self.reset_socket(sock)
                 return False, None, True
             return False, None, False
-        if resp.will_close:
+        # s3rver (through s3rver_run.cjs) leaves a kept-alive connection
+        # unanswered after a request with a body: such requests get a fresh
+        # upstream connection each.
+        if resp.will_close or req.method in ("PUT", "POST"):
             upstream.close()
             upstream = None
         return True, upstream, False

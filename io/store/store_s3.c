@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The S3 store (sl_store_open_s3): a remote store (store_remote.c) whose
+ * reads are signed GETs on the libcurl engine, with writes (one PUT per
+ * object, the body's SHA-256 signed), deletes (DELETE) and listing
+ * (ListObjectsV2, page by page) of its own.  The building blocks are
+ * s3_*.c: settings and credentials resolved once at open, the bucket
+ * placed (virtual-hosted on AWS, path-style on other endpoints), each try
+ * signed anew on the engine's thread (so a retry's date is fresh), S3's
+ * XML read for listings and error messages.
+ *
+ * DESIGN: signing runs only on the engine's thread, through the engine's
+ * sign hook, so the store's one signature buffer needs no lock.  The
+ * secret and the session token live in the resolved settings, are never
+ * formatted into a message and are wiped when the store closes.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <sluice/remote.h>
+#include <sluice/sha256.h>
+
+#include "remote_internal.h"
+#include "s3_internal.h"
+
+/* The longest URL the store builds (a listing's, with its token). */
+#define S3_URL_MAX 8192
+
+/* What the store keeps besides the remote store's state. */
+struct s3_ext {
+    struct sl__s3_config cfg;   /* credentials, region, endpoint; secrets wiped at close */
+    struct sl__s3_location loc; /* bucket, prefix, origin, Host */
+    bool read_only;
+    struct sl__s3_signature sig; /* the engine thread's */
+    struct sl_allocator alloc;
+};
+
+static void
+ext_free(void *p)
+{
+    struct s3_ext *x = p;
+    sl__s3_signature_fini(&x->sig);
+    sl__s3_config_fini(&x->cfg);
+    struct sl_allocator a = x->alloc;
+    sl_free(&a, x, sizeof(*x));
+}
+
+static int
+hexval(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Percent-decode `n` bytes of `s` into `out` (`size` bytes, NUL-terminated);
+ * false when it does not fit. */
+static bool
+url_decode(const char *s, size_t n, char *out, size_t size)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k + 1 >= size)
+            return false;
+        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+            out[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            i += 2;
+        } else {
+            out[k++] = s[i];
+        }
+    }
+    out[k] = '\0';
+    return true;
+}
+
+/* The engine's sign hook: Authorization and the x-amz headers for one try
+ * of `req`, whose URL starts with the store's origin. */
+static bool
+s3_sign(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out, char *message,
+        size_t msize)
+{
+    struct s3_ext *x = ctx;
+    size_t on = strlen(x->loc.origin);
+    if (strncmp(req->url, x->loc.origin, on) != 0) {
+        snprintf(message, msize, "%s: not under the store's origin %s", req->url, x->loc.origin);
+        return false;
+    }
+    const char *path = req->url + on;
+    size_t path_n = strcspn(path, "?");
+    char path_buf[S3_URL_MAX];
+    if (path_n >= sizeof(path_buf)) {
+        snprintf(message, msize, "%s: URL too long to sign", req->url);
+        return false;
+    }
+    memcpy(path_buf, path, path_n);
+    path_buf[path_n] = '\0';
+    /* The query's parameters, decoded (the signer encodes them itself). */
+    struct sl__s3_kv params[8];
+    char pbuf[8][2 * 1024 + 64];
+    size_t n_params = 0;
+    const char *q = path[path_n] == '?' ? path + path_n + 1 : NULL;
+    while (q != NULL && *q != '\0') {
+        size_t len = strcspn(q, "&"), eq = strcspn(q, "=");
+        if (n_params == 8 || eq > len) {
+            if (n_params == 8) {
+                snprintf(message, msize, "%s: too many query parameters to sign", req->url);
+                return false;
+            }
+            eq = len;
+        }
+        char *name = pbuf[n_params];
+        size_t half = sizeof(pbuf[0]) / 2;
+        if (!url_decode(q, eq, name, half) ||
+            !url_decode(q + eq + (eq < len), len - eq - (eq < len), name + half, half)) {
+            snprintf(message, msize, "%s: a query parameter too long to sign", req->url);
+            return false;
+        }
+        params[n_params] = (struct sl__s3_kv){name, name + half};
+        n_params++;
+        q += len + (q[len] == '&');
+    }
+    struct sl__s3_request r = {.method = req->method != NULL ? req->method : "GET",
+                               .host = x->loc.host,
+                               .path = path_buf,
+                               .path_encoded = true,
+                               .params = params,
+                               .n_params = n_params,
+                               .payload_hash = req->payload_hash,
+                               .region = x->cfg.region,
+                               .time = (int64_t)time(NULL)};
+    struct sl__s3_creds creds = sl__s3_config_creds(&x->cfg);
+    struct sl_error e = SL_ERROR_INIT;
+    if (sl__s3_sign(&r, &creds, &x->sig, &e) != SL_OK) {
+        snprintf(message, msize, "%s: cannot sign: %s", req->url, e.text);
+        return false;
+    }
+    const char *hash = req->payload_hash != NULL ? req->payload_hash : SL__S3_EMPTY_SHA256;
+    bool ok = sl__http_header_add(out, "x-amz-date", x->sig.amz_date) &&
+              sl__http_header_add(out, "x-amz-content-sha256", hash) &&
+              (creds.session_token == NULL ||
+               sl__http_header_add(out, "x-amz-security-token", creds.session_token)) &&
+              sl__http_header_add(out, "Authorization", x->sig.authorization);
+    if (!ok)
+        snprintf(message, msize, "%s: the signed headers do not fit", req->url);
+    return ok;
+}
+
+/* Fail `req` (done) with its status, its message and what S3's error body
+ * says; the secret is in neither. */
+static sl_status
+s3_fail(const struct sl__http_req *req, const char *what, struct sl_error *err)
+{
+    struct sl__s3_error_body b = {.code = ""};
+    struct sl_error ignored = SL_ERROR_INIT;
+    sl_status st = req->status != SL_OK ? req->status : SL_EHTTP;
+    if (req->body.size > 0 &&
+        sl__s3_error_parse((const char *)req->body.data, req->body.size, &b, &ignored) == SL_OK &&
+        b.code[0] != '\0')
+        return sl_error_set(err, st, NULL, "%s: %s (S3 %s: %s)", what, req->message, b.code,
+                            b.message);
+    return sl_error_set(err, st, NULL, "%s: %s", what, req->message);
+}
+
+static sl_status
+s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
+       struct sl_error *err)
+{
+    (void)flags;
+    struct s3_ext *x = sl__remote_ext(s);
+    char url[S3_URL_MAX];
+    if (x->read_only)
+        return sl_error_set(err, SL_EACCES, NULL,
+                            "cannot write \"%s\": the S3 store %s is read-only", key,
+                            x->loc.base_url);
+    if (!sl__remote_url_for(s, key, url, sizeof(url)))
+        return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
+    uint8_t digest[SL_SHA256_BYTES];
+    char hash[SL_SHA256_HEX_CHARS + 1];
+    sl_sha256(data, n, digest);
+    sl_sha256_hex(digest, hash);
+    struct sl__http_req req = {.url = url,
+                               .method = "PUT",
+                               .send = data,
+                               .send_n = n,
+                               .payload_hash = hash,
+                               .body = {.alloc = s->alloc}};
+    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    if (st != SL_OK)
+        st = s3_fail(&req, "cannot write", err);
+    sl_buf_fini(&req.body);
+    return st;
+}
+
+static sl_status
+s3_del(sl_store *s, const char *key, struct sl_error *err)
+{
+    struct s3_ext *x = sl__remote_ext(s);
+    char url[S3_URL_MAX];
+    if (x->read_only)
+        return sl_error_set(err, SL_EACCES, NULL,
+                            "cannot delete \"%s\": the S3 store %s is read-only", key,
+                            x->loc.base_url);
+    if (!sl__remote_url_for(s, key, url, sizeof(url)))
+        return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
+    struct sl__http_req req = {.url = url, .method = "DELETE", .body = {.alloc = s->alloc}};
+    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    if (st == SL_ENOTFOUND)
+        st = SL_OK; /* deleting an absent key succeeds */
+    else if (st != SL_OK)
+        st = s3_fail(&req, "cannot delete", err);
+    sl_buf_fini(&req.body);
+    return st;
+}
+
+/* A listing's state: the caller's function and the store's prefix. */
+struct list_ctx {
+    sl_store_list_fn *fn;
+    void *arg;
+    const char *strip; /* the location's prefix and '/', removed from each key */
+    size_t strip_n;
+    sl_status user; /* what fn returned, when not SL_OK */
+};
+
+static sl_status
+list_entry(void *ctx, const struct sl__s3_list_entry *e, struct sl_error *err)
+{
+    (void)err;
+    struct list_ctx *l = ctx;
+    if (e->is_prefix || e->key_len <= l->strip_n || strncmp(e->key, l->strip, l->strip_n) != 0)
+        return SL_OK; /* not under the store's prefix: not one of its keys */
+    sl_status st = l->fn(l->arg, e->key + l->strip_n, e->size);
+    if (st != SL_OK)
+        l->user = st;
+    return st;
+}
+
+/* Append the `n` bytes at `s`, encoded for a query, to `out` at `*len`. */
+static bool
+query_append(char *out, size_t size, size_t *len, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.' || c == '_' || c == '~';
+        int w = keep ? snprintf(out + *len, size - *len, "%c", c)
+                     : snprintf(out + *len, size - *len, "%%%02X", c);
+        if (w < 0 || (size_t)w >= size - *len)
+            return false;
+        *len += (size_t)w;
+    }
+    return true;
+}
+
+static sl_status
+s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct sl_error *err)
+{
+    struct s3_ext *x = sl__remote_ext(s);
+    char strip[sizeof(x->loc.prefix) + 1], full[sizeof(x->loc.prefix) + SL_STORE_KEY_MAX + 2];
+    snprintf(strip, sizeof(strip), "%s%s", x->loc.prefix, x->loc.prefix[0] != '\0' ? "/" : "");
+    snprintf(full, sizeof(full), "%s%s", strip, prefix);
+    struct list_ctx l = {fn, arg, strip, strlen(strip), SL_OK};
+    char *token = sl_alloc(&s->alloc, 2048, 0);
+    if (token == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %s", x->loc.base_url);
+    token[0] = '\0';
+    sl_status st = SL_OK;
+    for (unsigned page = 0; st == SL_OK; page++) {
+        char url[S3_URL_MAX];
+        size_t len = (size_t)snprintf(url, sizeof(url), "%s%s?", x->loc.origin, x->loc.bucket_path);
+        bool fits = len < sizeof(url);
+        if (fits && token[0] != '\0') {
+            fits =
+                query_append(url, sizeof(url), &len, "continuation-token") && len + 1 < sizeof(url);
+            url[len++] = '=';
+            fits = fits && query_append(url, sizeof(url), &len, token) && len + 1 < sizeof(url);
+            url[len++] = '&';
+        }
+        fits = fits && len + 20 < sizeof(url);
+        if (fits) {
+            len += (size_t)snprintf(url + len, sizeof(url) - len, "list-type=2&prefix=");
+            fits = query_append(url, sizeof(url), &len, full);
+        }
+        if (!fits) {
+            st = sl_error_set(err, SL_EOVERFLOW, NULL, "listing URL of %s too long",
+                              x->loc.base_url);
+            break;
+        }
+        struct sl__http_req req = {.url = url, .body = {.alloc = s->alloc}};
+        st = sl__engine_run(sl__remote_engine(s), &req);
+        struct sl__s3_list_page pg;
+        if (st != SL_OK) {
+            st = s3_fail(&req, "cannot list", err);
+        } else {
+            st = sl__s3_list_parse((const char *)req.body.data, req.body.size, false, list_entry,
+                                   &l, &pg, err);
+            if (st != SL_OK && l.user == SL_OK)
+                sl_error_set(err, st, NULL, "listing page %u of %s: %s", page + 1, x->loc.base_url,
+                             err->text);
+            else if (st == SL_OK && pg.is_truncated)
+                snprintf(token, 2048, "%s", pg.next_token);
+        }
+        sl_buf_fini(&req.body);
+        if (st != SL_OK || !pg.is_truncated)
+            break;
+    }
+    sl_free(&s->alloc, token, 2048);
+    return st;
+}
+
+static const struct sl__store_vtable s3_vtable = {
+    .kind = "s3",
+    .sets_wait = true, /* a PUT waits on the network: writer threads pay */
+    .reader_open = sl__remote_reader_open,
+    .reader_read = sl__remote_reader_read,
+    .reader_close = sl__remote_reader_close,
+    .set = s3_set,
+    .del = s3_del,
+    .list = s3_list,
+    .prefetch = sl__remote_prefetch,
+    .has_first = sl__remote_has_first,
+    .remote_stats = sl__remote_stats,
+    .destroy = sl__remote_destroy,
+};
+
+sl_store *
+sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
+                 const struct sl_s3_store_opts *s3, struct sl_error *err)
+{
+    struct sl_http_store_opts ho = http != NULL ? *http : SL_HTTP_STORE_OPTS_DEFAULT;
+    struct sl_s3_store_opts so = s3 != NULL ? *s3 : SL_S3_STORE_OPTS_DEFAULT;
+    if (url == NULL || strncasecmp(url, "s3://", 5) != 0) {
+        sl_error_set(err, SL_EINVAL, NULL, "\"%s\" is not an s3:// URL",
+                     url != NULL ? url : "(null)");
+        return NULL;
+    }
+    if (sl__remote_opts_check(&ho, err) != SL_OK)
+        return NULL;
+    struct sl_allocator alloc = ho.alloc != NULL ? *ho.alloc : sl_allocator_default();
+    struct s3_ext *x = sl_alloc_zeroed(&alloc, 1, sizeof(*x), 0);
+    if (x == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
+        return NULL;
+    }
+    x->alloc = alloc;
+    x->read_only = so.read_only;
+    x->sig = SL__S3_SIGNATURE_INIT;
+    struct sl__s3_config_opts co = {
+        .profile = so.profile, .anonymous = so.anonymous, .alloc = &alloc};
+    struct sl_error e = SL_ERROR_INIT;
+    sl_status st = sl__s3_config_resolve(&co, &x->cfg, &e);
+    const char *endpoint = so.endpoint != NULL ? so.endpoint : x->cfg.endpoint;
+    const char *region = so.region != NULL ? so.region : x->cfg.region;
+    if (st == SL_OK)
+        st = sl__s3_location_parse(url, endpoint, region, x->cfg.addressing, &x->loc, &e);
+    if (st != SL_OK) {
+        sl_error_set(err, st, NULL, "cannot open %s: %s", url, e.text);
+        ext_free(x);
+        return NULL;
+    }
+    if (so.region != NULL) { /* sign with the region asked */
+        char *r = sl_strdup(&alloc, so.region);
+        if (r == NULL) {
+            sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening %s", url);
+            ext_free(x);
+            return NULL;
+        }
+        sl_free(&alloc, x->cfg.region, strlen(x->cfg.region) + 1);
+        x->cfg.region = r;
+    }
+    struct sl__engine_opts eo = {.window = ho.io_concurrency,
+                                 .max_attempts = ho.max_attempts,
+                                 .backoff_first_s = ho.backoff_first_s,
+                                 .backoff_cap_s = ho.backoff_cap_s,
+                                 .deadline_s = ho.request_deadline_s,
+                                 .connect_timeout_s = ho.connect_timeout_s,
+                                 .low_speed_bytes = ho.low_speed_bytes,
+                                 .low_speed_s = ho.low_speed_s,
+                                 .missing_on_403 = ho.missing_on_403,
+                                 .s3_errors = true,
+                                 .user_agent = "sluice",
+                                 .sign = x->cfg.anonymous ? NULL : s3_sign,
+                                 .sign_ctx = x};
+    sl_store *s = sl__remote_open_curl(&s3_vtable, x->loc.base_url, &eo, ho.prefetch_bytes, &alloc,
+                                       x, ext_free, err);
+    if (s == NULL)
+        ext_free(x);
+    return s;
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The S3 store against a real S3 server: s3rver behind the project's proxy
+ * (tests/remote/s3serve.py), which checks every request's SigV4 signature.
+ * Checked: an array written through the store (one PUT per object) reads
+ * back equal through another store, whole and batched; listing pages
+ * through continuation tokens and returns keys in byte order; deleting a
+ * node removes every object; a wrong secret fails with S3's
+ * SignatureDoesNotMatch quoted and the secret nowhere in the message; S3's
+ * SlowDown is retried; an absent key reads as absent and an absent bucket
+ * is an error.  Skips when python3, node or s3rver is missing (CI installs
+ * them: npm ci --prefix tests/tools).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <sluice.h>
+
+#include "http_server.h"
+#include "testkit.h"
+
+TestSuite(io_s3_store, .timeout = 120.0);
+
+#define SIDE 96
+#define CHUNK 16
+
+static uint16_t
+value_at(uint64_t i, uint64_t j)
+{
+    return (uint16_t)(i * 977 + j * 13 + 5);
+}
+
+/* The process's AWS settings: s3rver's key pair, nothing from the host. */
+static void
+aws_env(const char *secret)
+{
+    setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+    setenv("AWS_REGION", "us-east-1", 1);
+    setenv("AWS_CONFIG_FILE", "/nonexistent/sluice-test/config", 1);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/sluice-test/credentials", 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    unsetenv("AWS_PROFILE");
+    unsetenv("AWS_ENDPOINT_URL");
+    unsetenv("AWS_ENDPOINT_URL_S3");
+}
+
+/* A temporary directory and the server; false: skipped. */
+static bool
+setup(char *dir, size_t size, const char *rules, struct sl_test_http_server *s)
+{
+    const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    snprintf(dir, size, "%s/sluice-s3-store-XXXXXX", base);
+    cr_assert_not_null(mkdtemp(dir));
+    aws_env("S3RVER");
+    if (sl_test_s3_start(dir, rules, s))
+        return true;
+    cr_assert_eq(sl_fs_remove_tree(dir, NULL), SL_OK);
+    if (getenv("SL_REQUIRE_S3RVER") != NULL && strcmp(getenv("SL_REQUIRE_S3RVER"), "1") == 0)
+        cr_assert_fail("s3serve.py did not start and SL_REQUIRE_S3RVER=1");
+    return false;
+}
+
+static void
+teardown(const char *dir, struct sl_test_http_server *s)
+{
+    sl_test_http_stop(s);
+    cr_assert_eq(sl_fs_remove_tree(dir, NULL), SL_OK);
+}
+
+static sl_store *
+open_s3(const struct sl_test_http_server *s, const char *prefix, struct sl_error *err)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "s3://%s/%s", s->bucket, prefix);
+    struct sl_http_store_opts ho = SL_HTTP_STORE_OPTS_DEFAULT;
+    ho.backoff_first_s = 0.01;
+    ho.backoff_cap_s = 0.05;
+    struct sl_s3_store_opts so = SL_S3_STORE_OPTS_DEFAULT;
+    so.endpoint = s->url;
+    return sl_store_open_s3(url, &ho, &so, err);
+}
+
+/* Keys listed, in the order they came. */
+struct keys {
+    char (*key)[128];
+    size_t n, cap;
+};
+
+static sl_status
+collect(void *arg, const char *key, uint64_t bytes)
+{
+    (void)bytes;
+    struct keys *k = arg;
+    if (k->n < k->cap)
+        snprintf(k->key[k->n], sizeof(k->key[0]), "%s", key);
+    k->n++;
+    return SL_OK;
+}
+
+Test(io_s3_store, an_array_written_to_s3_reads_back_and_is_deleted_whole)
+{
+    char dir[4096];
+    struct sl_test_http_server s;
+    if (!setup(dir, sizeof(dir), NULL, &s)) {
+        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
+        return;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = open_s3(&s, "runs/a b+c.zarr", &err);
+    cr_assert_not_null(st, "%s", err.text);
+    cr_assert_eq(strcmp(sl_store_kind(st), "s3"), 0);
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_U16;
+    for (int d = 0; d < 2; d++) {
+        sp.shape[d] = SIDE;
+        sp.chunk_shape[d] = CHUNK;
+        sp.shard_shape[d] = 2 * CHUNK;
+    }
+    cr_assert_eq(sl_codec_spec_parse("zstd:1", &sp.codec, NULL), SL_OK);
+    sl_array *a = sl_array_create(st, "img", &sp, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    static uint16_t data[SIDE * SIDE], back[SIDE * SIDE];
+    for (uint64_t i = 0; i < SIDE; i++)
+        for (uint64_t j = 0; j < SIDE; j++)
+            data[i * SIDE + j] = value_at(i, j);
+    struct sl_region whole = {2, {0, 0}, {SIDE, SIDE}};
+    cr_assert_eq(sl_array_write_region(a, &whole, data, sizeof(data), NULL, NULL, &err), SL_OK,
+                 "%s", err.text);
+    sl_array_unref(a);
+
+    /* Another store reads it back, whole and batched. */
+    sl_store *rd = open_s3(&s, "runs/a b+c.zarr", &err);
+    cr_assert_not_null(rd, "%s", err.text);
+    a = sl_array_open(rd, "img", NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    cr_assert_eq(sl_array_read_region(a, &whole, back, sizeof(back), NULL, NULL, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_eq(memcmp(data, back, sizeof(data)), 0);
+    struct sl_region parts[4];
+    void *bufs[4];
+    size_t sizes[4];
+    static uint16_t pb[4][CHUNK * CHUNK];
+    for (int k = 0; k < 4; k++) {
+        uint64_t i = (uint64_t)k * CHUNK, j = (uint64_t)(5 - k) * CHUNK;
+        parts[k] = (struct sl_region){2, {i, j}, {i + CHUNK, j + CHUNK}};
+        bufs[k] = pb[k];
+        sizes[k] = sizeof(pb[k]);
+    }
+    struct sl_test_pool pool;
+    sl_test_pool_init(&pool, 2);
+    struct sl_batch_opts bo = SL_BATCH_OPTS_DEFAULT;
+    bo.par = &pool.par;
+    cr_assert_eq(sl_array_read_batch(a, 4, parts, bufs, sizes, &bo, NULL, NULL, &err), SL_OK, "%s",
+                 err.text);
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(pb[k][3 * CHUNK + 7], value_at(parts[k].start[0] + 3, parts[k].start[1] + 7));
+    sl_array_unref(a);
+
+    /* Listing: zarr.json and the 9 shards, in byte order. */
+    struct keys k = {calloc(64, sizeof(*k.key)), 0, 64};
+    cr_assert_eq(sl_store_list(rd, "img", collect, &k, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(k.n, 10, "%zu keys", k.n);
+    for (size_t i = 1; i < k.n; i++)
+        cr_assert_lt(strcmp(k.key[i - 1], k.key[i]), 0, "%s then %s", k.key[i - 1], k.key[i]);
+    cr_assert_eq(strcmp(k.key[k.n - 1], "img/zarr.json"), 0, "%s", k.key[k.n - 1]);
+
+    /* Deleting the node removes every object. */
+    cr_assert_eq(sl_store_delete_tree(st, "img", &err), SL_OK, "%s", err.text);
+    k.n = 0;
+    cr_assert_eq(sl_store_list(rd, "", collect, &k, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(k.n, 0, "%zu keys left", k.n);
+    struct sl_buf b = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(rd, "img/zarr.json", NULL, &b, NULL, &err), SL_ENOTFOUND);
+    sl_buf_fini(&b);
+    free(k.key);
+    sl_store_unref(rd);
+    sl_store_unref(st);
+    teardown(dir, &s);
+}
+
+Test(io_s3_store, listing_pages_through_continuation_tokens)
+{
+    char dir[4096];
+    struct sl_test_http_server s;
+    if (!setup(dir, sizeof(dir), NULL, &s)) {
+        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
+        return;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = open_s3(&s, "many", &err);
+    cr_assert_not_null(st, "%s", err.text);
+    enum { N = 1030 }; /* more than one page of 1000 */
+    for (int i = 0; i < N; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "k/%04d", i);
+        cr_assert_eq(sl_store_set(st, key, key, strlen(key), &err), SL_OK, "%s", err.text);
+    }
+    struct keys k = {calloc(N + 8, sizeof(*k.key)), 0, N + 8};
+    cr_assert_eq(sl_store_list(st, "k/", collect, &k, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(k.n, N, "%zu keys listed of %d", k.n, N);
+    for (int i = 0; i < N; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "k/%04d", i);
+        cr_assert_eq(strcmp(k.key[i], want), 0, "key %d: %s", i, k.key[i]);
+    }
+    free(k.key);
+    sl_store_unref(st);
+    teardown(dir, &s);
+}
+
+Test(io_s3_store, a_wrong_secret_is_refused_and_never_named)
+{
+    char dir[4096];
+    struct sl_test_http_server s;
+    if (!setup(dir, sizeof(dir), NULL, &s)) {
+        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
+        return;
+    }
+    static const char secret[] = "wrong-Secret-9f8e7d6c5b4a";
+    aws_env(secret);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = open_s3(&s, "x", &err);
+    cr_assert_not_null(st, "%s", err.text);
+    sl_status rc = sl_store_set(st, "k", "v", 1, &err);
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err2 = SL_ERROR_INIT;
+    sl_status rc2 = sl_store_get(st, "k", NULL, &b, NULL, &err2);
+    sl_buf_fini(&b);
+    sl_store_unref(st);
+    aws_env("S3RVER");
+    teardown(dir, &s);
+    cr_assert_eq(rc, SL_EHTTP, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "SignatureDoesNotMatch"), "%s", err.text);
+    cr_assert_null(strstr(err.text, secret), "the secret appears: %s", err.text);
+    cr_assert_eq(rc2, SL_EHTTP, "a refused read is an error, not an absent key: %s", err2.text);
+    cr_assert_null(strstr(err2.text, secret), "the secret appears: %s", err2.text);
+}
+
+Test(io_s3_store, slowdown_is_retried_and_absent_keys_and_buckets_differ)
+{
+    char dir[4096];
+    struct sl_test_http_server s;
+    if (!setup(dir, sizeof(dir),
+               "[{\"method\": \"PUT\", \"s3_error\": \"SlowDown\", \"count\": 2}]", &s)) {
+        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
+        return;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = open_s3(&s, "p", &err);
+    cr_assert_not_null(st, "%s", err.text);
+    cr_assert_eq(sl_store_set(st, "obj", "hello", 5, &err), SL_OK, "%s", err.text);
+    struct sl_remote_stats rs;
+    sl_store_get_remote_stats(st, &rs);
+    cr_assert_eq(rs.retries, 2, "%" PRIu64 " retries", rs.retries);
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_byte_range r = sl_byte_range_suffix(3);
+    uint64_t total = 0;
+    cr_assert_eq(sl_store_get(st, "obj", &r, &b, &total, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(b.size, 3);
+    cr_assert_eq(memcmp(b.data, "llo", 3), 0);
+    cr_assert_eq(total, 5);
+    cr_assert_eq(sl_store_get(st, "absent", NULL, &b, NULL, &err), SL_ENOTFOUND);
+    cr_assert_eq(sl_store_delete(st, "absent", &err), SL_OK, "%s", err.text);
+    sl_store_unref(st);
+    char url[300];
+    snprintf(url, sizeof(url), "s3://no-such-bucket-here/p");
+    struct sl_s3_store_opts so = SL_S3_STORE_OPTS_DEFAULT;
+    so.endpoint = s.url;
+    st = sl_store_open_s3(url, NULL, &so, &err);
+    cr_assert_not_null(st, "%s", err.text);
+    err = SL_ERROR_INIT;
+    sl_status rc = sl_store_get(st, "zarr.json", NULL, &b, NULL, &err);
+    sl_buf_fini(&b);
+    sl_store_unref(st);
+    teardown(dir, &s);
+    cr_assert_eq(rc, SL_EHTTP, "an absent bucket is an error: %s", err.text);
+    cr_assert_not_null(strstr(err.text, "no such bucket"), "%s", err.text);
+}
+
+Test(io_s3_store, bad_urls_and_options_are_refused_before_any_request)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    aws_env("S3RVER");
+    cr_assert_null(sl_store_open_s3("http://x/y", NULL, NULL, &err));
+    cr_assert_eq(err.code, SL_EINVAL);
+    err = SL_ERROR_INIT;
+    cr_assert_null(sl_store_open_s3("s3://Bad_Bucket/x", NULL, NULL, &err));
+    cr_assert_eq(err.code, SL_EINVAL, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "Bad_Bucket"), "%s", err.text);
+    err = SL_ERROR_INIT;
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    cr_assert_null(sl_store_open_s3("s3://bucket/x", NULL, NULL, &err));
+    cr_assert_eq(err.code, SL_ENOTFOUND, "no credentials: %s", err.text);
+    struct sl_s3_store_opts so = SL_S3_STORE_OPTS_DEFAULT;
+    so.anonymous = true;
+    so.read_only = true;
+    err = SL_ERROR_INIT;
+    sl_store *st = sl_store_open_s3("s3://bucket/x", NULL, &so, &err);
+    cr_assert_not_null(st, "anonymous needs no credentials: %s", err.text);
+    cr_assert_eq(sl_store_set(st, "k", "v", 1, &err), SL_EACCES);
+    sl_store_unref(st);
+    struct sl_url_store_opts uo = SL_URL_STORE_OPTS_DEFAULT;
+    uo.s3.anonymous = true;
+    st = sl_store_open_url("s3://bucket/x", &uo, &err);
+    cr_assert_not_null(st, "%s", err.text);
+    cr_assert_eq(strcmp(sl_store_kind(st), "s3"), 0);
+    sl_store_unref(st);
+    aws_env("S3RVER");
+}
