@@ -6,6 +6,7 @@
  * Prints "HEX  PATH" lines, as sha256sum does.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sluice.h>
@@ -27,17 +28,18 @@ const struct cmd cmd_checksum = {
              "value.  Two arrays with equal contents print equal sums whatever their\n"
              "chunking, codecs, byte order or Zarr format.\n"
              "\n"
-             "Options:\n"
-             "  --help   print this help\n",
+             "PATH may be a URL (http://, https://, s3://).\n"
+             "\n"
+             "Options:\n" REMOTE_OPTS_HELP "  --help               print this help\n",
     .run = run_checksum,
 };
 
 /* Print one array's line; return the exit status for it. */
 static int
-checksum_one(const char *path)
+checksum_one(const char *path, const struct run_opts *ro)
 {
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *store = open_input_store(path, NULL, &err);
+    sl_store *store = open_input_store(path, ro, &err);
     if (store == NULL)
         return cmd_fail("checksum", path, &err);
     sl_array *a = sl_array_open(store, "", NULL, &err);
@@ -59,15 +61,30 @@ static int
 run_checksum(int argc, char **argv)
 {
     int n_paths = 0, rc = 0;
-    for (int i = 1; i < argc; i++)
-        if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0)
-            return cmd_usage_error(&cmd_checksum, "unknown option \"%s\"", argv[i]);
+    struct run_opts ro = RUN_OPTS_DEFAULT;
+    const char **paths = calloc((size_t)(argc > 0 ? argc : 1), sizeof(*paths));
+    if (paths == NULL) {
+        fprintf(stderr, "sluice checksum: out of memory\n");
+        return 2;
+    }
     for (int i = 1; i < argc; i++) {
-        n_paths++;
-        if (checksum_one(argv[i]) != 0)
+        int used = remote_opts_parse(&cmd_checksum, &ro, argc, argv, &i);
+        if (used == 1)
+            continue;
+        if (used == 0 && argv[i][0] == '-' && strcmp(argv[i], "-") != 0)
+            used = cmd_usage_error(&cmd_checksum, "unknown option \"%s\"", argv[i]);
+        if (used != 0) {
+            free(paths);
+            return used;
+        }
+        paths[n_paths++] = argv[i];
+    }
+    for (int i = 0; i < n_paths; i++) {
+        if (checksum_one(paths[i], &ro) != 0)
             rc = 1;
         fflush(stdout);
     }
+    free(paths);
     if (n_paths == 0)
         return cmd_usage_error(&cmd_checksum, "PATH is missing");
     return rc;

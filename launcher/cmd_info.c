@@ -22,13 +22,13 @@ const struct cmd cmd_info = {
     .summary = "describe a stored Zarr array or group",
     .usage = "usage: sluice info [--no-stored] PATH\n"
              "\n"
-             "Describe the Zarr v2 or v3 array (or group) at PATH, a directory or an\n"
-             "http(s):// URL; a remote group's members come from its consolidated\n"
-             "metadata.\n"
+             "Describe the Zarr v2 or v3 array (or group) at PATH, a directory or a\n"
+             "URL (http://, https://, s3://); a remote group's members come from its\n"
+             "consolidated metadata.\n"
              "\n"
              "Options:\n"
-             "  --no-stored   do not list the store to count stored chunks and bytes\n"
-             "  --help        print this help\n",
+             "  --no-stored          do not list the store to count stored chunks and "
+             "bytes\n" REMOTE_OPTS_HELP "  --help               print this help\n",
     .run = run_info,
 };
 
@@ -175,7 +175,13 @@ run_info(int argc, char **argv)
 {
     const char *path = NULL;
     bool stored = true;
+    struct run_opts ro = RUN_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
+        int used = remote_opts_parse(&cmd_info, &ro, argc, argv, &i);
+        if (used == 2)
+            return 2;
+        if (used == 1)
+            continue;
         if (strcmp(argv[i], "--no-stored") == 0)
             stored = false;
         else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0)
@@ -188,7 +194,7 @@ run_info(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_info, "PATH is missing");
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *store = open_input_store(path, NULL, &err);
+    sl_store *store = open_input_store(path, &ro, &err);
     if (store == NULL)
         return cmd_fail("info", path, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;

@@ -22,6 +22,9 @@ graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_
         opts.io_attempts = ro->io_attempts;
         opts.io_deadline_s = ro->io_deadline_s;
         opts.memory = ro->memory;
+        opts.endpoint = ro->endpoint;
+        opts.region = ro->region;
+        opts.no_sign_request = ro->no_sign_request;
         opts.missing_on_403 = ro->missing_on_403;
     }
     *out = sl_graph_json_load_file(path, &opts, &errors);

@@ -124,7 +124,25 @@ open_input_store(const char *path, const struct run_opts *o, struct sl_error *er
     if (o != NULL)
         sl_http_store_opts_fit_budget(&uo.http, o->memory);
     uo.http.missing_on_403 = o != NULL && o->missing_on_403;
+    if (o != NULL) {
+        uo.s3.endpoint = o->endpoint;
+        uo.s3.region = o->region;
+        uo.s3.anonymous = o->no_sign_request;
+    }
+    uo.s3.read_only = true;
     return sl_store_open_url(path, &uo, err);
+}
+
+int
+remote_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i)
+{
+    static const char *const names[] = {
+        "--io-concurrency", "--io-attempts", "--io-deadline",     "--missing-on-403",
+        "--endpoint",       "--region",      "--no-sign-request", NULL};
+    for (int k = 0; names[k] != NULL; k++)
+        if (strcmp(argv[*i], names[k]) == 0)
+            return run_opts_parse(c, o, argc, argv, i);
+    return 0;
 }
 
 int
@@ -135,7 +153,8 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
     bool takes = strcmp(a, "--threads") == 0 || strcmp(a, "--memory") == 0 ||
                  strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0 ||
                  strcmp(a, "--io-concurrency") == 0 || strcmp(a, "--io-attempts") == 0 ||
-                 strcmp(a, "--io-deadline") == 0;
+                 strcmp(a, "--io-deadline") == 0 || strcmp(a, "--endpoint") == 0 ||
+                 strcmp(a, "--region") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -168,6 +187,16 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
                 c, "--io-deadline: \"%s\" is not a number of seconds above 0 (at most a week)",
                 value);
         o->io_deadline_s = s;
+    } else if (strcmp(a, "--endpoint") == 0) {
+        if (strncmp(value, "http://", 7) != 0 && strncmp(value, "https://", 8) != 0)
+            return cmd_usage_error(c, "--endpoint: \"%s\" is not an http:// or https:// URL",
+                                   value);
+        o->endpoint = value;
+    } else if (strcmp(a, "--region") == 0) {
+        o->region = value;
+    } else if (strcmp(a, "--no-sign-request") == 0) {
+        o->no_sign_request = true;
+        return 1;
     } else if (strcmp(a, "--missing-on-403") == 0) {
         o->missing_on_403 = true;
         return 1;

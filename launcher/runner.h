@@ -29,8 +29,26 @@ struct run_opts {
     unsigned io_attempts;    /* --io-attempts N: tries per remote request; 0 = default */
     double io_deadline_s;    /* --io-deadline SECONDS: per remote request; 0 = default */
     bool missing_on_403;     /* --missing-on-403: a remote 403 reads as absent */
+    const char *endpoint;    /* --endpoint URL: an S3-compatible server; NULL = AWS's rules */
+    const char *region;      /* --region NAME: S3's region; NULL = AWS's rules */
+    bool no_sign_request;    /* --no-sign-request: anonymous S3 requests */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
+
+/* Help lines of the options reading remote stores (commands that only read
+ * take these alone). */
+#define REMOTE_OPTS_HELP                                                                         \
+    "  --io-concurrency N   remote (http, https, s3) requests in flight at most (default 64)\n"  \
+    "  --io-attempts N      tries per remote request, the first included (default 10)\n"         \
+    "  --io-deadline SECS   a remote request gives up after this, retries included\n"            \
+    "                       (default 300)\n"                                                     \
+    "  --missing-on-403     read a remote 403 as an absent chunk, as Ceph's gateway means it\n"  \
+    "  --endpoint URL       S3-compatible server for s3:// paths, e.g. http://host:9000\n"       \
+    "                       (default: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's,\n" \
+    "                       else AWS)\n"                                                         \
+    "  --region NAME        S3 region (default: $AWS_REGION, $AWS_DEFAULT_REGION, the\n"         \
+    "                       profile's, else us-east-1)\n"                                        \
+    "  --no-sign-request    read s3:// paths anonymously (public buckets)\n"
 
 /* Help lines for the options above, for commands' usage texts. */
 #define RUN_OPTS_HELP                                                                           \
@@ -43,12 +61,7 @@ struct run_opts {
     "  --no-progress        draw no progress\n"                                                 \
     "  --trace FILE         write a Chrome trace (Perfetto) of every task (under mpirun:\n"     \
     "                       FILE.rank<N> for each rank)\n"                                      \
-    "  --report FILE        write the JSON report of failed chunks\n"                           \
-    "  --io-concurrency N   remote (http/https) requests in flight at most (default 64)\n"      \
-    "  --io-attempts N      tries per remote request, the first included (default 10)\n"        \
-    "  --io-deadline SECS   a remote request gives up after this, retries included\n"           \
-    "                       (default 300)\n"                                                    \
-    "  --missing-on-403     read a remote 403 as an absent chunk, as Ceph's gateway means it\n"
+    "  --report FILE        write the JSON report of failed chunks\n" REMOTE_OPTS_HELP
 
 /*
  * Consume the shared option at argv[*i] (and its value, advancing *i).
@@ -56,6 +69,9 @@ struct run_opts {
  * usage error.
  */
 int run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i);
+
+/* run_opts_parse for the options of REMOTE_OPTS_HELP alone. */
+int remote_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i);
 
 /* A --memory value: a positive size as sl_size_parse reads it ("512M",
  * "2G", "1.5GiB") that fits in size_t; false otherwise. */

@@ -34,6 +34,10 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
     so.fs.alloc = &doc->alloc;
     so.http.alloc = &doc->alloc;
     so.http.missing_on_403 = a->missing_on_403 || doc->opts.missing_on_403;
+    so.s3.endpoint = a->endpoint != NULL ? a->endpoint : doc->opts.endpoint;
+    so.s3.region = a->region != NULL ? a->region : doc->opts.region;
+    so.s3.anonymous = doc->opts.no_sign_request;
+    so.s3.read_only = !writable;
     if (doc->opts.io_concurrency > 0 || doc->run.io_concurrency > 0)
         so.http.io_concurrency =
             doc->opts.io_concurrency > 0 ? doc->opts.io_concurrency : doc->run.io_concurrency;

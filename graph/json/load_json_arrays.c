@@ -11,8 +11,8 @@
 #include "core_internal.h"
 #include "load_json_internal.h"
 
-static const char *const array_keys[] = {"path",    "create",         "like", "overwrite",
-                                         "comment", "missing_on_403", NULL};
+static const char *const array_keys[] = {
+    "path", "create", "like", "overwrite", "comment", "missing_on_403", "endpoint", "region", NULL};
 static const char *const array_create_keys[] = {
     "format", "dtype", "dimension_names", "shape",      "chunks",
     "shards", "codec", "fill_value",      "attributes", NULL};
@@ -186,6 +186,14 @@ array_parse_entry(sl_graph_json *doc, struct sl__jarray *a, const json_t *v)
     sl__jptr_key(at, a->ptr, "missing_on_403");
     if ((f = json_object_get(v, "missing_on_403")) != NULL)
         (void)sl__jget_bool(d, f, at, &a->missing_on_403);
+    sl__jptr_key(at, a->ptr, "endpoint");
+    if ((f = json_object_get(v, "endpoint")) != NULL && sl__jget_string(d, f, at, &a->endpoint) &&
+        strncmp(a->endpoint, "http://", 7) != 0 && strncmp(a->endpoint, "https://", 8) != 0)
+        sl__jdiag_add(d, SL_EINVAL, at, "expected an http:// or https:// URL, found \"%s\"",
+                      a->endpoint);
+    sl__jptr_key(at, a->ptr, "region");
+    if ((f = json_object_get(v, "region")) != NULL)
+        (void)sl__jget_string(d, f, at, &a->region);
     sl__jptr_key(at, a->ptr, "like");
     if ((f = json_object_get(v, "like")) != NULL && sl__jget_string(d, f, at, &a->like_name))
         a->role = SL__JARRAY_CREATE;

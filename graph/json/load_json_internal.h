@@ -72,6 +72,8 @@ struct sl__jarray {
     bool overwrite;                /* "overwrite" */
     bool in_place;                 /* "overwrite": "in-place" */
     bool missing_on_403;           /* "missing_on_403": a remote 403 reads as absent */
+    const char *endpoint;          /* "endpoint": an s3:// array's server, or NULL */
+    const char *region;            /* "region": an s3:// array's region, or NULL */
     bool exists;                   /* create: something is stored at the path already */
     const char *like_name;         /* "like" as written, or NULL */
     int like;                      /* index of the "like" array, or -1 */

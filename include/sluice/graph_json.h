@@ -73,6 +73,13 @@ struct sl_graph_json_opts {
                                          "run.memory", else none */
     bool missing_on_403;              /* every remote array reads a 403 as absent (else
                                          only those whose "missing_on_403" says so) */
+    const char *endpoint;             /* s3:// arrays' server unless an array's "endpoint"
+                                         says otherwise; NULL: AWS's rules.  Borrowed for
+                                         the load */
+    const char *region;               /* s3:// arrays' region unless an array's "region"
+                                         says otherwise; NULL: AWS's rules.  Borrowed for
+                                         the load */
+    bool no_sign_request;             /* s3:// arrays are read anonymously */
     bool local_only;                  /* refuse remote paths (SL_EACCES) instead of reading
                                          them: validation that must not touch the network */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
@@ -88,6 +95,9 @@ struct sl_graph_json_opts {
                                  .io_deadline_s = 0,                    \
                                  .memory = 0,                           \
                                  .missing_on_403 = false,               \
+                                 .endpoint = NULL,                      \
+                                 .region = NULL,                        \
+                                 .no_sign_request = false,              \
                                  .local_only = false,                   \
                                  .alloc = NULL})
 

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The launcher over S3 end to end, against s3rver behind the proxy that
+checks every signature (s3serve.py): an array made by `sluice generate`
+(unsharded v2 and sharded v3) is uploaded object by object with signed PUTs
+from this script; then `sluice info`, `sluice checksum` and `sluice copy` of
+its s3:// URL (with --endpoint and credentials from the environment, then
+from a profile in AWS's files) give what they give on the local directory;
+a wrong secret fails every chunk with S3's SignatureDoesNotMatch and never
+prints the secret; --no-sign-request is refused by the signing server; a
+graph file reads an s3:// array with a per-array "endpoint".
+
+    check_s3.py    (SL_SLUICE_EXE names the sluice binary)
+Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
+"""
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import s3serve  # noqa: E402
+import sigv4  # noqa: E402
+
+SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
+SECRET_WRONG = "not-The-Secret-7d1c9e"
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args, env=None, want=0):
+    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, timeout=120, env=env)
+    expect(p.returncode == want, f"sluice {' '.join(args)}: exit {p.returncode}, expected {want}: "
+                                 f"{p.stderr.strip()[-500:]}")
+    return p
+
+
+def upload(s, local, prefix):
+    """PUT every file under `local` as prefix/<relative path>; the number of objects."""
+    u = urllib.parse.urlsplit(s.proxy_url)
+    n = 0
+    for root, _, files in os.walk(local):
+        for f in files:
+            path = os.path.join(root, f)
+            rel = os.path.relpath(path, local).replace(os.sep, "/")
+            target = "/%s/%s/%s" % (s.bucket, prefix, urllib.parse.quote(rel))
+            with open(path, "rb") as fh:
+                body = fh.read()
+            headers = sigv4.sigv4_sign("PUT", u.netloc, target, {}, body, "S3RVER", "S3RVER")
+            c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+            c.request("PUT", target, body=body, headers=headers)
+            r = c.getresponse()
+            r.read()
+            c.close()
+            if r.status != 200:
+                raise SystemExit(f"PUT {target}: HTTP {r.status}")
+            n += 1
+    return n
+
+
+def aws_env(tmp, secret="S3RVER", profile=False):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_CONFIG_FILE"] = os.path.join(tmp, "aws-config")
+    env["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(tmp, "aws-credentials")
+    if profile:
+        with open(env["AWS_SHARED_CREDENTIALS_FILE"], "w") as f:
+            f.write("[test]\naws_access_key_id = S3RVER\naws_secret_access_key = %s\n" % secret)
+        with open(env["AWS_CONFIG_FILE"], "w") as f:
+            f.write("[profile test]\nregion = us-east-1\n")
+        env["AWS_PROFILE"] = "test"
+    else:
+        env["AWS_ACCESS_KEY_ID"] = "S3RVER"
+        env["AWS_SECRET_ACCESS_KEY"] = secret
+        env["AWS_REGION"] = "us-east-1"
+    return env
+
+
+def main():
+    why = s3serve.missing()
+    if why:
+        if os.environ.get("SL_REQUIRE_S3RVER") == "1":
+            print("FAIL: s3rver is required (SL_REQUIRE_S3RVER=1):", why)
+            return 1
+        print("skipped:", why)
+        return 77
+    with tempfile.TemporaryDirectory(prefix="sluice-check-s3-") as tmp, \
+            s3serve.s3serve() as s:
+        arrays = {"v2.zarr": ["--format", "2"], "v3s.zarr": ["--shards", "64,64"]}
+        for name, extra in arrays.items():
+            local = os.path.join(tmp, name)
+            run("generate", local, "--shape", "150,200", "--chunks", "32,32", "--no-progress",
+                *extra)
+            n = upload(s, local, "data/" + name)
+            want = run("checksum", local).stdout.split()[0]
+            url = "s3://%s/data/%s" % (s.bucket, name)
+            for how, env in (("environment", aws_env(tmp)), ("profile", aws_env(tmp, profile=True))):
+                got = run("checksum", url, "--endpoint", s.proxy_url, env=env).stdout.split()
+                expect(got and got[0] == want, f"{name} ({how}): checksum {got[:1]}, local {want}")
+            info = run("info", url, "--endpoint", s.proxy_url, env=aws_env(tmp)).stdout
+            expect("150" in info and "200" in info, f"{name}: info lacks the shape: {info}")
+            out = os.path.join(tmp, "copy-" + name)
+            run("copy", url, out, "--endpoint", s.proxy_url, "--no-progress", env=aws_env(tmp))
+            got = run("checksum", out).stdout.split()[0]
+            expect(got == want, f"{name}: the copy's checksum {got}, local {want}")
+            print(f"  {name}: {n} objects; checksum, info and copy over s3:// agree")
+
+        url = "s3://%s/data/v2.zarr" % s.bucket
+        p = run("checksum", url, "--endpoint", s.proxy_url, env=aws_env(tmp, SECRET_WRONG),
+                want=1)
+        expect("SignatureDoesNotMatch" in p.stderr, f"wrong secret: no S3 code: {p.stderr}")
+        expect(SECRET_WRONG not in p.stdout + p.stderr, "wrong secret: the secret was printed")
+        p = run("checksum", url, "--endpoint", s.proxy_url, "--no-sign-request",
+                env=aws_env(tmp), want=1)
+        expect("AccessDenied" in p.stderr or "403" in p.stderr,
+               f"--no-sign-request: not refused by the server: {p.stderr}")
+        p = run("checksum", url, "--io-attempts", "1", env=aws_env(tmp), want=1)
+        expect("sluice-test.s3.us-east-1.amazonaws.com" in p.stderr,
+               f"without --endpoint: not AWS's virtual-hosted URL: {p.stderr}")
+
+        graph = os.path.join(tmp, "graph.json")
+        with open(graph, "w") as f:
+            json.dump({"sluice": 1,
+                       "arrays": {"src": {"path": url, "endpoint": s.proxy_url},
+                                  "out": {"path": "g-out.zarr", "like": "src"}},
+                       "nodes": {"read": {"op": "get", "array": "src"},
+                                 "write": {"op": "put", "input": "read", "array": "out"}}}, f)
+        run("run", graph, "--no-progress", env=aws_env(tmp))
+        got = run("checksum", os.path.join(tmp, "g-out.zarr")).stdout.split()[0]
+        want = run("checksum", os.path.join(tmp, "v2.zarr")).stdout.split()[0]
+        expect(got == want, f"graph file over s3://: checksum {got}, local {want}")
+    print(f"check_s3: {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
