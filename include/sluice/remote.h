@@ -105,20 +105,26 @@ SL_API void sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t
 /* Options of the S3 store besides its requests' (struct sl_http_store_opts),
  * with their defaults.  Every string is copied. */
 struct sl_s3_store_opts {
-    const char *endpoint; /* "http(s)://host[:port]" of an S3-compatible server (path-style
-                             addressing); NULL: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the
-                             profile's endpoint_url, else AWS (virtual-hosted) */
-    const char *region;   /* NULL: $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, us-east-1 */
-    const char *profile;  /* NULL: $AWS_PROFILE, else "default" */
-    bool anonymous;       /* unsigned requests, no credentials looked up (--no-sign-request) */
-    bool read_only;       /* refuse writes and deletes (SL_EACCES) */
+    const char *endpoint;     /* "http(s)://host[:port]" of an S3-compatible server (path-style
+                                 addressing); NULL: $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the
+                                 profile's endpoint_url, else AWS (virtual-hosted) */
+    const char *region;       /* NULL: $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, us-east-1 */
+    const char *profile;      /* NULL: $AWS_PROFILE, else "default" */
+    bool anonymous;           /* unsigned requests, no credentials looked up (--no-sign-request) */
+    bool read_only;           /* refuse writes and deletes (SL_EACCES) */
+    uint64_t multipart_bytes; /* objects of this many bytes or more are uploaded in parts
+                                 (64 MiB); the upload is aborted when a part fails, so no
+                                 partial object remains */
+    uint64_t part_bytes;      /* bytes per part but the last (16 MiB; at least 5 MiB) */
 };
-#define SL_S3_STORE_OPTS_DEFAULT                   \
-    ((struct sl_s3_store_opts){.endpoint = NULL,   \
-                               .region = NULL,     \
-                               .profile = NULL,    \
-                               .anonymous = false, \
-                               .read_only = false})
+#define SL_S3_STORE_OPTS_DEFAULT                                      \
+    ((struct sl_s3_store_opts){.endpoint = NULL,                      \
+                               .region = NULL,                        \
+                               .profile = NULL,                       \
+                               .anonymous = false,                    \
+                               .read_only = false,                    \
+                               .multipart_bytes = (uint64_t)64 << 20, \
+                               .part_bytes = (uint64_t)16 << 20})
 
 /**
  * Open the S3 store `url` names ("s3://bucket" or "s3://bucket/prefix"):

@@ -15,6 +15,7 @@
  * formatted into a message and are wiped when the store closes.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ struct s3_ext {
     struct sl__s3_config cfg;   /* credentials, region, endpoint; secrets wiped at close */
     struct sl__s3_location loc; /* bucket, prefix, origin, Host */
     bool read_only;
+    uint64_t multipart_bytes, part_bytes;
     struct sl__s3_signature sig; /* the engine thread's */
     struct sl_allocator alloc;
 };
@@ -166,6 +168,190 @@ s3_fail(const struct sl__http_req *req, const char *what, struct sl_error *err)
     return sl_error_set(err, st, NULL, "%s: %s", what, req->message);
 }
 
+/* The text between <name> and </name> in `b`, into `out`; false when
+ * absent, too long, or holding markup or entities (an upload id has none). */
+static bool
+xml_text(const struct sl_buf *b, const char *name, char *out, size_t size)
+{
+    char open[64], close[64];
+    snprintf(open, sizeof(open), "<%s>", name);
+    snprintf(close, sizeof(close), "</%s>", name);
+    const char *p = memmem(b->data, b->size, open, strlen(open));
+    if (p == NULL)
+        return false;
+    p += strlen(open);
+    const char *end =
+        memmem(p, b->size - (size_t)(p - (const char *)b->data), close, strlen(close));
+    size_t n = end != NULL ? (size_t)(end - p) : 0;
+    if (end == NULL || n == 0 || n >= size || memchr(p, '&', n) != NULL ||
+        memchr(p, '<', n) != NULL)
+        return false;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return true;
+}
+
+/* One part of a multipart upload: its request, hash and URL. */
+struct part {
+    struct sl__http_req req;
+    char hash[SL_SHA256_HEX_CHARS + 1];
+    char url[S3_URL_MAX];
+};
+
+/* Counts the parts that ended; the waiter of s3_parts. */
+struct parts_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t left;
+};
+
+static void
+part_done(struct sl__http_req *req, void *ctx)
+{
+    (void)req;
+    struct parts_wait *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    if (--w->left == 0)
+        pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* The CompleteMultipartUpload body of `parts` into `xml`; SL_OK, or the
+ * first part's failure in `err`. */
+static sl_status
+parts_xml(struct part *parts, size_t n_parts, struct sl_buf *xml, struct sl_error *err)
+{
+    static const char head[] = "<CompleteMultipartUpload>", tail[] = "</CompleteMultipartUpload>";
+    sl_status st = sl_buf_append(xml, head, sizeof(head) - 1, err);
+    for (size_t i = 0; i < n_parts && st == SL_OK; i++) {
+        struct part *p = &parts[i];
+        if (p->req.status != SL_OK || p->req.etag[0] == '\0') {
+            char what[64];
+            snprintf(what, sizeof(what), "cannot upload part %zu of %zu", i + 1, n_parts);
+            if (p->req.status == SL_OK)
+                return sl_error_set(err, SL_EHTTP, NULL, "%s: %s: no ETag in the answer", what,
+                                    p->url);
+            return s3_fail(&p->req, what, err);
+        }
+        char line[96];
+        int k = snprintf(line, sizeof(line), "<Part><PartNumber>%zu</PartNumber><ETag>", i + 1);
+        st = sl_buf_append(xml, line, (size_t)k, err);
+        if (st == SL_OK)
+            st = sl__s3_xml_escape(xml, p->req.etag, strlen(p->req.etag), err);
+        if (st == SL_OK)
+            st = sl_buf_append(xml, "</ETag></Part>", 14, err);
+    }
+    return st == SL_OK ? sl_buf_append(xml, tail, sizeof(tail) - 1, err) : st;
+}
+
+/* POST the CompleteMultipartUpload body `xml` for upload `id` of `url`. */
+static sl_status
+parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf *xml,
+               struct sl_error *err)
+{
+    char curl[S3_URL_MAX];
+    snprintf(curl, sizeof(curl), "%s?uploadId=%s", url, id);
+    uint8_t digest[SL_SHA256_BYTES];
+    char hash[SL_SHA256_HEX_CHARS + 1];
+    sl_sha256(xml->data, xml->size, digest);
+    sl_sha256_hex(digest, hash);
+    struct sl__http_req req = {.url = curl,
+                               .method = "POST",
+                               .send = xml->data,
+                               .send_n = xml->size,
+                               .payload_hash = hash,
+                               .body = {.alloc = s->alloc}};
+    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    /* S3 may answer 200 with an <Error> body when completing fails late. */
+    if (st == SL_OK && memmem(req.body.data, req.body.size, "<Error>", 7) != NULL)
+        req.status = SL_EHTTP;
+    st = req.status == SL_OK ? SL_OK : s3_fail(&req, "cannot complete the upload", err);
+    sl_buf_fini(&req.body);
+    return st;
+}
+
+/* Upload the parts of `data` to upload `id` of `url`, all in the engine's
+ * window at once, then complete it.  SL_OK or a failure in `err`. */
+static sl_status
+s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size_t n,
+         uint64_t part_bytes, struct sl_error *err)
+{
+    size_t n_parts = (size_t)((n + part_bytes - 1) / part_bytes);
+    struct part *parts = sl_alloc_zeroed(&s->alloc, n_parts, sizeof(*parts), 0);
+    if (parts == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "out of memory uploading %s", url);
+    struct parts_wait w = {.left = n_parts};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    for (size_t i = 0; i < n_parts; i++) {
+        struct part *p = &parts[i];
+        size_t off = (size_t)(i * part_bytes), len = n - off < part_bytes ? n - off : part_bytes;
+        uint8_t digest[SL_SHA256_BYTES];
+        sl_sha256(data + off, len, digest);
+        sl_sha256_hex(digest, p->hash);
+        snprintf(p->url, sizeof(p->url), "%s?partNumber=%zu&uploadId=%s", url, i + 1, id);
+        p->req = (struct sl__http_req){.url = p->url,
+                                       .method = "PUT",
+                                       .send = data + off,
+                                       .send_n = len,
+                                       .payload_hash = p->hash,
+                                       .done = part_done,
+                                       .ctx = &w,
+                                       .body = {.alloc = s->alloc}};
+    }
+    for (size_t i = 0; i < n_parts; i++)
+        sl__engine_submit(sl__remote_engine(s), &parts[i].req);
+    pthread_mutex_lock(&w.lock);
+    while (w.left > 0)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    struct sl_buf xml = {.alloc = s->alloc};
+    sl_status st = parts_xml(parts, n_parts, &xml, err);
+    for (size_t i = 0; i < n_parts; i++)
+        sl_buf_fini(&parts[i].req.body);
+    sl_free(&s->alloc, parts, n_parts * sizeof(*parts));
+    if (st == SL_OK)
+        st = parts_complete(s, url, id, &xml, err);
+    sl_buf_fini(&xml);
+    return st;
+}
+
+/* Upload `n` bytes to `url` in parts: initiate, the parts, complete; on a
+ * failure, abort, so that no partial object remains. */
+static sl_status
+s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, struct sl_error *err)
+{
+    struct s3_ext *x = sl__remote_ext(s);
+    char iurl[S3_URL_MAX], id[1024];
+    snprintf(iurl, sizeof(iurl), "%s?uploads=", url);
+    struct sl__http_req req = {.url = iurl, .method = "POST", .body = {.alloc = s->alloc}};
+    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    if (st != SL_OK)
+        st = s3_fail(&req, "cannot start a multipart upload", err);
+    else if (!xml_text(&req.body, "UploadId", id, sizeof(id)))
+        st = sl_error_set(err, SL_EHTTP, NULL, "%s: no UploadId in the answer", iurl);
+    sl_buf_fini(&req.body);
+    if (st != SL_OK)
+        return st;
+    st = s3_parts(s, url, id, data, n, x->part_bytes, err);
+    if (st != SL_OK) {
+        char aurl[S3_URL_MAX];
+        snprintf(aurl, sizeof(aurl), "%s?uploadId=%s", url, id);
+        struct sl__http_req abort = {.url = aurl, .method = "DELETE", .body = {.alloc = s->alloc}};
+        if (sl__engine_run(sl__remote_engine(s), &abort) != SL_OK) {
+            char first[sizeof(err->text)];
+            snprintf(first, sizeof(first), "%s", err->text);
+            *err = SL_ERROR_INIT;
+            sl_error_set(err, st, NULL, "%s; aborting the upload failed too: %s", first,
+                         abort.message);
+        }
+        sl_buf_fini(&abort.body);
+    }
+    return st;
+}
+
 static sl_status
 s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
        struct sl_error *err)
@@ -179,6 +365,8 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
                             x->loc.base_url);
     if (!sl__remote_url_for(s, key, url, sizeof(url)))
         return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
+    if (n >= x->multipart_bytes)
+        return s3_put_multipart(s, url, data, n, err);
     uint8_t digest[SL_SHA256_BYTES];
     char hash[SL_SHA256_HEX_CHARS + 1];
     sl_sha256(data, n, digest);
@@ -340,6 +528,13 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
     }
     if (sl__remote_opts_check(&ho, err) != SL_OK)
         return NULL;
+    if (so.part_bytes < ((uint64_t)5 << 20) || so.multipart_bytes < so.part_bytes) {
+        sl_error_set(err, SL_EINVAL, NULL,
+                     "part_bytes %" PRIu64 " is under S3's 5 MiB, or multipart_bytes %" PRIu64
+                     " under it",
+                     so.part_bytes, so.multipart_bytes);
+        return NULL;
+    }
     struct sl_allocator alloc = ho.alloc != NULL ? *ho.alloc : sl_allocator_default();
     struct s3_ext *x = sl_alloc_zeroed(&alloc, 1, sizeof(*x), 0);
     if (x == NULL) {
@@ -348,6 +543,8 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
     }
     x->alloc = alloc;
     x->read_only = so.read_only;
+    x->multipart_bytes = so.multipart_bytes;
+    x->part_bytes = so.part_bytes;
     x->sig = SL__S3_SIGNATURE_INIT;
     struct sl__s3_config_opts co = {
         .profile = so.profile, .anonymous = so.anonymous, .alloc = &alloc};
