@@ -6,18 +6,48 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dest.h"
 #include "dist.h"
 #include "runner.h"
 
+/* Whether `path` names an S3 node (written through the S3 store). */
+static bool
+is_s3(const char *path)
+{
+    return strncasecmp(path, "s3://", 5) == 0;
+}
+
+/* Whether S3 URLs `a` and `b` name one node or one inside the other. */
+static bool
+s3_overlap(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    while (na > 5 && a[na - 1] == '/')
+        na--;
+    while (nb > 5 && b[nb - 1] == '/')
+        nb--;
+    size_t n = na < nb ? na : nb;
+    return strncasecmp(a, b, 5) == 0 && strncmp(a + 5, b + 5, n - 5) == 0 &&
+           (na == nb || (na < nb ? b[na] : a[nb]) == '/');
+}
+
 int
 dest_check_alias(const struct cmd *c, const char *src, const char *dst)
 {
+    if (is_s3(dst) && src != NULL && is_s3(src) && s3_overlap(src, dst))
+        return cmd_usage_error(c,
+                               "SRC \"%s\" and DST \"%s\" are the same S3 node or one lies "
+                               "inside the other: writing DST would destroy its input; write to "
+                               "another prefix",
+                               src, dst);
+    if (is_s3(dst))
+        return 0;
     if (strstr(dst, "://") != NULL)
         return cmd_usage_error(c,
-                               "DST \"%s\": outputs are directories; remote stores are "
-                               "read here, not written",
+                               "DST \"%s\": outputs are directories or s3:// URLs; http(s) "
+                               "stores are read here, not written",
                                dst);
     if (strstr(src, "://") != NULL)
         return 0; /* a remote input cannot alias a local output */
@@ -115,6 +145,81 @@ dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, st
     return real ? dist_create_array(out, "", spec, err) : sl_array_create(out, "", spec, NULL, err);
 }
 
+/* Count listed keys; stop at the first. */
+static sl_status
+s3_count_key(void *arg, const char *key, uint64_t bytes)
+{
+    (void)key, (void)bytes;
+    ++*(uint64_t *)arg;
+    return SL_ECANCELED;
+}
+
+/* Make room for the node at the root of S3 store `out` (`path`): nothing
+ * there, or, as `ao` allows, a Zarr node deleted first (S3 cannot rename a
+ * prefix, so --overwrite replaces in place there).  0, or 2 after a
+ * message. */
+static int
+s3_make_room(const struct cmd *c, sl_store *out, const char *path, const struct array_opts *ao)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    int format = 0;
+    if (sl_zarr_probe(out, "", &kind, &format, &err) != SL_OK)
+        return cmd_fail(c->name, path, &err);
+    if (kind == SL_ZARR_NONE) {
+        uint64_t n = 0;
+        sl_status st = sl_store_list(out, "", s3_count_key, &n, &err);
+        if (st != SL_OK && st != SL_ECANCELED)
+            return cmd_fail(c->name, path, &err);
+        if (n == 0)
+            return 0;
+        fprintf(stderr,
+                "sluice %s: %s holds objects that are not a Zarr node; sluice replaces only "
+                "Zarr nodes: write to another prefix\n",
+                c->name, path);
+        return 2;
+    }
+    if (!ao->overwrite && !ao->overwrite_in_place) {
+        fprintf(stderr,
+                "sluice %s: %s already holds a Zarr v%d %s; replacing it needs the overwrite "
+                "option (pass --overwrite: on S3 the old node is deleted before the run)\n",
+                c->name, path, format, kind == SL_ZARR_GROUP ? "group" : "array");
+        return 2;
+    }
+    if (sl_store_delete_tree(out, "", &err) != SL_OK)
+        return cmd_fail(c->name, path, &err);
+    fprintf(stderr, "sluice %s: %s: the old Zarr node was deleted (S3 replaces in place)\n",
+            c->name, path);
+    return 0;
+}
+
+/* dest_write for an s3:// output: written where it is, in place. */
+static int
+dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao,
+              graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
+{
+    if (dist_size() > 1) {
+        fprintf(stderr,
+                "sluice %s: %s: s3:// outputs are written by one process; run without "
+                "mpirun\n",
+                c->name, path);
+        return 2;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *out = open_output_store(path, ro, &err);
+    if (out == NULL)
+        return cmd_fail(c->name, path, &err);
+    int rc = s3_make_room(c, out, path, ao);
+    sl_graph *g = NULL;
+    if (rc == 0)
+        rc = build(ctx, out, true, &g);
+    if (rc == 0)
+        rc = run_graph(c, g, ro, what);
+    sl_graph_unref(g);
+    sl_store_unref(out);
+    return dist_exit_status(rc);
+}
+
 int
 dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
            graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
@@ -123,6 +228,8 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
         rehearse(c, build, ctx, ro, what) != 0)
         return 2;
+    if (is_s3(path))
+        return dest_write_s3(c, path, ao, build, ctx, ro, what);
     struct dest d;
     if (dest_begin(c, &d, path, ao) != 0)
         return 2;

@@ -133,6 +133,23 @@ open_input_store(const char *path, const struct run_opts *o, struct sl_error *er
     return sl_store_open_url(path, &uo, err);
 }
 
+sl_store *
+open_output_store(const char *path, const struct run_opts *o, struct sl_error *err)
+{
+    struct sl_url_store_opts uo = SL_URL_STORE_OPTS_DEFAULT;
+    if (o->io_concurrency > 0)
+        uo.http.io_concurrency = o->io_concurrency;
+    if (o->io_attempts > 0)
+        uo.http.max_attempts = o->io_attempts;
+    if (o->io_deadline_s > 0)
+        uo.http.request_deadline_s = o->io_deadline_s;
+    sl_http_store_opts_fit_budget(&uo.http, o->memory);
+    uo.s3.endpoint = o->endpoint;
+    uo.s3.region = o->region;
+    uo.s3.anonymous = o->no_sign_request;
+    return sl_store_open_url(path, &uo, err);
+}
+
 int
 remote_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i)
 {

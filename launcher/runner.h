@@ -70,6 +70,10 @@ struct run_opts {
  */
 int run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i);
 
+/* Open the writable store of an output URL (s3://) with `o`'s remote
+ * options; NULL with `err` set. */
+sl_store *open_output_store(const char *path, const struct run_opts *o, struct sl_error *err);
+
 /* run_opts_parse for the options of REMOTE_OPTS_HELP alone. */
 int remote_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, int *i);
 

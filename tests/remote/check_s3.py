@@ -126,6 +126,34 @@ def main():
         expect("sluice-test.s3.us-east-1.amazonaws.com" in p.stderr,
                f"without --endpoint: not AWS's virtual-hosted URL: {p.stderr}")
 
+        # Writing to s3://: copy, refuse an existing node, replace it with
+        # --overwrite, downsample S3 to S3, refuse an output inside the input.
+        env = aws_env(tmp)
+        ep = ("--endpoint", s.proxy_url)
+        local = os.path.join(tmp, "v3s.zarr")
+        want = run("checksum", local).stdout.split()[0]
+        dst = "s3://%s/out/copy.zarr" % s.bucket
+        run("copy", local, dst, *ep, "--no-progress", "--shards", "64,64", env=env)
+        got = run("checksum", dst, *ep, env=env).stdout.split()
+        expect(got and got[0] == want, f"copy to s3://: checksum {got[:1]}, local {want}")
+        p = run("copy", local, dst, *ep, "--no-progress", env=env, want=2)
+        expect("--overwrite" in p.stderr, f"copy over an S3 node: {p.stderr}")
+        run("copy", os.path.join(tmp, "v2.zarr"), dst, *ep, "--no-progress", "--overwrite",
+            env=env)
+        got = run("checksum", dst, *ep, env=env).stdout.split()
+        want2 = run("checksum", os.path.join(tmp, "v2.zarr")).stdout.split()[0]
+        expect(got and got[0] == want2, f"--overwrite on s3://: checksum {got[:1]}, want {want2}")
+        half = "s3://%s/out/half.zarr" % s.bucket
+        run("downsample", dst, half, *ep, "--factors", "2,2", "--no-progress", env=env)
+        run("downsample", os.path.join(tmp, "v2.zarr"), os.path.join(tmp, "half.zarr"),
+            "--factors", "2,2", "--no-progress")
+        got = run("checksum", half, *ep, env=env).stdout.split()
+        want3 = run("checksum", os.path.join(tmp, "half.zarr")).stdout.split()[0]
+        expect(got and got[0] == want3, f"downsample S3 to S3: checksum {got[:1]}, local {want3}")
+        p = run("copy", dst, dst + "/inner", *ep, "--no-progress", env=env, want=2)
+        expect("inside" in p.stderr, f"an S3 output inside its input: {p.stderr}")
+        print("  writing to s3://: copy, refusal, --overwrite and downsample agree")
+
         graph = os.path.join(tmp, "graph.json")
         with open(graph, "w") as f:
             json.dump({"sluice": 1,

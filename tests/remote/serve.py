@@ -525,6 +525,11 @@ class Proxy:
             headers.pop("if-range", None)
         if req.is_chunked():
             headers["content-length"] = str(len(req.body))
+        if req.method in ("PUT", "POST") and upstream is not None:
+            # s3rver (through s3rver_run.cjs) never answers a request with a
+            # body on a kept-alive connection: such requests go on a fresh one.
+            upstream.close()
+            upstream = None
         for attempt in (0, 1):  # a kept-alive upstream connection may have timed out
             if upstream is None:
                 upstream = self.upstream_open()
@@ -573,9 +578,7 @@ class Proxy:
                 self.reset_socket(sock)
                 return False, None, True
             return False, None, False
-        # s3rver (through s3rver_run.cjs) leaves a kept-alive connection
-        # unanswered after a request with a body: such requests get a fresh
-        # upstream connection each.
+        # ... nor anything after one (see upstream_request).
         if resp.will_close or req.method in ("PUT", "POST"):
             upstream.close()
             upstream = None
