@@ -102,6 +102,14 @@ SL_API sl_store *sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx,
  */
 SL_API void sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t budget);
 
+/* Whether the S3 store makes its writes conditional (struct sl_s3_store_opts). */
+typedef enum sl_s3_conditional {
+    SL_S3_CONDITIONAL_AUTO,   /* when the server honours it, found by a probe at the first
+                                 write (two PUTs and a DELETE of a ".sluice-probe-" key) */
+    SL_S3_CONDITIONAL_ALWAYS, /* always (the server is known to honour it) */
+    SL_S3_CONDITIONAL_NEVER,  /* never: the last writer wins silently */
+} sl_s3_conditional;
+
 /* Options of the S3 store besides its requests' (struct sl_http_store_opts),
  * with their defaults.  Every string is copied. */
 struct sl_s3_store_opts {
@@ -116,6 +124,11 @@ struct sl_s3_store_opts {
                                  (64 MiB); the upload is aborted when a part fails, so no
                                  partial object remains */
     uint64_t part_bytes;      /* bytes per part but the last (16 MiB; at least 5 MiB) */
+    sl_s3_conditional conditional; /* a write of a key this store read is conditional on
+                                      the version read (If-Match), or on the key's absence
+                                      (If-None-Match: *), so that of two writers of one shard
+                                      the second fails with SL_ECONFLICT instead of losing
+                                      the first's update (AUTO) */
 };
 #define SL_S3_STORE_OPTS_DEFAULT                                      \
     ((struct sl_s3_store_opts){.endpoint = NULL,                      \
@@ -124,7 +137,8 @@ struct sl_s3_store_opts {
                                .anonymous = false,                    \
                                .read_only = false,                    \
                                .multipart_bytes = (uint64_t)64 << 20, \
-                               .part_bytes = (uint64_t)16 << 20})
+                               .part_bytes = (uint64_t)16 << 20,      \
+                               .conditional = SL_S3_CONDITIONAL_AUTO})
 
 /**
  * Open the S3 store `url` names ("s3://bucket" or "s3://bucket/prefix"):

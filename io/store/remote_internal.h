@@ -22,18 +22,25 @@ bool sl__remote_has_first(sl_store *s, const char *key, const struct sl_byte_ran
 void sl__remote_stats(const sl_store *s, struct sl_remote_stats *out);
 void sl__remote_destroy(sl_store *s);
 
+/* Told, on a reader's thread, what opening `key` found: SL_OK with the
+ * answer's ETag ("" when none), SL_ENOTFOUND, or a failure; not called when
+ * an earlier open's first range served it. */
+typedef void sl__remote_seen_fn(void *ext, const char *key, sl_status st, const char *etag);
+
 /*
  * A remote store of kind `vt` whose keys are URLs under `root` (no
  * trailing '/'), read on a libcurl engine started with `eo` (its sign hook
  * may take `ext`), fetching ahead at most `prefetch_bytes`.  `ext` is the
  * kind's own state, given to `ext_free` when the store closes, after its
- * engine stopped (only when this succeeds).  Only with libcurl.
+ * engine stopped (only when this succeeds); `seen` (NULL: none) is told
+ * what each open found.  Only with libcurl.
  * @return the store, or NULL with `err` set.
  */
 sl_store *sl__remote_open_curl(const struct sl__store_vtable *vt, const char *root,
                                const struct sl__engine_opts *eo, uint64_t prefetch_bytes,
                                const struct sl_allocator *alloc, void *ext,
-                               void (*ext_free)(void *ext), struct sl_error *err);
+                               void (*ext_free)(void *ext), sl__remote_seen_fn *seen,
+                               struct sl_error *err);
 
 /* Check the request options; SL_OK or SL_EINVAL naming the field. */
 sl_status sl__remote_opts_check(const struct sl_http_store_opts *o, struct sl_error *err);

@@ -66,6 +66,7 @@ struct http_store {
     const struct sl_store_impl *impl; /* a program's own store; NULL: HTTP */
     void *ext;                        /* a kind's own state (S3's), freed by ext_free */
     void (*ext_free)(void *ext);      /* after the engine stopped; NULL: none */
+    sl__remote_seen_fn *seen;         /* told what each open found; NULL: none */
     sl__engine *engine;
     /* Objects fetched ahead, oldest first; `ahead_lock` guards the list,
      * each entry's `done` and `n_ahead`; `ahead_cond` says one is done. */
@@ -357,6 +358,8 @@ sl__remote_reader_open(sl_store *s, const char *key, const struct sl_byte_range 
     struct http_ahead *got = ahead_take(h, key, r);
     if (got != NULL) {
         sl_status st = got->req.status;
+        if (h->seen != NULL)
+            h->seen(h->ext, key, st, got->req.etag);
         if (st == SL_OK) {
             struct http_blob *b = sl_alloc(&s->alloc, sizeof(*b), 0);
             if (b != NULL) {
@@ -390,8 +393,14 @@ sl__remote_reader_open(sl_store *s, const char *key, const struct sl_byte_range 
     if (b == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "out of memory reading %s", url);
     *b = (struct http_blob){.bytes = {.alloc = s->alloc}};
-    uint64_t size = 0;
-    sl_status st = sl__engine_get(h->engine, url, r, &b->bytes, &size, err);
+    struct sl__http_req req = {.url = url, .range = *r, .body = b->bytes};
+    sl_status st = sl__engine_run(h->engine, &req);
+    b->bytes = req.body;
+    uint64_t size = req.object_size;
+    if (h->seen != NULL)
+        h->seen(h->ext, key, st, req.etag);
+    if (st != SL_OK)
+        sl_error_set(err, st, NULL, "%s", req.message);
     if (st == SL_OK) {
         rd->size = size;
         b->offset = r->kind == SL_RANGE_SUFFIX ? size - b->bytes.size
@@ -648,7 +657,7 @@ sl_store *
 sl__remote_open_curl(const struct sl__store_vtable *vt, const char *root,
                      const struct sl__engine_opts *eo, uint64_t prefetch_bytes,
                      const struct sl_allocator *alloc, void *ext, void (*ext_free)(void *ext),
-                     struct sl_error *err)
+                     sl__remote_seen_fn *seen, struct sl_error *err)
 {
     size_t n = strlen(root);
     struct http_store *h = remote_new(vt, root, n, n, 0, eo->window, prefetch_bytes, alloc, err);
@@ -661,6 +670,7 @@ sl__remote_open_curl(const struct sl__store_vtable *vt, const char *root,
     }
     h->ext = ext;
     h->ext_free = ext_free;
+    h->seen = seen;
     return &h->base;
 }
 

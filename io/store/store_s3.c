@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sluice/remote.h>
 #include <sluice/sha256.h>
@@ -39,16 +40,90 @@ struct s3_ext {
     uint64_t multipart_bytes, part_bytes;
     struct sl__s3_signature sig; /* the engine thread's */
     struct sl_allocator alloc;
+    /* Conditional writes: 1 on, 0 off, -1 not probed yet (under probe_lock). */
+    int conditional;
+    pthread_mutex_t probe_lock;
+    /* What reads found of each key (direct-mapped by the key's hash), so
+     * that a write is conditional on it; under seen_lock. */
+    pthread_mutex_t seen_lock;
+    struct seen_slot *seen;
+};
+
+/* A key's version as a read found it. */
+#define S3_SEEN_SLOTS 4096
+struct seen_slot {
+    char *key;   /* owned; NULL: empty */
+    bool absent; /* the read found no object */
+    char etag[128];
 };
 
 static void
 ext_free(void *p)
 {
     struct s3_ext *x = p;
+    for (size_t i = 0; x->seen != NULL && i < S3_SEEN_SLOTS; i++)
+        if (x->seen[i].key != NULL)
+            sl_free(&x->alloc, x->seen[i].key, strlen(x->seen[i].key) + 1);
+    if (x->seen != NULL)
+        sl_free(&x->alloc, x->seen, S3_SEEN_SLOTS * sizeof(*x->seen));
+    pthread_mutex_destroy(&x->seen_lock);
+    pthread_mutex_destroy(&x->probe_lock);
     sl__s3_signature_fini(&x->sig);
     sl__s3_config_fini(&x->cfg);
     struct sl_allocator a = x->alloc;
     sl_free(&a, x, sizeof(*x));
+}
+
+static size_t
+seen_slot_of(const char *key)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = key; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)(h % S3_SEEN_SLOTS);
+}
+
+/* Remember `key`'s version (`absent`, or `etag`); best effort. */
+static void
+seen_put(struct s3_ext *x, const char *key, bool absent, const char *etag)
+{
+    if (x->seen == NULL || (!absent && (etag == NULL || etag[0] == '\0')))
+        return;
+    char *k = sl_strdup(&x->alloc, key);
+    if (k == NULL)
+        return;
+    pthread_mutex_lock(&x->seen_lock);
+    struct seen_slot *e = &x->seen[seen_slot_of(key)];
+    char *old = e->key;
+    e->key = k;
+    e->absent = absent;
+    snprintf(e->etag, sizeof(e->etag), "%s", absent ? "" : etag);
+    pthread_mutex_unlock(&x->seen_lock);
+    if (old != NULL)
+        sl_free(&x->alloc, old, strlen(old) + 1);
+}
+
+/* The condition a write of `key` carries, as a header line in `out`; ""
+ * when no read of it is remembered. */
+static void
+seen_condition(struct s3_ext *x, const char *key, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (x->seen == NULL)
+        return;
+    pthread_mutex_lock(&x->seen_lock);
+    const struct seen_slot *e = &x->seen[seen_slot_of(key)];
+    if (e->key != NULL && strcmp(e->key, key) == 0)
+        snprintf(out, size, e->absent ? "If-None-Match: *" : "If-Match: %s", e->etag);
+    pthread_mutex_unlock(&x->seen_lock);
+}
+
+/* The remote store's hook: what an open of `key` found. */
+static void
+s3_seen(void *ext, const char *key, sl_status st, const char *etag)
+{
+    if (st == SL_OK || st == SL_ENOTFOUND)
+        seen_put(ext, key, st == SL_ENOTFOUND, etag);
 }
 
 static int
@@ -247,8 +322,9 @@ parts_xml(struct part *parts, size_t n_parts, struct sl_buf *xml, struct sl_erro
 /* POST the CompleteMultipartUpload body `xml` for upload `id` of `url`. */
 static sl_status
 parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf *xml,
-               struct sl_error *err)
+               const char *cond, struct sl_error *err)
 {
+    const char *headers[2] = {cond, NULL};
     char curl[S3_URL_MAX];
     snprintf(curl, sizeof(curl), "%s?uploadId=%s", url, id);
     uint8_t digest[SL_SHA256_BYTES];
@@ -260,6 +336,7 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
                                .send = xml->data,
                                .send_n = xml->size,
                                .payload_hash = hash,
+                               .headers = cond[0] != '\0' ? headers : NULL,
                                .body = {.alloc = s->alloc}};
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
     /* S3 may answer 200 with an <Error> body when completing fails late. */
@@ -274,7 +351,7 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
  * window at once, then complete it.  SL_OK or a failure in `err`. */
 static sl_status
 s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size_t n,
-         uint64_t part_bytes, struct sl_error *err)
+         uint64_t part_bytes, const char *cond, struct sl_error *err)
 {
     size_t n_parts = (size_t)((n + part_bytes - 1) / part_bytes);
     struct part *parts = sl_alloc_zeroed(&s->alloc, n_parts, sizeof(*parts), 0);
@@ -313,7 +390,7 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
         sl_buf_fini(&parts[i].req.body);
     sl_free(&s->alloc, parts, n_parts * sizeof(*parts));
     if (st == SL_OK)
-        st = parts_complete(s, url, id, &xml, err);
+        st = parts_complete(s, url, id, &xml, cond, err);
     sl_buf_fini(&xml);
     return st;
 }
@@ -321,7 +398,8 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
 /* Upload `n` bytes to `url` in parts: initiate, the parts, complete; on a
  * failure, abort, so that no partial object remains. */
 static sl_status
-s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, struct sl_error *err)
+s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, const char *cond,
+                 struct sl_error *err)
 {
     struct s3_ext *x = sl__remote_ext(s);
     char iurl[S3_URL_MAX], id[1024];
@@ -335,7 +413,7 @@ s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, struc
     sl_buf_fini(&req.body);
     if (st != SL_OK)
         return st;
-    st = s3_parts(s, url, id, data, n, x->part_bytes, err);
+    st = s3_parts(s, url, id, data, n, x->part_bytes, cond, err);
     if (st != SL_OK) {
         char aurl[S3_URL_MAX];
         snprintf(aurl, sizeof(aurl), "%s?uploadId=%s", url, id);
@@ -352,6 +430,58 @@ s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, struc
     return st;
 }
 
+/* PUT `n` bytes to `url` with the extra header `cond` ("" none); the
+ * request's status, its answer in `req` (the caller finis req->body). */
+static sl_status
+s3_put(sl_store *s, const char *url, const void *data, size_t n, const char *cond,
+       struct sl__http_req *req)
+{
+    uint8_t digest[SL_SHA256_BYTES];
+    char hash[SL_SHA256_HEX_CHARS + 1];
+    sl_sha256(data, n, digest);
+    sl_sha256_hex(digest, hash);
+    const char *headers[2] = {cond, NULL};
+    *req = (struct sl__http_req){.url = url,
+                                 .method = "PUT",
+                                 .send = data,
+                                 .send_n = n,
+                                 .payload_hash = hash,
+                                 .headers = cond[0] != '\0' ? headers : NULL,
+                                 .body = {.alloc = s->alloc}};
+    return sl__engine_run(sl__remote_engine(s), req);
+}
+
+/* Whether writes are conditional: the option, or (AUTO) whether the server
+ * honours If-None-Match: * on PUT, probed once with a key of its own. */
+static bool
+conditional_on(sl_store *s, struct s3_ext *x)
+{
+    pthread_mutex_lock(&x->probe_lock);
+    if (x->conditional < 0) {
+        char key[96], url[S3_URL_MAX];
+        static _Atomic unsigned probes;
+        snprintf(key, sizeof(key), ".sluice-probe-%ld-%u", (long)getpid(), probes++);
+        x->conditional = 0;
+        if (sl__remote_url_for(s, key, url, sizeof(url))) {
+            struct sl__http_req a, b, d;
+            sl_status sa = s3_put(s, url, "probe", 5, "If-None-Match: *", &a);
+            sl_status sb = sa == SL_OK ? s3_put(s, url, "probe", 5, "If-None-Match: *", &b) : SL_OK;
+            x->conditional = sa == SL_OK && sb == SL_ECONFLICT;
+            if (sa == SL_OK) {
+                sl_buf_fini(&b.body);
+                d = (struct sl__http_req){
+                    .url = url, .method = "DELETE", .body = {.alloc = s->alloc}};
+                (void)sl__engine_run(sl__remote_engine(s), &d);
+                sl_buf_fini(&d.body);
+            }
+            sl_buf_fini(&a.body);
+        }
+    }
+    bool on = x->conditional == 1;
+    pthread_mutex_unlock(&x->probe_lock);
+    return on;
+}
+
 static sl_status
 s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
        struct sl_error *err)
@@ -365,21 +495,21 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
                             x->loc.base_url);
     if (!sl__remote_url_for(s, key, url, sizeof(url)))
         return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
+    char cond[160] = "";
+    if (conditional_on(s, x))
+        seen_condition(x, key, cond, sizeof(cond));
     if (n >= x->multipart_bytes)
-        return s3_put_multipart(s, url, data, n, err);
-    uint8_t digest[SL_SHA256_BYTES];
-    char hash[SL_SHA256_HEX_CHARS + 1];
-    sl_sha256(data, n, digest);
-    sl_sha256_hex(digest, hash);
-    struct sl__http_req req = {.url = url,
-                               .method = "PUT",
-                               .send = data,
-                               .send_n = n,
-                               .payload_hash = hash,
-                               .body = {.alloc = s->alloc}};
-    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
-    if (st != SL_OK)
-        st = s3_fail(&req, "cannot write", err);
+        return s3_put_multipart(s, url, data, n, cond, err);
+    struct sl__http_req req;
+    sl_status st = s3_put(s, url, data, n, cond, &req);
+    if (st == SL_OK)
+        seen_put(x, key, false, req.etag); /* the next write replaces this version */
+    else
+        st = s3_fail(&req,
+                     st == SL_ECONFLICT ? "cannot write (another writer changed it since "
+                                          "this store read it)"
+                                        : "cannot write",
+                     err);
     sl_buf_fini(&req.body);
     return st;
 }
@@ -399,6 +529,8 @@ s3_del(sl_store *s, const char *key, struct sl_error *err)
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
     if (st == SL_ENOTFOUND)
         st = SL_OK; /* deleting an absent key succeeds */
+    if (st == SL_OK)
+        seen_put(x, key, true, NULL); /* a write after this one creates the key anew */
     else if (st != SL_OK)
         st = s3_fail(&req, "cannot delete", err);
     sl_buf_fini(&req.body);
@@ -545,6 +677,13 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
     x->read_only = so.read_only;
     x->multipart_bytes = so.multipart_bytes;
     x->part_bytes = so.part_bytes;
+    x->conditional = so.conditional == SL_S3_CONDITIONAL_ALWAYS  ? 1
+                     : so.conditional == SL_S3_CONDITIONAL_NEVER ? 0
+                                                                 : -1;
+    pthread_mutex_init(&x->probe_lock, NULL);
+    pthread_mutex_init(&x->seen_lock, NULL);
+    /* Without memory for the slots, writes are unconditional. */
+    x->seen = sl_alloc_zeroed(&alloc, S3_SEEN_SLOTS, sizeof(*x->seen), 0);
     x->sig = SL__S3_SIGNATURE_INIT;
     struct sl__s3_config_opts co = {
         .profile = so.profile, .anonymous = so.anonymous, .alloc = &alloc};
@@ -583,7 +722,7 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
                                  .sign = x->cfg.anonymous ? NULL : s3_sign,
                                  .sign_ctx = x};
     sl_store *s = sl__remote_open_curl(&s3_vtable, x->loc.base_url, &eo, ho.prefetch_bytes, &alloc,
-                                       x, ext_free, err);
+                                       x, ext_free, s3_seen, err);
     if (s == NULL)
         ext_free(x);
     return s;

@@ -327,8 +327,9 @@ Test(io_s3_store, large_objects_go_up_in_parts_and_a_failed_part_leaves_nothing)
     cr_assert_eq(sl_store_get(st, "ok", NULL, &b, &total, &err), SL_OK, "%s", err.text);
     cr_assert_eq(b.size, n);
     cr_assert_eq(memcmp(b.data, data, n), 0, "the object reads back unlike what was written");
-    /* initiate, 3 parts, complete, then the GET */
-    cr_assert_eq(after.requests - before.requests, 5, "%" PRIu64 " requests",
+    /* the first write's probe of conditional writes (two PUTs and a
+     * DELETE), initiate, 3 parts, complete */
+    cr_assert_eq(after.requests - before.requests, 8, "%" PRIu64 " requests",
                  after.requests - before.requests);
     err = SL_ERROR_INIT;
     sl_status rc = sl_store_set(st, "fails", data, n, &err);
@@ -341,6 +342,85 @@ Test(io_s3_store, large_objects_go_up_in_parts_and_a_failed_part_leaves_nothing)
     cr_assert_eq(rc, SL_EHTTP, "%s", err.text);
     cr_assert_not_null(strstr(err.text, "part 2 of 3"), "%s", err.text);
     cr_assert_eq(rc2, SL_ENOTFOUND, "no partial object remains: %s", err2.text);
+}
+
+/* A store on prefix "race" with conditional writes as `c`. */
+static sl_store *
+open_s3_cond(const struct sl_test_http_server *s, sl_s3_conditional c)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "s3://%s/race", s->bucket);
+    struct sl_s3_store_opts so = SL_S3_STORE_OPTS_DEFAULT;
+    so.endpoint = s->url;
+    so.conditional = c;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = sl_store_open_s3(url, NULL, &so, &err);
+    cr_assert_not_null(st, "%s", err.text);
+    return st;
+}
+
+/* Read `key` through `st` (what a shard's rewrite does first). */
+static sl_status
+read_key(sl_store *st, const char *key)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status rc = sl_store_get(st, key, NULL, &b, NULL, &err);
+    sl_buf_fini(&b);
+    return rc;
+}
+
+Test(io_s3_store, two_writers_of_one_key_conflict_instead_of_losing_an_update)
+{
+    char dir[4096];
+    struct sl_test_http_server s;
+    if (!setup(dir, sizeof(dir), NULL, &s)) {
+        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
+        return;
+    }
+    struct sl_error err = SL_ERROR_INIT, err2 = SL_ERROR_INIT;
+    sl_store *a = open_s3_cond(&s, SL_S3_CONDITIONAL_AUTO);
+    sl_store *b = open_s3_cond(&s, SL_S3_CONDITIONAL_AUTO);
+    /* Both find the key absent; the first creates it, the second conflicts. */
+    cr_assert_eq(read_key(a, "shard"), SL_ENOTFOUND);
+    cr_assert_eq(read_key(b, "shard"), SL_ENOTFOUND);
+    cr_assert_eq(sl_store_set(a, "shard", "one", 3, &err), SL_OK, "%s", err.text);
+    sl_status create2 = sl_store_set(b, "shard", "two", 3, &err2);
+    /* Both read version one; B replaces it, then A's replace conflicts. */
+    cr_assert_eq(read_key(a, "shard"), SL_OK);
+    cr_assert_eq(read_key(b, "shard"), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(b, "shard", "three", 5, &err), SL_OK, "%s", err.text);
+    struct sl_error err3 = SL_ERROR_INIT;
+    sl_status replace2 = sl_store_set(a, "shard", "four", 4, &err3);
+    /* A store's own writes move its version on: A can write after reading. */
+    cr_assert_eq(read_key(a, "shard"), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(a, "shard", "five", 4, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(a, "shard", "six", 3, &err), SL_OK, "%s", err.text);
+    /* Never conditional: the last writer wins silently. */
+    sl_store *c = open_s3_cond(&s, SL_S3_CONDITIONAL_NEVER);
+    cr_assert_eq(read_key(c, "shard"), SL_OK);
+    cr_assert_eq(sl_store_set(a, "shard", "seven", 5, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(c, "shard", "eight", 5, &err), SL_OK, "%s", err.text);
+    struct sl_buf got = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(a, "shard", NULL, &got, NULL, &err), SL_OK, "%s", err.text);
+    bool eight = got.size == 5 && memcmp(got.data, "eight", 5) == 0;
+    sl_buf_fini(&got);
+    /* No probe key is left behind. */
+    struct keys k = {calloc(16, sizeof(*k.key)), 0, 16};
+    cr_assert_eq(sl_store_list(a, "", collect, &k, &err), SL_OK, "%s", err.text);
+    size_t n_keys = k.n;
+    free(k.key);
+    sl_store_unref(a);
+    sl_store_unref(b);
+    sl_store_unref(c);
+    teardown(dir, &s);
+    cr_assert_eq(create2, SL_ECONFLICT, "a second create: %s", err2.text);
+    cr_assert_not_null(strstr(err2.text, "another writer"), "%s", err2.text);
+    cr_assert_eq(replace2, SL_ECONFLICT, "a replace of a version replaced since: %s", err3.text);
+    cr_assert(eight, "without conditions the last write wins");
+    cr_assert_eq(n_keys, 1, "%zu keys: a probe key was left", n_keys);
 }
 
 Test(io_s3_store, bad_urls_and_options_are_refused_before_any_request)

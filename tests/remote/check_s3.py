@@ -138,6 +138,7 @@ def main():
         expect(got and got[0] == want, f"copy to s3://: checksum {got[:1]}, local {want}")
         p = run("copy", local, dst, *ep, "--no-progress", env=env, want=2)
         expect("--overwrite" in p.stderr, f"copy over an S3 node: {p.stderr}")
+        run("copy", local, dst, *ep, "--no-progress", "--overwrite", env=env)  # same keys
         run("copy", os.path.join(tmp, "v2.zarr"), dst, *ep, "--no-progress", "--overwrite",
             env=env)
         got = run("checksum", dst, *ep, env=env).stdout.split()
