@@ -13,7 +13,7 @@ run removes them; a final run without a kill must succeed and leave none.
     check_overwrite_kill.py
     SL_KILL_COUNT=5000 check_overwrite_kill.py      a soak (default 200 kills)
     SL_KILL_SEED=1234 check_overwrite_kill.py       replay one sequence
-    SL_KILL_MAX_SECONDS=150                         stop killing after this long
+    SL_KILL_MAX_SECONDS=240                         stop killing after this long
     SL_KEEP_TMP=1                                   keep the directory
 
 The seed is printed first.  Exits 77 (skipped) without numpy and zarr.
@@ -165,7 +165,7 @@ class Kill:
         self.reset()
         started = time.monotonic()
         left_before = set()
-        t_end = time.monotonic() + float(os.environ.get("SL_KILL_MAX_SECONDS", "150"))
+        t_end = time.monotonic() + float(os.environ.get("SL_KILL_MAX_SECONDS", "240"))
         i = 0
         while kills < n_kills and time.monotonic() < t_end:
             # Every 8th run goes unkilled, to follow the run time (the first
