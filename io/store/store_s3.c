@@ -103,6 +103,24 @@ seen_put(struct s3_ext *x, const char *key, bool absent, const char *etag)
         sl_free(&x->alloc, old, strlen(old) + 1);
 }
 
+/* Forget what was seen of `key` (its version is not known any more). */
+static void
+seen_forget(struct s3_ext *x, const char *key)
+{
+    if (x->seen == NULL)
+        return;
+    char *old = NULL;
+    pthread_mutex_lock(&x->seen_lock);
+    struct seen_slot *e = &x->seen[seen_slot_of(key)];
+    if (e->key != NULL && strcmp(e->key, key) == 0) {
+        old = e->key;
+        e->key = NULL;
+    }
+    pthread_mutex_unlock(&x->seen_lock);
+    if (old != NULL)
+        sl_free(&x->alloc, old, strlen(old) + 1);
+}
+
 /* The condition a write of `key` carries, as a header line in `out`; ""
  * when no read of it is remembered. */
 static void
@@ -498,8 +516,14 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
     char cond[160] = "";
     if (conditional_on(s, x))
         seen_condition(x, key, cond, sizeof(cond));
-    if (n >= x->multipart_bytes)
-        return s3_put_multipart(s, url, data, n, cond, err);
+    if (n >= x->multipart_bytes) {
+        sl_status mst = s3_put_multipart(s, url, data, n, cond, err);
+        /* The new version's ETag comes in XML, entity-quoted: rather than
+         * guess it, the next write goes unconditional. */
+        if (mst == SL_OK)
+            seen_forget(x, key);
+        return mst;
+    }
     struct sl__http_req req;
     sl_status st = s3_put(s, url, data, n, cond, &req);
     if (st == SL_OK)
