@@ -116,7 +116,6 @@ try_ended(struct custom_engine *e, struct sl__http_req *req, sl_status st, uint6
                  req->attempts, req->attempts == 1 ? "" : "s");
     bool again = false;
     pthread_mutex_lock(&e->lock);
-    e->in_flight--;
     if (status_transient(st) && req->attempts < e->o.max_attempts && !e->stop) {
         double now = sl__engine_now();
         req->due = now + sl__engine_backoff(&e->o, req->attempts, -1, &e->rng);
@@ -124,13 +123,22 @@ try_ended(struct custom_engine *e, struct sl__http_req *req, sl_status st, uint6
             req->body.size = 0;
             req->next = e->waiting;
             e->waiting = req;
+            e->in_flight--;
             again = true;
+            pthread_cond_broadcast(&e->cond);
         }
     }
+    pthread_mutex_unlock(&e->lock);
+    if (again)
+        return;
+    /* The read counts as in flight until its callback returned, so that
+     * destroying (which waits for none in flight) cannot free the engine
+     * under it. */
+    complete(e, req, st);
+    pthread_mutex_lock(&e->lock);
+    e->in_flight--;
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
-    if (!again)
-        complete(e, req, st);
 }
 
 /* Count a try of `req` as started; locked. */
