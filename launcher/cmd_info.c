@@ -320,11 +320,87 @@ text_member(const struct node *n, bool tree)
     printf("  %-40s v%d %s%s\n", label, n->zarr_format, kind, what);
 }
 
+static const struct node *
+member_find(const struct members *ms, const char *path)
+{
+    for (size_t i = 0; i < ms->n; i++)
+        if (strcmp(ms->v[i].path, path) == 0)
+            return &ms->v[i];
+    return NULL;
+}
+
+/* One OME-Zarr multiscale image: axes, then a line per level. */
 static void
-text_group(const struct node *g, const struct members *ms, bool tree, const char *not_listed)
+text_image(const struct sl_ome_multiscale *m, const struct members *ms)
+{
+    if (m->name[0] != '\0')
+        printf("  \"%s\": ", m->name);
+    else
+        printf("  (unnamed): ");
+    printf("OME-Zarr %s, ", m->version[0] ? m->version : "(no version)");
+    if (m->type[0] != '\0')
+        printf("method %s, ", m->type);
+    printf("%u level%s; axes", (unsigned)m->n_levels, m->n_levels == 1 ? "" : "s");
+    for (uint32_t d = 0; d < m->rank; d++) {
+        const struct sl_ome_axis *a = &m->axes[d];
+        printf("%s %s", d ? "," : "", a->name);
+        if (a->type[0] || a->unit[0])
+            printf(" (%s%s%s)", a->type, a->type[0] && a->unit[0] ? ", " : "", a->unit);
+    }
+    printf("\n");
+    for (uint32_t k = 0; k < m->n_levels; k++) {
+        const struct sl_ome_level *l = &m->levels[k];
+        printf("    %-10s scale [", l->path);
+        for (uint32_t d = 0; d < m->rank; d++)
+            printf("%s%g", d ? ", " : "", l->scale[d]);
+        printf("]");
+        const struct node *n = member_find(ms, l->path);
+        if (n != NULL && n->array != NULL) {
+            char shape[256];
+            sl_shape_format(sl_array_rank(n->array), sl_array_shape(n->array), shape,
+                            sizeof(shape));
+            printf("  %s %s", sl_dtype_name(sl_array_dtype(n->array)), shape);
+        } else if (ms->n > 0) {
+            printf("  (no such array in the group)");
+        }
+        printf("\n");
+    }
+}
+
+/* The group's OME-Zarr multiscale images, when its attributes have some. */
+static void
+text_multiscales(sl_store *store, const struct members *ms)
+{
+    struct sl_ome_multiscale *m = malloc(sizeof(*m));
+    uint32_t n = 0;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status s = m != NULL ? sl_ome_multiscale_read(store, "", 0, m, &n, &err) : SL_ENOMEM;
+    if (s == SL_ENOTFOUND && n == 0) {
+        free(m);
+        return;
+    }
+    printf("%-12s %u image%s\n", "multiscales:", (unsigned)n, n == 1 ? "" : "s");
+    for (uint32_t i = 0; i < n && s == SL_OK; i++) {
+        if (i > 0)
+            s = sl_ome_multiscale_read(store, "", i, m, NULL, &err);
+        if (s == SL_OK)
+            text_image(m, ms);
+    }
+    if (s != SL_OK) {
+        char line[1200];
+        sl_error_format(&err, line, sizeof(line));
+        printf("  (unreadable: %s)\n", line);
+    }
+    free(m);
+}
+
+static void
+text_group(sl_store *store, const struct node *g, const struct members *ms, bool tree,
+           const char *not_listed)
 {
     printf("%-12s Zarr v%d group\n", "format:", g->zarr_format);
     printf("%-12s %s\n", "attributes:", g->attributes != NULL ? g->attributes : "{}");
+    text_multiscales(store, ms);
     printf("members:\n");
     if (not_listed != NULL) {
         printf("  (not listed: the store cannot list and the group has no consolidated "
@@ -511,7 +587,7 @@ info_group(sl_store *store, const char *path, int format, enum output out, bool 
             json_group(&g, &ms, not_listed);
         } else {
             printf("%-12s %s\n", "path:", path);
-            text_group(&g, &ms, out == OUT_TREE, not_listed);
+            text_group(store, &g, &ms, out == OUT_TREE, not_listed);
         }
     }
     free(not_listed);

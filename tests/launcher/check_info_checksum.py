@@ -173,10 +173,38 @@ def check_group_attributes(tmp):
            f"a group's .zattrs that is not an object is an error naming it: {err}")
 
 
+def check_ome(tmp):
+    """A pyramid's OME-Zarr metadata is shown readably, v2 (0.4) and v3 (0.5)."""
+    src = os.path.join(tmp, "src.zarr")
+    rc, _, err = run("generate", src, "--shape", "4,64,64", "--chunks", "2,32,32")
+    expect(rc == 0, f"generate: {err}")
+    for fmt, version in (("2", "0.4"), ("3", "0.5")):
+        dst = os.path.join(tmp, f"pyr{fmt}.zarr")
+        rc, _, err = run("pyramid", src, dst, "--levels", "3", "--factors", "1,2,2",
+                         "--format", fmt)
+        expect(rc == 0, f"pyramid v{fmt}: {err}")
+        rc, out, err = run("info", dst)
+        for line in ("multiscales: 1 image",
+                     f'"pyr{fmt}": OME-Zarr {version}, method mean, 3 levels; axes z (space), '
+                     "y (space), x (space)",
+                     "    1          scale [1, 2, 2]  uint16 [4, 32, 32]",
+                     "    2          scale [1, 4, 4]  uint16 [4, 16, 16]"):
+            expect(rc == 0 and line in out, f"info of a v{fmt} pyramid shows {line!r}:\n{out}{err}")
+    bad = os.path.join(tmp, "badome.zarr")
+    os.makedirs(bad)
+    json.dump({"zarr_format": 3, "node_type": "group",
+               "attributes": {"ome": {"multiscales": [{"axes": ["x"], "datasets": [{}]}]}}},
+              open(os.path.join(bad, "zarr.json"), "w"))
+    rc, out, _ = run("info", bad)
+    expect(rc == 0 and "(unreadable: " in out and "/ome/multiscales/0/datasets/0/path" in out,
+           f"info names a malformed multiscales entry:\n{out}")
+
+
 def main():
     check_usage()
     with tempfile.TemporaryDirectory() as tmp:
         check_group_attributes(tmp)
+        check_ome(tmp)
     root = os.path.join(FIXTURES, "zarr-python")
     if not os.path.isfile(os.path.join(root, "MANIFEST.json")):
         print(f"skipped: no fixtures at {root}")
