@@ -39,7 +39,7 @@ declare -A external
 external[runtime]='^(hwloc\.h|hwloc/.*|ck_.*\.h|pthread\.h|sched\.h|linux/futex\.h|sys/syscall\.h)$'
 external[io]='^(zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|curl/curl\.h)$'
 external[graph]='^(jansson\.h|pthread\.h)$'
-external[launcher]='^mpi\.h$'
+external[launcher]='^(mpi\.h|png\.h)$'
 forbidden_external='^(hwloc\.h|hwloc/.*|ck_.*\.h|zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|mpi\.h)$'
 
 # Private headers of a module's sub-folders (graph/json/load_json_internal.h):
