@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Check `sluice preview`: the PNG it writes is decoded here (a small
+"""Check the launcher's pictures.  `sluice preview`: the PNG it writes is decoded here (a small
 decoder of 8-bit grey PNGs on zlib, so the check does not trust the writer's
 library) and its pixels compared with the array zarr-python wrote: a plane
 at fixed indices by position and by name, a transposed plane, max and mean
 projections, the fit to --max-size (one factor for both sides, mean of the
 blocks), percentile contrast, the level a multiscale group is read at, and
-usage errors.
+usage errors.  `--status-map`: a copy and a pyramid with a corrupt and an
+absent input chunk draw each chunk's square in its outcome's colour at its
+grid position (the panels' geometry read from the run's stderr), the levels
+above a failure in the upstream colour, and a legend.
 """
+import re
 import json
 import os
 import struct
@@ -88,8 +92,70 @@ def preview(src, out, *opts):
     return png_read(out), err
 
 
+OK, ECORRUPT, ENOTFOUND, UPSTREAM = (46, 160, 67), (214, 39, 40), (31, 119, 180), (255, 165, 0)
+
+
+def panels_of(err):
+    """{put name: (x, y, rows, cols, per, cell)} from the status map's stderr lines."""
+    out = {}
+    for m in re.finditer(r'status map: put "([^"]+)" at (\d+),(\d+): (\d+) x (\d+) chunks, '
+                         r"(\d+) per square of (\d+) px", err):
+        out[m.group(1)] = tuple(int(v) for v in m.groups()[1:])
+    return out
+
+
+def square(img, panel, r, c):
+    x, y, _, _, per, cell = panel
+    return tuple(img[y + (r // per) * cell + cell // 2, x + (c // per) * cell + cell // 2])
+
+
+def check_status_map(tmp):
+    src = os.path.join(tmp, "m.zarr")
+    rc, _, err = run("generate", src, "--shape", "2,64,96", "--chunks", "1,16,16", "--format", "v2")
+    expect(rc == 0, f"generate: {err}")
+    open(os.path.join(src, "1.2.3"), "wb").write(b"garbage")
+    os.remove(os.path.join(src, "0.0.5"))
+    png = os.path.join(tmp, "map.png")
+    rc, _, err = run("copy", src, os.path.join(tmp, "c.zarr"), "--missing-is-error",
+                     "--status-map", png)
+    panels = panels_of(err)
+    expect(rc == 1 and "output" in panels, f"copy with 2 failed chunks draws a map: {err}")
+    if "output" in panels:
+        img = png_read(png)
+        p = panels["output"]
+        expect(p[2:4] == (4, 6), f"the map of a 2 x 4 x 6 grid is 4 x 6 squares: {p}")
+        for r in range(4):
+            for c in range(6):
+                want = ENOTFOUND if (r, c) == (0, 5) else ECORRUPT if (r, c) == (2, 3) else OK
+                got = square(img, p, r, c)
+                expect(got == want, f"square {r},{c} of the copy is {got}, expected {want}")
+        below = img[p[1] + 4 * p[5]:, :]
+        colours = {tuple(v) for v in below.reshape(-1, 3)}
+        expect({OK, ECORRUPT, ENOTFOUND} <= colours, "the legend shows the three outcomes")
+    # A pyramid: level 1 reads the failed chunks' blocks, so its squares there are upstream.
+    rc, _, err = run("pyramid", src, os.path.join(tmp, "p.zarr"), "--levels", "2",
+                     "--factors", "1,2,2", "--missing-is-error", "--status-map", png)
+    panels = panels_of(err)
+    expect(rc == 1 and len(panels) == 2, f"a 2-level pyramid draws two panels: {err}")
+    if len(panels) == 2:
+        img = png_read(png)
+        (n0, p0), (n1, p1) = sorted(panels.items(), key=lambda kv: kv[1][1])
+        expect(square(img, p0, 2, 3) == ECORRUPT and square(img, p0, 0, 5) == ENOTFOUND,
+               f"level 0 ({n0}) shows both failures")
+        expect(p1[2:4] == (2, 3), f"level 1 ({n1}) is 2 x 3 chunks: {p1}")
+        for r in range(2):
+            for c in range(3):
+                want = UPSTREAM if (r, c) in ((0, 2), (1, 1)) else OK
+                got = square(img, p1, r, c)
+                expect(got == want, f"level 1 square {r},{c} is {got}, expected {want}")
+    rc, _, err = run("copy", src, os.path.join(tmp, "d.zarr"), "--status-map",
+                     os.path.join(tmp, "no", "map.png"))
+    expect(rc == 2 and "--status-map" in err, f"an unwritable --status-map is refused first: {err}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_status_map(tmp)
         # a[z, y, x] in 0..255, so --range 0,255 maps values to grey levels as they are
         z, y, x = np.meshgrid(np.arange(4), np.arange(50), np.arange(60), indexing="ij")
         vals = ((y * 3 + x * 2 + z * 40) % 256).astype(np.uint16)
