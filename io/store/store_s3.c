@@ -144,33 +144,41 @@ s3_seen(void *ext, const char *key, sl_status st, const char *etag)
         seen_put(ext, key, st == SL_ENOTFOUND, etag);
 }
 
-static int
-hexval(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
+/* A request's query, raw: the store builds the URL from it (s3_url) and
+ * hands it to the signer as the request's sign_arg, so that nothing is
+ * parsed back out of a URL. */
+struct s3_query {
+    struct sl__s3_kv p[3];
+    size_t n;
+};
 
-/* Percent-decode `n` bytes of `s` into `out` (`size` bytes, NUL-terminated);
- * false when it does not fit. */
+/* `base` (a URL without a query), then '?' and the parameters of `q`
+ * ("name=value" joined by '&', each encoded as SigV4 encodes them) into
+ * `out` (`size` bytes); false when it does not fit. */
 static bool
-url_decode(const char *s, size_t n, char *out, size_t size)
+s3_url(const struct sl_allocator *alloc, const char *base, const struct s3_query *q, char *out,
+       size_t size)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k + 1 >= size)
-            return false;
-        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            out[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-            i += 2;
-        } else {
-            out[k++] = s[i];
-        }
+    struct sl_buf b = {.alloc = *alloc};
+    struct sl_error e = SL_ERROR_INIT;
+    sl_status st = sl_buf_append(&b, base, strlen(base), &e);
+    for (size_t i = 0; i < q->n && st == SL_OK; i++) {
+        const char *name = q->p[i].name, *value = q->p[i].value != NULL ? q->p[i].value : "";
+        st = sl_buf_append(&b, i == 0 ? "?" : "&", 1, &e);
+        if (st == SL_OK)
+            st = sl__s3_uri_encode(&b, name, strlen(name), false, &e);
+        if (st == SL_OK)
+            st = sl_buf_append(&b, "=", 1, &e);
+        if (st == SL_OK)
+            st = sl__s3_uri_encode(&b, value, strlen(value), false, &e);
     }
-    out[k] = '\0';
-    return true;
+    bool ok = st == SL_OK && b.size < size;
+    if (ok) {
+        memcpy(out, b.data, b.size);
+        out[b.size] = '\0';
+    }
+    sl_buf_fini(&b);
+    return ok;
 }
 
 /* The engine's sign hook: Authorization and the x-amz headers for one try
@@ -187,6 +195,11 @@ s3_sign(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out,
     }
     const char *path = req->url + on;
     size_t path_n = strcspn(path, "?");
+    const struct s3_query *q = req->sign_arg;
+    if (path[path_n] == '?' && q == NULL) {
+        snprintf(message, msize, "%s: a query without its parameters to sign", req->url);
+        return false;
+    }
     char path_buf[S3_URL_MAX];
     if (path_n >= sizeof(path_buf)) {
         snprintf(message, msize, "%s: URL too long to sign", req->url);
@@ -194,37 +207,12 @@ s3_sign(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out,
     }
     memcpy(path_buf, path, path_n);
     path_buf[path_n] = '\0';
-    /* The query's parameters, decoded (the signer encodes them itself). */
-    struct sl__s3_kv params[8];
-    char pbuf[8][2 * 1024 + 64];
-    size_t n_params = 0;
-    const char *q = path[path_n] == '?' ? path + path_n + 1 : NULL;
-    while (q != NULL && *q != '\0') {
-        size_t len = strcspn(q, "&"), eq = strcspn(q, "=");
-        if (n_params == 8 || eq > len) {
-            if (n_params == 8) {
-                snprintf(message, msize, "%s: too many query parameters to sign", req->url);
-                return false;
-            }
-            eq = len;
-        }
-        char *name = pbuf[n_params];
-        size_t half = sizeof(pbuf[0]) / 2;
-        if (!url_decode(q, eq, name, half) ||
-            !url_decode(q + eq + (eq < len), len - eq - (eq < len), name + half, half)) {
-            snprintf(message, msize, "%s: a query parameter too long to sign", req->url);
-            return false;
-        }
-        params[n_params] = (struct sl__s3_kv){name, name + half};
-        n_params++;
-        q += len + (q[len] == '&');
-    }
     struct sl__s3_request r = {.method = req->method != NULL ? req->method : "GET",
                                .host = x->loc.host,
                                .path = path_buf,
                                .path_encoded = true,
-                               .params = params,
-                               .n_params = n_params,
+                               .params = q != NULL ? q->p : NULL,
+                               .n_params = q != NULL ? q->n : 0,
                                .payload_hash = req->payload_hash,
                                .region = x->cfg.region,
                                .time = (int64_t)time(NULL)};
@@ -288,6 +276,8 @@ xml_text(const struct sl_buf *b, const char *name, char *out, size_t size)
 struct part {
     struct sl__http_req req;
     char hash[SL_SHA256_HEX_CHARS + 1];
+    char number[24];
+    struct s3_query q; /* partNumber, uploadId */
     char url[S3_URL_MAX];
 };
 
@@ -344,7 +334,9 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
 {
     const char *headers[2] = {cond, NULL};
     char curl[S3_URL_MAX];
-    snprintf(curl, sizeof(curl), "%s?uploadId=%s", url, id);
+    struct s3_query q = {{{"uploadId", id}}, 1};
+    if (!s3_url(&s->alloc, url, &q, curl, sizeof(curl)))
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the upload's URL is too long", url);
     uint8_t digest[SL_SHA256_BYTES];
     char hash[SL_SHA256_HEX_CHARS + 1];
     sl_sha256(xml->data, xml->size, digest);
@@ -354,6 +346,7 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
                                .send = xml->data,
                                .send_n = xml->size,
                                .payload_hash = hash,
+                               .sign_arg = &q,
                                .headers = cond[0] != '\0' ? headers : NULL,
                                .body = {.alloc = s->alloc}};
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
@@ -384,12 +377,18 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
         uint8_t digest[SL_SHA256_BYTES];
         sl_sha256(data + off, len, digest);
         sl_sha256_hex(digest, p->hash);
-        snprintf(p->url, sizeof(p->url), "%s?partNumber=%zu&uploadId=%s", url, i + 1, id);
+        snprintf(p->number, sizeof(p->number), "%zu", i + 1);
+        p->q = (struct s3_query){{{"partNumber", p->number}, {"uploadId", id}}, 2};
+        if (!s3_url(&s->alloc, url, &p->q, p->url, sizeof(p->url))) {
+            sl_free(&s->alloc, parts, n_parts * sizeof(*parts));
+            return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the part's URL is too long", url);
+        }
         p->req = (struct sl__http_req){.url = p->url,
                                        .method = "PUT",
                                        .send = data + off,
                                        .send_n = len,
                                        .payload_hash = p->hash,
+                                       .sign_arg = &p->q,
                                        .done = part_done,
                                        .ctx = &w,
                                        .body = {.alloc = s->alloc}};
@@ -421,8 +420,11 @@ s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, const
 {
     struct s3_ext *x = sl__remote_ext(s);
     char iurl[S3_URL_MAX], id[1024];
-    snprintf(iurl, sizeof(iurl), "%s?uploads=", url);
-    struct sl__http_req req = {.url = iurl, .method = "POST", .body = {.alloc = s->alloc}};
+    struct s3_query iq = {{{"uploads", ""}}, 1};
+    if (!s3_url(&s->alloc, url, &iq, iurl, sizeof(iurl)))
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the upload's URL is too long", url);
+    struct sl__http_req req = {
+        .url = iurl, .method = "POST", .sign_arg = &iq, .body = {.alloc = s->alloc}};
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
     if (st != SL_OK)
         st = s3_fail(&req, "cannot start a multipart upload", err);
@@ -434,9 +436,17 @@ s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, const
     st = s3_parts(s, url, id, data, n, x->part_bytes, cond, err);
     if (st != SL_OK) {
         char aurl[S3_URL_MAX];
-        snprintf(aurl, sizeof(aurl), "%s?uploadId=%s", url, id);
-        struct sl__http_req abort = {.url = aurl, .method = "DELETE", .body = {.alloc = s->alloc}};
-        if (sl__engine_run(sl__remote_engine(s), &abort) != SL_OK) {
+        struct s3_query aq = {{{"uploadId", id}}, 1};
+        bool fits = s3_url(&s->alloc, url, &aq, aurl, sizeof(aurl));
+        struct sl__http_req abort = {
+            .url = aurl, .method = "DELETE", .sign_arg = &aq, .body = {.alloc = s->alloc}};
+        if (!fits) {
+            snprintf(abort.message, sizeof(abort.message), "%s: the upload's URL is too long", url);
+            abort.status = SL_EOVERFLOW;
+        } else {
+            (void)sl__engine_run(sl__remote_engine(s), &abort);
+        }
+        if (abort.status != SL_OK) {
             char first[sizeof(err->text)];
             snprintf(first, sizeof(first), "%s", err->text);
             *err = SL_ERROR_INIT;
@@ -583,23 +593,6 @@ list_entry(void *ctx, const struct sl__s3_list_entry *e, struct sl_error *err)
     return st;
 }
 
-/* Append the `n` bytes at `s`, encoded for a query, to `out` at `*len`. */
-static bool
-query_append(char *out, size_t size, size_t *len, const char *s)
-{
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '.' || c == '_' || c == '~';
-        int w = keep ? snprintf(out + *len, size - *len, "%c", c)
-                     : snprintf(out + *len, size - *len, "%%%02X", c);
-        if (w < 0 || (size_t)w >= size - *len)
-            return false;
-        *len += (size_t)w;
-    }
-    return true;
-}
-
 static sl_status
 s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct sl_error *err)
 {
@@ -612,29 +605,20 @@ s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct
     if (token == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %s", x->loc.base_url);
     token[0] = '\0';
+    char bucket_url[sizeof(x->loc.origin) + sizeof(x->loc.bucket_path)];
+    snprintf(bucket_url, sizeof(bucket_url), "%s%s", x->loc.origin, x->loc.bucket_path);
     sl_status st = SL_OK;
     for (unsigned page = 0; st == SL_OK; page++) {
         char url[S3_URL_MAX];
-        size_t len = (size_t)snprintf(url, sizeof(url), "%s%s?", x->loc.origin, x->loc.bucket_path);
-        bool fits = len < sizeof(url);
-        if (fits && token[0] != '\0') {
-            fits =
-                query_append(url, sizeof(url), &len, "continuation-token") && len + 1 < sizeof(url);
-            url[len++] = '=';
-            fits = fits && query_append(url, sizeof(url), &len, token) && len + 1 < sizeof(url);
-            url[len++] = '&';
-        }
-        fits = fits && len + 20 < sizeof(url);
-        if (fits) {
-            len += (size_t)snprintf(url + len, sizeof(url) - len, "list-type=2&prefix=");
-            fits = query_append(url, sizeof(url), &len, full);
-        }
-        if (!fits) {
+        struct s3_query q = {{{"list-type", "2"}, {"prefix", full}}, 2};
+        if (token[0] != '\0')
+            q.p[q.n++] = (struct sl__s3_kv){"continuation-token", token};
+        if (!s3_url(&s->alloc, bucket_url, &q, url, sizeof(url))) {
             st = sl_error_set(err, SL_EOVERFLOW, NULL, "listing URL of %s too long",
                               x->loc.base_url);
             break;
         }
-        struct sl__http_req req = {.url = url, .body = {.alloc = s->alloc}};
+        struct sl__http_req req = {.url = url, .sign_arg = &q, .body = {.alloc = s->alloc}};
         st = sl__engine_run(sl__remote_engine(s), &req);
         struct sl__s3_list_page pg;
         if (st != SL_OK) {
