@@ -789,11 +789,12 @@ s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct
         if (st != SL_OK) {
             st = s3_fail(&req, "cannot list", err);
         } else {
+            struct sl_error pe = SL_ERROR_INIT;
             st = sl__s3_list_parse((const char *)req.body.data, req.body.size, false, list_entry,
-                                   &l, &pg, err);
+                                   &l, &pg, &pe);
             if (st != SL_OK && l.user == SL_OK)
                 sl_error_set(err, st, NULL, "listing page %u of %s: %s", page + 1, x->loc.base_url,
-                             err->text);
+                             pe.text);
             else if (st == SL_OK && pg.is_truncated)
                 snprintf(token, 2048, "%s", pg.next_token);
         }

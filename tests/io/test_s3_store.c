@@ -616,7 +616,9 @@ Test(io_s3_store, conditional_writes_are_reported)
 {
     /* The proxy answers the probe's PUTs itself, both 200: a server that
      * ignores If-None-Match. */
-    S3_SETUP("[{\"method\": \"PUT\", \"path\": \"*/.sluice-probe-*\", \"status\": 200}]");
+    S3_SETUP("[{\"method\": \"PUT\", \"path\": \"*/.sluice-probe-*\", \"status\": 200},"
+             " {\"method\": \"GET\", \"query\": \"*prefix=c%2Fbroken*\", \"status\": 200, "
+             "\"body\": \"<ListBucketResult><Contents></ListBucketResult>\"}]");
     cr_assert_eq(sl_store_conditional_writes(NULL), SL_STORE_CONDITIONAL_NOT_APPLICABLE);
     sl_store *mem = sl_store_create_memory(NULL, NULL);
     cr_assert_not_null(mem);
@@ -631,6 +633,12 @@ Test(io_s3_store, conditional_writes_are_reported)
     cr_assert_eq(sl_store_conditional_writes(a), SL_STORE_CONDITIONAL_NOT_KNOWN, "a read probes");
     cr_assert_eq(sl_store_set(a, "k", "v", 1, &err), SL_OK, "%s", err.text);
     cr_assert_eq(sl_store_conditional_writes(a), SL_STORE_CONDITIONAL_IGNORED);
+    /* (A listing page S3 garbled is an error naming the page.) */
+    struct keys k = {NULL, 0, 0};
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_list(a, "broken", collect, &k, &err), SL_EPARSE);
+    cr_assert_not_null(strstr(err.text, "listing page 1 of "), "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "</ListBucketResult> closes <Contents>"), "%s", err.text);
     sl_store *never = open_s3_cond(&s, SL_S3_CONDITIONAL_NEVER);
     sl_store *always = open_s3_cond(&s, SL_S3_CONDITIONAL_ALWAYS);
     cr_assert_eq(sl_store_conditional_writes(never), SL_STORE_CONDITIONAL_OFF);
