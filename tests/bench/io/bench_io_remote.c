@@ -314,7 +314,7 @@ run_downsample(void)
                  "%s downsample %sremote_ds512.zarr %s/remote_ds512_out.zarr --factors 2,2,2 "
                  "--overwrite --no-progress%s >/dev/null",
                  g_exe, g_proxy, g_dir, mem);
-        double rss, t = bench_child_run(cmd, &rss);
+        double rss, t = bench_child_run(cmd, &rss, NULL);
         const char *tag =
             budgets[i][0] ? "remote_20ms_downsample_mem256M" : "remote_20ms_downsample";
         report(tag, "time", t, "s");

@@ -8,10 +8,13 @@
  *
  *   upload      `sluice copy` of bench_io_remote's 512^3 uint16 array (64^3
  *               chunks, zstd 1, 512 objects) from disk to s3:// at 0 ms:
- *               the downsample's input
+ *               the downsample's input; beside it (upload_peer64) the same
+ *               files PUT by Python threads 64 at once, at 0 and 20 ms
  *   downsample  `sluice downsample s3://.../ds512.zarr s3://.../out.zarr
  *               --factors 2,2,2 --memory 256M` (the case of bench_io_remote
- *               over HTTP, written to S3 too), at 0 and 20 ms
+ *               over HTTP, written to S3 too), at 0 and 20 ms; at 20 ms
+ *               also with the output on disk (_to_disk), to tell the cost
+ *               of the writes from that of the reads
  *   pyramid_5d  `sluice pyramid` of the demo's 2 x 2 x 32 x 1024 x 1024
  *               uint16 TCZYX image (examples/quickstart.sh; on disk) into a
  *               4-level group in s3://, chunks (1,1,32,256,256) in shards
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sluice.h>
 
@@ -51,12 +55,16 @@ static const char *g_root, *g_dir, *g_exe, *g_proxy, *g_control;
 static double g_bw;               /* MB/s, nginx on loopback */
 static double g_bw_get, g_bw_put; /* MB/s through the proxy and s3rver */
 static unsigned g_seq;            /* a fresh S3 prefix per run */
+static int g_server_pid;          /* the proxy's and s3rver's helper */
 
 /* One sluice process and what the proxy saw of it. */
 struct s3_run {
     double wall, rss_mib;
+    double cpu, server_cpu; /* CPU seconds of sluice, of the proxy and s3rver */
     double requests, get, put, other;
-    double bytes_get, bytes_put; /* body bytes sent back, received */
+    double get_max_open, put_max_open; /* the most open at once */
+    double get_busy, put_busy;         /* seconds with one open */
+    double bytes_get, bytes_put;       /* body bytes sent back, received */
 };
 
 /* Run `cmd` once through the proxy at `delay_ms`; its wall time, peak RSS
@@ -65,13 +73,19 @@ static void
 s3_run_once(const char *cmd, double delay_ms, struct s3_run *r)
 {
     bench_proxy_delay(g_control, delay_ms);
-    r->wall = bench_child_run(cmd, &r->rss_mib);
+    double server0 = bench_tree_cpu(g_server_pid);
+    r->wall = bench_child_run(cmd, &r->rss_mib, &r->cpu);
+    r->server_cpu = bench_tree_cpu(g_server_pid) - server0;
     struct bench_lines l;
     bench_proxy_log(g_control, &l);
     r->requests = bench_lines_need(&l, "requests", "the proxy's log");
     r->get = bench_lines_need(&l, "get", "the proxy's log");
     r->put = bench_lines_need(&l, "put", "the proxy's log");
     r->other = bench_lines_need(&l, "other", "the proxy's log");
+    r->get_max_open = bench_lines_need(&l, "get_max_open", "the proxy's log");
+    r->put_max_open = bench_lines_need(&l, "put_max_open", "the proxy's log");
+    r->get_busy = bench_lines_need(&l, "get_busy", "the proxy's log");
+    r->put_busy = bench_lines_need(&l, "put_busy", "the proxy's log");
     r->bytes_get = bench_lines_need(&l, "bytes", "the proxy's log");
     r->bytes_put = bench_lines_need(&l, "req_bytes", "the proxy's log");
 }
@@ -97,11 +111,22 @@ s3_report(const char *tag, const struct s3_run *r, double delay_ms, double budge
     report(tag, "get_requests", r->get, "requests");
     report(tag, "put_requests", r->put, "requests");
     report(tag, "other_requests", r->other, "requests");
+    report(tag, "get_max_open", r->get_max_open, "requests");
+    report(tag, "put_max_open", r->put_max_open, "requests");
+    /* A PUT open nearly all the time, one at a time: the writes are the
+     * run's critical path. */
+    report(tag, "get_busy", r->get_busy / r->wall, "x");
+    report(tag, "put_busy", r->put_busy / r->wall, "x");
     report(tag, "bytes", bytes, "bytes");
     report(tag, "bytes_get", r->bytes_get, "bytes");
     report(tag, "bytes_put", r->bytes_put, "bytes");
     report(tag, "floor", floor_s, "s");
     report(tag, "floor_via_proxy", floor_proxy, "s");
+    report(tag, "sluice_cpu", r->cpu, "s");
+    report(tag, "server_cpu", r->server_cpu, "s");
+    /* Near 1: the cores were busy with this run alone, whatever the floor. */
+    report(tag, "cpu_busy",
+           (r->cpu + r->server_cpu) / (r->wall * (double)sysconf(_SC_NPROCESSORS_ONLN)), "x");
     report(tag, "peak_rss", r->rss_mib, "MiB");
     if (budget_mib > 0) {
         report(tag, "memory_budget", budget_mib, "MiB");
@@ -208,6 +233,17 @@ run_downsample(int reps)
     struct s3_run r;
     s3_run_once(cmd, 0, &r);
     s3_report("s3_0ms_upload", &r, 0, 0);
+    /* The same objects PUT 64 at once by peer_remote.py: what a write
+     * window buys on this server, at 0 and 20 ms. */
+    char args[4400];
+    for (int delay = 0; delay <= 20; delay += 20) {
+        snprintf(args, sizeof(args), "s3upload %s " BUCKET " %s/remote_ds512.zarr peer_in_%d 64",
+                 g_proxy, g_dir, delay);
+        bench_peer_cmd(cmd, sizeof(cmd) - 16, args);
+        strcat(cmd, " >/dev/null");
+        s3_run_once(cmd, delay, &r);
+        s3_report(delay ? "s3_20ms_upload_peer64" : "s3_0ms_upload_peer64", &r, delay, 0);
+    }
     snprintf(head, sizeof(head), "%s downsample %s", g_exe, in);
     snprintf(tail, sizeof(tail), "--factors 2,2,2 --endpoint %s --memory 256M --no-progress",
              g_proxy);
@@ -216,6 +252,13 @@ run_downsample(int reps)
     s3_case_run(&c, 0, reps);
     c.tag = "s3_20ms_downsample";
     s3_case_run(&c, 20, reps);
+    /* The same read from S3 with the output on disk: what the writes cost. */
+    char out[4200];
+    snprintf(out, sizeof(out), "%s/s3_ds512_from_s3.zarr", g_dir);
+    snprintf(cmd, sizeof(cmd), "%s %s %s --overwrite >/dev/null", head, out, tail);
+    s3_run_once(cmd, 20, &r);
+    s3_report("s3_20ms_downsample_to_disk", &r, 20, 256);
+    check_same(out, ref);
 }
 
 static void
@@ -266,6 +309,7 @@ main(int argc, char **argv)
 
     bench_server_start(&s3, "s3serve " BUCKET, 4,
                        "s3rver did not start (node and npm ci --prefix tests/tools?)");
+    g_server_pid = s3.pid;
     g_proxy = s3.url[0];
     g_control = s3.url[1];
     /* The s3rver key pair, as every command's credentials. */

@@ -167,7 +167,7 @@ bench_bandwidth(const char *dir, const char *url)
 }
 
 double
-bench_child_run(const char *cmd, double *rss_mib)
+bench_child_run(const char *cmd, double *rss_mib, double *cpu_s)
 {
     double t0 = sl_bench_now();
     pid_t pid = fork();
@@ -183,7 +183,46 @@ bench_child_run(const char *cmd, double *rss_mib)
         exit(1);
     }
     *rss_mib = (double)ru.ru_maxrss / 1024;
+    if (cpu_s != NULL)
+        *cpu_s = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
     return sl_bench_now() - t0;
+}
+
+/* utime + stime of one process, in clock ticks; 0 when it is gone. */
+static double
+proc_ticks(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long long utime, stime;
+    /* After the name: state, then fields 4..13, then utime and stime. */
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                            &stime) != 2)
+        return 0;
+    return (double)(utime + stime);
+}
+
+double
+bench_tree_cpu(int pid)
+{
+    double ticks = proc_ticks(pid);
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+    FILE *f = fopen(path, "r");
+    int child;
+    while (f != NULL && fscanf(f, "%d", &child) == 1)
+        ticks += bench_tree_cpu(child) * (double)sysconf(_SC_CLK_TCK);
+    if (f != NULL)
+        fclose(f);
+    return ticks / (double)sysconf(_SC_CLK_TCK);
 }
 
 void

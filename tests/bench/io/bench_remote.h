@@ -61,8 +61,10 @@ void bench_server_start(struct bench_server *s, const char *args, int n_urls, co
 void bench_server_stop(struct bench_server *s);
 
 /* The proxy at `control`: every request waits `ms` (rules cleared, log
- * emptied); empty its log; its log's totals (requests, get, put, other,
- * bytes sent back, req_bytes received, max_open). */
+ * emptied); empty its log; its log's totals (requests, get, put, other;
+ * bytes sent back, req_bytes received; the most open at once, max_open,
+ * get_max_open, put_max_open; the seconds with one open, get_busy,
+ * put_busy). */
 void bench_proxy_delay(const char *control, double ms);
 void bench_proxy_clear(const char *control);
 void bench_proxy_log(const char *control, struct bench_lines *l);
@@ -71,9 +73,14 @@ void bench_proxy_log(const char *control, struct bench_lines *l);
  * `dir`), the loopback bandwidth of the floors. */
 double bench_bandwidth(const char *dir, const char *url);
 
-/* Wall seconds and peak RSS (MiB) of the shell command `cmd`, run as a
- * child; exits when it fails. */
-double bench_child_run(const char *cmd, double *rss_mib);
+/* Wall seconds, peak RSS (MiB) and CPU seconds (user + system; `cpu_s` may
+ * be NULL) of the shell command `cmd`, run as a child; exits when it
+ * fails. */
+double bench_child_run(const char *cmd, double *rss_mib, double *cpu_s);
+
+/* CPU seconds (user + system) used so far by process `pid` and those it
+ * started that still run (read from /proc); 0 when it is gone. */
+double bench_tree_cpu(int pid);
 
 /* Make `dir`/remote_ds512.zarr with `exe` (the sluice program) unless it
  * is there: the downsample's input over HTTP and S3, 512^3 uint16 in 64^3

@@ -18,10 +18,18 @@ proxy (tests/remote/s3serve.py) for bench_io_s3.
   peer_remote.py log CONTROL         print the log's totals: requests (and by
                                      method: get, put, other), body bytes
                                      sent (bytes) and received (req_bytes),
-                                     the most requests open at once
+                                     the most requests open at once (of all,
+                                     GETs, PUTs: max_open, get_max_open, ...),
+                                     seconds with a GET (PUT) open: get_busy
   peer_remote.py bandwidth ROOT URL REPS
                                      best MB/s of REPS GETs with curl of
                                      URL/remote_bw.bin, 256 MiB made once in ROOT
+  peer_remote.py s3upload URL BUCKET DIR PREFIX THREADS
+                                     PUT every file under DIR (an array on
+                                     disk) as BUCKET/PREFIX/<its path>, signed
+                                     with its body's SHA-256 as sluice signs,
+                                     THREADS at once, each on a kept-alive
+                                     connection: S3 writes with a window
   peer_remote.py s3bandwidth ROOT URL BUCKET REPS
                                      best MB/s of REPS signed PUTs, then GETs,
                                      of a 64 MiB object (curl --aws-sigv4) at
@@ -84,12 +92,30 @@ def log_totals(url, entries=None):
     return len(entries), sum(e["bytes"] for e in entries), most
 
 
+def busy_seconds(entries):
+    """Seconds during which at least one of `entries` was open."""
+    spans = sorted((e["t"], e["t"] + (e["ms"] or 0) / 1e3) for e in entries)
+    total, end = 0.0, None
+    for a, b in spans:
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
 def log_main(url):
     entries = control(url, "GET", "log")
     n, nbytes, most = log_totals(url, entries)
-    by = {m: sum(1 for e in entries if e["method"] == m) for m in ("GET", "PUT")}
-    print("requests: %d\nget: %d\nput: %d\nother: %d" % (n, by["GET"], by["PUT"],
-                                                        n - by["GET"] - by["PUT"]))
+    print("requests: %d" % n)
+    for m in ("GET", "PUT"):
+        mine = [e for e in entries if e["method"] == m]
+        print("%s: %d\n%s_max_open: %d\n%s_busy: %.6g s"
+              % (m.lower(), len(mine), m.lower(), log_totals(url, mine)[2], m.lower(),
+                 busy_seconds(mine)))
+    print("other: %d" % sum(1 for e in entries if e["method"] not in ("GET", "PUT")))
     print("bytes: %d\nreq_bytes: %d\nmax_open: %d"
           % (nbytes, sum(e["req_bytes"] for e in entries), most))
 
@@ -125,6 +151,35 @@ def s3serve_main(bucket):
         sys.exit("peer_remote.py: s3rver cannot run: " + why)
     run_until_stopped(s3serve.s3serve(buckets=(bucket,)),
                       lambda s: (s.proxy_url, s.control_url, s.access_key, s.secret_key))
+
+
+def s3upload(url, bucket, root, prefix, threads):
+    import concurrent.futures
+    import threading
+    s3serve = remote_import("s3serve")
+    sigv4 = remote_import("sigv4")
+    u = urllib.parse.urlsplit(url)
+    files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    local = threading.local()
+
+    def put(path):
+        with open(path, "rb") as f:
+            body = f.read()
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        target = "/%s/%s/%s" % (bucket, prefix, urllib.parse.quote(rel))
+        headers = sigv4.sigv4_sign("PUT", u.netloc, target, {}, body, s3serve.ACCESS_KEY,
+                                   s3serve.SECRET_KEY, s3serve.REGION)
+        if getattr(local, "conn", None) is None:
+            local.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        local.conn.request("PUT", target, body=body, headers=headers)
+        r = local.conn.getresponse()
+        answer = r.read()
+        if r.status != 200:
+            raise RuntimeError("PUT %s: %d %s" % (target, r.status, answer[:200]))
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        list(ex.map(put, files))
+    print("objects: %d" % len(files))
 
 
 def s3bandwidth(root, url, bucket, reps):
@@ -229,6 +284,8 @@ def main():
         log_main(args[0])
     elif cmd == "bandwidth":
         bandwidth(args[0], args[1], int(args[2]))
+    elif cmd == "s3upload":
+        s3upload(args[0], args[1], args[2], args[3], int(args[4]))
     elif cmd == "s3bandwidth":
         s3bandwidth(args[0], args[1], args[2], int(args[3]))
     elif cmd == "peers":
