@@ -354,9 +354,9 @@ main(int argc, char **argv)
     struct bench_server server;
     snprintf(cmd, sizeof(cmd), "serve %s", g_dir);
     bench_server_start(&server, cmd, 3, "the server did not start (nginx-light installed?)");
-    g_nginx = server.url[0];
-    g_proxy = server.url[1];
-    g_control = server.url[2];
+    g_nginx = server.word[0];
+    g_proxy = server.word[1];
+    g_control = server.word[2];
     double bw = bench_bandwidth(g_dir, g_nginx);
     double bw_proxy = bench_bandwidth(g_dir, g_proxy);
     sl_bench_report("remote_loopback_nginx_bandwidth", bw, "MB/s");

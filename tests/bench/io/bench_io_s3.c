@@ -3,8 +3,10 @@
  * Writing to and reading from S3: s3rver 3.7.1 (tests/remote/s3serve.py)
  * behind the latency proxy of tests/remote/serve.py, which checks every
  * request's SigV4 signature, at 0 and 20 ms per request.  Each case is one
- * `sluice` process (wall time, peak RSS from wait4) and its requests and
- * body bytes are counted from the proxy's log:
+ * process (wall time, peak RSS and CPU from wait4; the CPU of the proxy and
+ * s3rver from /proc), and its requests by method, body bytes both ways, the
+ * most GETs and PUTs open at once and the share of the run with one open
+ * come from the proxy's log:
  *
  *   upload      `sluice copy` of bench_io_remote's 512^3 uint16 array (64^3
  *               chunks, zstd 1, 512 objects) from disk to s3:// at 0 ms:
@@ -303,18 +305,18 @@ main(int argc, char **argv)
     struct bench_server nginx, s3;
     snprintf(args, sizeof(args), "serve %s", g_dir);
     bench_server_start(&nginx, args, 3, "nginx did not start (nginx-light installed?)");
-    g_bw = bench_bandwidth(g_dir, nginx.url[0]);
+    g_bw = bench_bandwidth(g_dir, nginx.word[0]);
     bench_server_stop(&nginx);
     sl_bench_report("s3_loopback_nginx_bandwidth", g_bw, "MB/s");
 
     bench_server_start(&s3, "s3serve " BUCKET, 4,
                        "s3rver did not start (node and npm ci --prefix tests/tools?)");
     g_server_pid = s3.pid;
-    g_proxy = s3.url[0];
-    g_control = s3.url[1];
+    g_proxy = s3.word[0];
+    g_control = s3.word[1];
     /* The s3rver key pair, as every command's credentials. */
-    setenv("AWS_ACCESS_KEY_ID", s3.url[2], 1);
-    setenv("AWS_SECRET_ACCESS_KEY", s3.url[3], 1);
+    setenv("AWS_ACCESS_KEY_ID", s3.word[2], 1);
+    setenv("AWS_SECRET_ACCESS_KEY", s3.word[3], 1);
     setenv("AWS_REGION", "us-east-1", 1);
     unsetenv("AWS_SESSION_TOKEN");
     unsetenv("AWS_PROFILE");

@@ -91,25 +91,25 @@ bench_peer_cmd(char *cmd, size_t size, const char *args)
 }
 
 void
-bench_server_start(struct bench_server *s, const char *args, int n_urls, const char *why_not)
+bench_server_start(struct bench_server *s, const char *args, int n_words, const char *why_not)
 {
     char cmd[1024], exec_cmd[1100], line[1200];
     bench_peer_cmd(cmd, sizeof(cmd), args);
     snprintf(exec_cmd, sizeof(exec_cmd), "exec %s", cmd); /* the helper is our child */
     s->f = popen(exec_cmd, "r");
-    s->n_urls = 0;
+    s->n_words = 0;
     if (s->f == NULL || fgets(line, sizeof(line), s->f) == NULL)
         bench_remote_fail(why_not);
     int off = 0, used;
     if (sscanf(line, "%d%n", &s->pid, &used) != 1)
         bench_remote_fail(why_not);
     off += used;
-    while (s->n_urls < n_urls && s->n_urls < 4 &&
-           sscanf(line + off, " %255s%n", s->url[s->n_urls], &used) == 1) {
-        s->n_urls++;
+    while (s->n_words < n_words && s->n_words < 4 &&
+           sscanf(line + off, " %255s%n", s->word[s->n_words], &used) == 1) {
+        s->n_words++;
         off += used;
     }
-    if (s->n_urls != n_urls)
+    if (s->n_words != n_words)
         bench_remote_fail(why_not);
 }
 

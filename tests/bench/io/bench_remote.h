@@ -46,18 +46,18 @@ void bench_helper_run(const char *cmd, const char *prefix, struct bench_lines *l
 void bench_peer_cmd(char *cmd, size_t size, const char *args);
 
 /* A server helper of peer_remote.py running as this program's child: its
- * first line is "PID URL1 URL2 ...". */
+ * first line is "PID WORD1 WORD2 ..." (URLs, then keys for s3serve). */
 struct bench_server {
     FILE *f;
     int pid;
-    int n_urls;
-    char url[4][256];
+    int n_words;
+    char word[4][256];
 };
 
-/* Start `peer_remote.py <args>` and read its line of `n_urls` URLs (at most
- * 4); exits saying `why_not` when it prints none (the helper's own message
- * is on stderr above). */
-void bench_server_start(struct bench_server *s, const char *args, int n_urls, const char *why_not);
+/* Start `peer_remote.py <args>` and read its line of `n_words` words (at
+ * most 4); exits saying `why_not` when it prints fewer (the helper's own
+ * message is on stderr above). */
+void bench_server_start(struct bench_server *s, const char *args, int n_words, const char *why_not);
 void bench_server_stop(struct bench_server *s);
 
 /* The proxy at `control`: every request waits `ms` (rules cleared, log
