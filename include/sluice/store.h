@@ -335,7 +335,9 @@ struct sl_store_impl {
      */
     void (*get_async)(void *ctx, const char *key, const struct sl_byte_range *range,
                       sl_store_read *rd);
-    /* Store an object; NULL: the store is read-only (SL_EACCES). */
+    /* Store an object; NULL: the store is read-only (SL_EACCES).  Called
+     * from several threads at once (up to 4 writers of a transaction, and
+     * pool workers), never twice at once for one key. */
     sl_status (*set)(void *ctx, const char *key, const void *data, size_t n, struct sl_error *err);
     /* Remove an object (absent: SL_OK); NULL: read-only (SL_EACCES). */
     sl_status (*del)(void *ctx, const char *key, struct sl_error *err);

@@ -38,9 +38,12 @@
  *   Processes writing one unit at once are not serialized.
  * - With `write_behind`, a unit completed early is encoded by the write
  *   that completed it (on `par`, else with the writer's codec context)
- *   and written by the transaction's writer thread while writes go on,
+ *   and written by the transaction's writer threads while writes go on,
  *   so the store's writes and fsyncs overlap the encoding of the next
- *   units; at most `write_behind` units wait for or are in that thread's
+ *   units (one thread where sets wait for a device, a file's fsync;
+ *   several where they wait on a network and overlap, S3's PUTs: 8, a
+ *   program's store: 4; never more than `write_behind`); at most
+ *   `write_behind` units wait for or are in those threads'
  *   hands (they stay staged, readable, and counted in
  *   sl_txn_staged_bytes until written: when the write that completed
  *   one had a codec context, it assembled the shard, and that is all the
@@ -129,8 +132,9 @@ struct sl_txn_opts {
 
 /* write_behind of 2 where the array's store waits for a device on every
  * set (the filesystem store: its fsync), so that the wait overlaps
- * encoding; 0 where it does not (the memory store), where a thread more
- * would only compete for the cores. */
+ * encoding; as many as its writer threads where sets wait on a network
+ * (S3: 8 PUTs in flight); 0 where a set does not wait (the memory store),
+ * where a thread more would only compete for the cores. */
 #define SL_TXN_WRITE_BEHIND_AUTO UINT_MAX
 #define SL_TXN_OPTS_DEFAULT                        \
     ((struct sl_txn_opts){.flush_full = true,      \

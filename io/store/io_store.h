@@ -41,9 +41,10 @@ enum {
 sl_status sl__store_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
                         struct sl_error *err);
 
-/* True when a set on `s` waits for a device (fsync), so that writing from
- * a thread of its own pays. */
-bool sl__store_sets_wait(const sl_store *s);
+/* How many writer threads a transaction on `s` should have: 0 where a set
+ * does not wait, 1 where it waits for a device (fsync), more where sets
+ * wait on a network and overlap (a PUT). */
+unsigned sl__store_set_writers(const sl_store *s);
 
 /*
  * Check that `key` (`len` bytes, which must not include a NUL) may name an

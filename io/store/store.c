@@ -450,10 +450,10 @@ sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *fi
     return s->vt->has_first != NULL && s->vt->has_first(s, key, first);
 }
 
-bool
-sl__store_sets_wait(const sl_store *s)
+unsigned
+sl__store_set_writers(const sl_store *s)
 {
-    return s->vt->sets_wait;
+    return s->vt->set_writers;
 }
 
 /* Keys collected by a listing, NUL-separated in one growing buffer. */

@@ -778,7 +778,7 @@ fs_destroy(sl_store *s)
 
 static const struct sl__store_vtable fs_vtable = {
     .kind = "fs",
-    .sets_wait = true,
+    .set_writers = 1,
     .reader_open = fs_reader_open,
     .reader_read = fs_reader_read,
     .reader_close = fs_reader_close,

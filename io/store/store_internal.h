@@ -18,7 +18,10 @@
  * counts operations and names keys in errors. */
 struct sl__store_vtable {
     const char *kind;
-    bool sets_wait; /* a set waits for a device (fsync): worth a writer thread */
+    /* Writer threads worth giving a transaction: 0 where a set does not
+     * wait (memory), 1 where it waits for a device (a file's fsync), more
+     * where sets wait on a network and overlap there (a PUT). */
+    unsigned set_writers;
     /* `first`: the range the caller reads first (NULL: all of it), so a
      * remote store fetches it with the opening request. */
     sl_status (*reader_open)(sl_store *s, const char *key, const struct sl_byte_range *first,

@@ -305,7 +305,7 @@ mem_destroy(sl_store *s)
 
 static const struct sl__store_vtable mem_vtable = {
     .kind = "memory",
-    .sets_wait = false,
+    .set_writers = 0,
     .reader_open = mem_reader_open,
     .reader_read = mem_reader_read,
     .reader_close = mem_reader_close,

@@ -563,7 +563,7 @@ sl__remote_destroy(sl_store *s)
 #ifdef SL_HAVE_CURL
 static const struct sl__store_vtable http_vtable = {
     .kind = "http",
-    .sets_wait = false,
+    .set_writers = 0, /* read only */
     .reader_open = sl__remote_reader_open,
     .reader_read = sl__remote_reader_read,
     .reader_close = sl__remote_reader_close,
@@ -800,7 +800,7 @@ custom_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, st
 
 static const struct sl__store_vtable custom_vtable = {
     .kind = "custom",
-    .sets_wait = true, /* a program's write may well wait on a device or a network */
+    .set_writers = 4, /* a program's write may well wait on a device or a network */
     .reader_open = sl__remote_reader_open,
     .reader_read = sl__remote_reader_read,
     .reader_close = sl__remote_reader_close,

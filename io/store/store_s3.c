@@ -808,7 +808,7 @@ s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct
 
 static const struct sl__store_vtable s3_vtable = {
     .kind = "s3",
-    .sets_wait = true, /* a PUT waits on the network: writer threads pay */
+    .set_writers = 8, /* a PUT waits on the network: PUTs in flight together pay */
     .reader_open = sl__remote_reader_open,
     .reader_read = sl__remote_reader_read,
     .reader_close = sl__remote_reader_close,

@@ -65,8 +65,11 @@ sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
         return NULL;
     }
     struct sl_txn_opts o = opts != NULL ? *opts : SL_TXN_OPTS_DEFAULT;
+    unsigned writers = sl__store_set_writers(a->store);
+    if (writers > SL__TXN_WRITERS_MAX)
+        writers = SL__TXN_WRITERS_MAX;
     if (o.write_behind == SL_TXN_WRITE_BEHIND_AUTO)
-        o.write_behind = sl__store_sets_wait(a->store) ? 2 : 0;
+        o.write_behind = writers == 0 ? 0 : writers < 2 ? 2 : writers;
     if (o.clean_leftovers && sl_txn_clean_leftovers(a, NULL, err) != SL_OK)
         return NULL;
     sl_txn *t = sl_alloc_zeroed(&a->alloc, 1, sizeof(*t), SL_CACHELINE);
@@ -77,6 +80,9 @@ sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
     sl_array_ref(a);
     t->a = a;
     t->opts = o;
+    t->behind_writers = writers == 0 ? 1 : writers < o.write_behind ? writers : o.write_behind;
+    if (t->behind_writers == 0)
+        t->behind_writers = 1;
     t->alloc = a->alloc;
     t->n_per_unit = a->meta.sharded ? a->meta.n_per_shard : 1;
     t->mask_bytes = (a->layout.n_bytes / a->elem_bytes + 63) / 64 * 8;

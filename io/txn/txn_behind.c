@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The writer thread of opts.write_behind: units completed early, their
+ * The writer threads of opts.write_behind: units completed early, their
  * chunks encoded by the write that completed them, are assembled and
  * written here while writes go on, so that a store's write and fsync do
- * not leave a pool worker's core idle.
+ * not leave a pool worker's core idle, and a remote store's PUTs overlap.
  *
- * DESIGN: one thread per transaction, started by the first unit handed
- * over, with its own codec context.  It inherits the CPU binding of the
- * thread that starts it, one core when that is a pool worker; bench
- * io_txn runs slower with it free on every CPU the opener may use
- * (docs/BENCHMARKS.md).  Its queue: a FIFO of at most opts.write_behind
- * units (queued or being written) under one lock, with one condition
- * variable broadcast at every change.
+ * DESIGN: as many threads per transaction as its store says sets overlap
+ * (one for files, whose fsyncs queue on one device; several for S3, whose
+ * PUTs each wait a round trip; never more than write_behind), all started
+ * by the first unit handed over, each with its own codec context.  They
+ * inherit the CPU binding of the thread that starts them, one core when
+ * that is a pool worker; bench io_txn runs slower with the file store's
+ * thread free on every CPU the opener may use (docs/BENCHMARKS.md).  Their
+ * queue: a FIFO of at most opts.write_behind units (queued or being
+ * written) under one lock, with one condition variable broadcast at every
+ * change; each thread takes the oldest unit, so units of one transaction
+ * are written concurrently, as pool workers writing in place would.
  * A handed-over unit is flushing and stays in the staging table until
  * written (txn_flush.c), so readers and writers of it behave as with a
  * write in place; when the write handing it over had a codec context, it
@@ -57,12 +61,14 @@ sl__txn_behind_take(sl_txn *t, struct sl__txn_unit *u)
     if (t->opts.write_behind == 0)
         return false;
     pthread_mutex_lock(&t->behind_mu);
-    if (!t->behind_running && !t->behind_failed) {
-        t->behind_running = pthread_create(&t->behind_thread, NULL, behind_main, t) == 0;
-        t->behind_failed = !t->behind_running;
+    if (!t->behind_started) {
+        t->behind_started = true;
+        while (t->behind_running < t->behind_writers &&
+               pthread_create(&t->behind_threads[t->behind_running], NULL, behind_main, t) == 0)
+            t->behind_running++;
     }
-    /* After close began (a caller's error), write in place. */
-    bool taken = t->behind_running && !t->behind_stop;
+    /* With no thread, or after close began (a caller's error), write in place. */
+    bool taken = t->behind_running > 0 && !t->behind_stop;
     if (taken) {
         while (t->behind_n >= t->opts.write_behind)
             pthread_cond_wait(&t->behind_cv, &t->behind_mu);
@@ -96,10 +102,10 @@ sl__txn_behind_stop(sl_txn *t)
     pthread_mutex_lock(&t->behind_mu);
     t->behind_stop = true;
     pthread_cond_broadcast(&t->behind_cv);
-    bool running = t->behind_running;
+    unsigned running = t->behind_running;
     pthread_mutex_unlock(&t->behind_mu);
-    if (running)
-        pthread_join(t->behind_thread, NULL);
+    for (unsigned i = 0; i < running; i++)
+        pthread_join(t->behind_threads[i], NULL);
 }
 
 bool

@@ -17,6 +17,8 @@
 
 /* Stripes of a transaction's staging table: units hash to index % stripes. */
 #define SL__TXN_STRIPES 16
+/* Writer threads of write_behind at most (txn_behind.c). */
+#define SL__TXN_WRITERS_MAX 16
 
 /*
  * One staged chunk: a whole decoded chunk (C order, native byte order,
@@ -116,11 +118,13 @@ struct sl_txn {
     pthread_cond_t behind_cv;         /* broadcast when any of them changes */
     struct sl__txn_unit *behind_head; /* units to write, oldest first */
     struct sl__txn_unit *behind_tail;
-    unsigned behind_n;   /* units queued or being written */
-    bool behind_running; /* the thread was started */
-    bool behind_failed;  /* it could not be: write in place */
-    bool behind_stop;    /* close: exit once the queue is empty */
-    pthread_t behind_thread;
+    unsigned behind_n;       /* units queued or being written */
+    unsigned behind_writers; /* writer threads to start: the store's, at most
+                                write_behind, at least 1 */
+    unsigned behind_running; /* writer threads started */
+    bool behind_started;     /* the first handover started them */
+    bool behind_stop;        /* close: exit once the queue is empty */
+    pthread_t behind_threads[SL__TXN_WRITERS_MAX];
 };
 
 /* Bytes of the encodings unit `u`'s chunks hold (chunks not encoded and
