@@ -98,8 +98,8 @@ s3_check_free(sl_graph_json *doc, const struct sl__jdest *d, bool *exists)
         return true;
     if (st == SL_EEXIST && *exists)
         sl__jdiag_add(&doc->diag, st, d->ptr,
-                      "\"%s\" %s; set \"overwrite\": true to replace it (on S3 the old node is "
-                      "deleted before the run, then written in place: not atomic)",
+                      "\"%s\" %s (set \"overwrite\": true; on S3 the old node is deleted "
+                      "before the run and the new one written in place, not atomically)",
                       d->path, err.text);
     else
         sl__jdiag_add(&doc->diag, st, d->ptr, "cannot write \"%s\": %s", d->path, err.text);

@@ -69,9 +69,11 @@ s3_node_store(sl_graph_json *doc, const struct sl__jdest *d, struct sl_error *er
     if (sl_zarr_make_room(s, "", d->overwrite, true, &existed, &e) == SL_OK)
         return s;
     sl_store_unref(s);
-    bool may = e.code == SL_EEXIST && existed;
-    sl__jdiag_add(&doc->diag, e.code, d->ptr, "cannot write \"%s\": %s%s", d->path, e.text,
-                  may ? " (set \"overwrite\": true)" : "");
+    if (e.code == SL_EEXIST && existed)
+        sl__jdiag_add(&doc->diag, e.code, d->ptr, "\"%s\" %s (set \"overwrite\": true)", d->path,
+                      e.text);
+    else
+        sl__jdiag_add(&doc->diag, e.code, d->ptr, "cannot write \"%s\": %s", d->path, e.text);
     return NULL;
 }
 
