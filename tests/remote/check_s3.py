@@ -13,7 +13,7 @@ write s3:// outputs: an array created from a local one (the same checksum),
 a pyramid group (each level's checksum equal to a local run's), an existing
 node refused without "overwrite" (nothing touched) and replaced with it, a
 put into an existing s3:// array, a chunk whose PUT is denied reported alone
-while the others are written, and `run --dry-run` and `explain` of such a
+while the others are written, two outputs one inside the other refused, and `run --dry-run` and `explain` of such a
 file writing nothing.
 
     check_s3.py    (SL_SLUICE_EXE names the sluice binary)
@@ -169,6 +169,16 @@ def check_graph_writes(s, tmp):
            f"denied PUT: the failures are {[f['chunk'] for f in fails]}, not [[1, 2]]")
     expect(rep["summary"]["ok"] == rep["summary"]["chunks"] - 1,
            f"denied PUT: the other chunks are not ok: {rep['summary']}")
+
+    # Two S3 outputs of one file, one inside the other: refused before
+    # anything is written.
+    nested = copy_graph("v2.zarr", base + "/nest.zarr", like="src")
+    nested["arrays"]["out2"] = {"path": base + "/nest.zarr/inner", "like": "src"}
+    nested["nodes"]["write2"] = {"op": "put", "input": "read", "array": "out2"}
+    p = run("run", write_graph(tmp, "nested.json", nested), "--no-progress", *ep, env=env, want=2)
+    expect("lies inside" in p.stderr, f"nested S3 outputs: {p.stderr}")
+    p = run("checksum", base + "/nest.zarr", *ep, env=env, want=1)
+    expect("ENOTFOUND" in p.stderr, f"a refused file wrote {base}/nest.zarr: {p.stderr}")
 
     # A pyramid group on S3, level by level equal to the same file's local run.
     pyr = {"sluice": 1, "arrays": {"src": {"path": "v3s.zarr"}},
