@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Output nodes of commands: aliasing refused, existing nodes replaced whole
- * and atomically (or in place when asked), nothing left behind by a refused
- * run.  See dest.h.
+ * and atomically (or in place when asked, and always on S3), nothing left
+ * behind by a refused run.  See dest.h.
  */
 #include <stdio.h>
 #include <string.h>
