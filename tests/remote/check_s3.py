@@ -118,7 +118,7 @@ def check_graph_writes(s, tmp):
     g = write_graph(tmp, "make.json", copy_graph("v3s.zarr", url, like="src"))
     p = run("run", g, "--dry-run", *ep, env=env)
     expect("create " + url in p.stdout, f"dry run: the s3:// array is not listed: {p.stdout}")
-    run("explain", g, env=dict(env, AWS_ENDPOINT_URL=s.proxy_url))
+    run("explain", g, *ep, env=env)
     p = run("checksum", url, *ep, env=env, want=1)
     expect("ENOTFOUND" in p.stderr, f"--dry-run or explain wrote {url}: {p.stderr}")
 
