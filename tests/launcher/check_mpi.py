@@ -6,9 +6,9 @@ written by one rank only and exactly once, a failing chunk of the last
 rank's part in rank 0's report, the exit status the same on every rank,
 and a killed rank ending the run with an error within a bounded time.
 Graph files run across ranks too (rank 0 creates the outputs, the others
-open them).  s3:// outputs (against s3rver behind the signing proxy of
-tests/remote/s3serve.py): `copy` and a graph file on 2 ranks give the
-checksums of one process, each shard written once; that part is skipped
+open them); an output of one shard is written by one rank.  s3:// outputs (against s3rver behind the signing proxy of
+tests/remote/s3serve.py): `copy`, `pyramid` and a graph file on 2 ranks
+give the checksums of one process, each shard written once; that part is skipped
 without node or s3rver, unless SL_REQUIRE_S3RVER=1.
 Exits 77 (skipped) without mpirun, numpy or zarr.
 """
@@ -90,6 +90,22 @@ def check_identical(tmp):
         expect(rep["ok"] == rep["chunks"] == 24 * 10, f"{n} ranks: every chunk ok: {rep}")
         expect(rep["objects_written"] == n_shards,
                f"{n} ranks: {rep['objects_written']} shard writes for {n_shards} shards")
+
+
+def check_one_shard(tmp):
+    """An output of one shard goes whole to one rank: written once."""
+    src = os.path.join(tmp, "in.zarr")
+    opts = ["--format", "v3", "--chunks", "8,16,20", "--shards", "96,80,20", "--no-progress"]
+    ref = os.path.join(tmp, "one-ref.zarr")
+    rc, _, err = run(0, "copy", src, ref, *opts)
+    expect(rc == 0, f"single-process copy into one shard: {err}")
+    dst = os.path.join(tmp, "one-np2.zarr")
+    report = os.path.join(tmp, "one-np2.json")
+    rc, _, err = run(2, "copy", src, dst, *opts, "--report", report)
+    expect(rc == 0, f"copy into one shard on 2 ranks exits 0: {err}")
+    expect(same_tree(ref, dst), "copy into one shard on 2 ranks is byte-identical")
+    rep = json.load(open(report))["summary"]
+    expect(rep["objects_written"] == 1, f"one shard on 2 ranks: {rep['objects_written']} writes")
 
 
 def check_remote_failure(tmp):
@@ -202,6 +218,17 @@ def check_s3(tmp):
                            timeout=120)
         expect(p.returncode == 0, f"--overwrite on 2 ranks: {p.stderr[-800:]}")
         expect(checksum(url, *ep, env=env) == want, "--overwrite on 2 ranks: checksum")
+        # A pyramid whose last levels are one shard each (a conflict on S3,
+        # which answers 412 to a lost update, if two ranks wrote one).
+        levels = {}
+        for n in (1, 2):
+            url = "s3://%s/mpi/pyr-np%d.zarr" % (s.bucket, n)
+            cmd = [MPIRUN, "--oversubscribe", "-np", str(n), SLUICE, "pyramid", src, url,
+                   "--levels", "3", "--factors", "2,2,1", *opts, *ep]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+            expect(p.returncode == 0, f"pyramid to s3:// on {n} ranks: {p.stderr[-800:]}")
+            levels[n] = [checksum("%s/%d" % (url, k), *ep, env=env) for k in range(3)]
+        expect(levels[1] == levels[2], f"pyramid to s3:// on 2 ranks: {levels}")
         url = "s3://%s/mpi/graph.zarr" % s.bucket
         cmd = [MPIRUN, "--oversubscribe", "-np", "2", SLUICE, "run",
                copy_graph(tmp, "g-s3.json", url), "--no-progress", *ep]
@@ -214,6 +241,7 @@ def check_s3(tmp):
 def main():
     with tempfile.TemporaryDirectory(prefix="sluice-mpi-") as tmp:
         check_identical(tmp)
+        check_one_shard(tmp)
         check_graph_file(tmp)
         check_s3(tmp)
         check_remote_failure(tmp)
