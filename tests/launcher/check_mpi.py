@@ -6,10 +6,11 @@ written by one rank only and exactly once, a failing chunk of the last
 rank's part in rank 0's report, the exit status the same on every rank,
 and a killed rank ending the run with an error within a bounded time.
 Graph files run across ranks too (rank 0 creates the outputs, the others
-open them); an output of one shard is written by one rank.  s3:// outputs (against s3rver behind the signing proxy of
-tests/remote/s3serve.py): `copy`, `pyramid` and a graph file on 2 ranks
-give the checksums of one process, each shard written once; that part is skipped
-without node or s3rver, unless SL_REQUIRE_S3RVER=1.
+open them); an output of one shard is written by one rank.  s3:// outputs
+(against s3rver behind the signing proxy of tests/remote/s3serve.py):
+`copy`, `pyramid` and a graph file on 2 ranks give the checksums of one
+process, each shard written once; that part is skipped without node or
+s3rver, unless SL_REQUIRE_S3RVER=1.
 Exits 77 (skipped) without mpirun, numpy or zarr.
 """
 import filecmp
