@@ -88,7 +88,8 @@ def run_example(ex, tmp, data, s, s3, why):
     expect(rc == 0, f"{name} locally: {rc} {err}")
     for out in glob.glob(os.path.join(os.path.dirname(local), "out", "*.zarr")):
         twin = os.path.join(os.path.dirname(remote), "out", os.path.basename(out))
-        expect(checksum(out) == checksum(twin), f"{name}: {os.path.basename(out)} differs over HTTP")
+        expect(checksum(out) == checksum(twin),
+               f"{name}: {os.path.basename(out)} differs over HTTP")
     pairs = s3_outputs(text, bucket)
     expect(bool(pairs) == ("s3://BUCKET/" in text), f"{name}: S3 outputs found: {pairs}")
     for url, twin in pairs:

@@ -12,9 +12,9 @@ graph file reads an s3:// array with a per-array "endpoint".  Graph files
 write s3:// outputs: an array created from a local one (the same checksum),
 a pyramid group (each level's checksum equal to a local run's), an existing
 node refused without "overwrite" (nothing touched) and replaced with it, a
-put into an existing s3:// array, a chunk whose PUT is denied reported alone
-while the others are written, two outputs one inside the other refused, and `run --dry-run` and `explain` of such a
-file writing nothing.
+put into an existing s3:// array, a chunk whose PUT is denied reported
+alone while the others are written, two outputs one inside the other
+refused, and `run --dry-run` and `explain` of such a file writing nothing.
 
     check_s3.py    (SL_SLUICE_EXE names the sluice binary)
 Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
@@ -160,7 +160,8 @@ def check_graph_writes(s, tmp):
     s.set_rules([{"method": "PUT", "path": "/%s/graph/denied.zarr/c/1/2" % s.bucket,
                   "s3_error": "AccessDenied"}])
     report = os.path.join(tmp, "denied.json")
-    g = write_graph(tmp, "denied-graph.json", copy_graph("v2.zarr", bad, create={"format": 3}, like="src"))
+    g = write_graph(tmp, "denied-graph.json",
+                    copy_graph("v2.zarr", bad, create={"format": 3}, like="src"))
     run("run", g, "--no-progress", "--io-attempts", "1", "--report", report, *ep, env=env, want=1)
     s.set_rules([])
     rep = json.load(open(report))
