@@ -8,8 +8,8 @@ and a killed rank ending the run with an error within a bounded time.
 Graph files run across ranks too (rank 0 creates the outputs, the others
 open them); an output of one shard is written by one rank.  s3:// outputs
 (against s3rver behind the signing proxy of tests/remote/s3serve.py):
-`copy`, `pyramid` and a graph file on 2 ranks give the checksums of one
-process, each shard written once; that part is skipped without node or
+`copy`, `pyramid`, `generate`, `downsample` and a graph file on 2 ranks
+give the checksums of one process, each shard written once; that part is skipped without node or
 s3rver, unless SL_REQUIRE_S3RVER=1.
 Exits 77 (skipped) without mpirun, numpy or zarr.
 """
@@ -230,13 +230,34 @@ def check_s3(tmp):
             expect(p.returncode == 0, f"pyramid to s3:// on {n} ranks: {p.stderr[-800:]}")
             levels[n] = [checksum("%s/%d" % (url, k), *ep, env=env) for k in range(3)]
         expect(levels[1] == levels[2], f"pyramid to s3:// on 2 ranks: {levels}")
+        # generate and downsample on 2 ranks, against one process on disk.
+        gen = ["--shape", "64,96", "--chunks", "16,16", "--shards", "32,48", "--no-progress"]
+        rc, _, err = run(0, "generate", os.path.join(tmp, "gen.zarr"), *gen)
+        expect(rc == 0, f"generate on disk: {err}")
+        url = "s3://%s/mpi/gen.zarr" % s.bucket
+        p = subprocess.run([MPIRUN, "--oversubscribe", "-np", "2", SLUICE, "generate", url, *gen,
+                            *ep], capture_output=True, text=True, env=env, timeout=120)
+        expect(p.returncode == 0, f"generate to s3:// on 2 ranks: {p.stderr[-800:]}")
+        expect(checksum(url, *ep, env=env) == checksum(os.path.join(tmp, "gen.zarr")),
+               "generate to s3:// on 2 ranks: checksum")
+        down = ["--factors", "2,2", "--no-progress"]
+        rc, _, err = run(0, "downsample", os.path.join(tmp, "gen.zarr"),
+                         os.path.join(tmp, "half.zarr"), *down)
+        expect(rc == 0, f"downsample on disk: {err}")
+        half = "s3://%s/mpi/half.zarr" % s.bucket
+        p = subprocess.run([MPIRUN, "--oversubscribe", "-np", "2", SLUICE, "downsample", url, half,
+                            *down, *ep], capture_output=True, text=True, env=env, timeout=120)
+        expect(p.returncode == 0, f"downsample S3 to S3 on 2 ranks: {p.stderr[-800:]}")
+        expect(checksum(half, *ep, env=env) == checksum(os.path.join(tmp, "half.zarr")),
+               "downsample S3 to S3 on 2 ranks: checksum")
         url = "s3://%s/mpi/graph.zarr" % s.bucket
         cmd = [MPIRUN, "--oversubscribe", "-np", "2", SLUICE, "run",
                copy_graph(tmp, "g-s3.json", url), "--no-progress", *ep]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
         expect(p.returncode == 0, f"graph file to s3:// on 2 ranks: {p.stderr[-800:]}")
         expect(checksum(url, *ep, env=env) == want, "graph file to s3:// on 2 ranks: checksum")
-    print("s3:// across ranks: copy, refusal, --overwrite and a graph file agree with one process")
+    print("s3:// across ranks: copy, refusal, --overwrite, pyramid, generate, downsample and a "
+          "graph file agree with one process")
 
 
 def main():
