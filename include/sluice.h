@@ -23,6 +23,8 @@
 #include <sluice/graph_json.h>
 #include <sluice/graph_node.h>
 #include <sluice/grid.h>
+#include <sluice/md5.h>
+#include <sluice/ome.h>
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/parallel.h>

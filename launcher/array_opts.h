@@ -42,7 +42,8 @@ struct array_opts {
     "  --shards S           shard shape (v3), a multiple of the chunk shape (default: the\n"    \
     "                       input's sharding when both are v3, else none)\n"                    \
     "  --codec SPEC         zstd:LEVEL | gzip:LEVEL | blosc:CNAME:CLEVEL[:shuffle|noshuffle|\n" \
-    "                       bitshuffle] | none (default: zstd:1)\n" DEST_OPTS_HELP
+    "                       bitshuffle] | none (default: zstd:1), then ,crc32c for a\n"         \
+    "                       checksum in each chunk (v3), e.g. zstd:3,crc32c\n" DEST_OPTS_HELP
 
 /*
  * Consume the option at argv[*i] (and its value).

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `sluice info PATH`: describe the Zarr array or group stored in directory
- * PATH: format, shape, dtype, chunk and shard grids, codecs, fill value,
+ * `sluice info PATH`: describe the Zarr array or group stored at PATH:
+ * format, shape, dtype, chunk and shard grids, codecs, fill value,
  * dimension names, attributes, and how many chunk objects are stored and
  * their bytes; for a group, its attributes and the arrays and groups in it.
+ * `--tree` draws a group's hierarchy, one member a line; `--json` prints
+ * all of it as one JSON document (schema: docs/info.schema.json).
+ *
+ * DESIGN: what is known of a node is gathered once (struct node) and then
+ * written as text, tree or JSON, so the three outputs cannot disagree.
  */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sluice.h>
@@ -20,7 +26,7 @@ static int run_info(int argc, char **argv);
 const struct cmd cmd_info = {
     .name = "info",
     .summary = "describe a stored Zarr array or group",
-    .usage = "usage: sluice info [--no-stored] PATH\n"
+    .usage = "usage: sluice info [--no-stored] [--tree | --json] PATH\n"
              "\n"
              "Describe the Zarr v2 or v3 array (or group) at PATH, a directory or a\n"
              "URL (http://, https://, s3://); a remote group's members come from its\n"
@@ -28,9 +34,158 @@ const struct cmd cmd_info = {
              "\n"
              "Options:\n"
              "  --no-stored          do not list the store to count stored chunks and "
-             "bytes\n" REMOTE_OPTS_HELP "  --help               print this help\n",
+             "bytes\n"
+             "  --tree               a group's hierarchy, a line per member: shape, dtype,\n"
+             "                       stored objects and bytes\n"
+             "  --json               everything as one JSON document (schema:\n"
+             "                       docs/info.schema.json)\n" REMOTE_OPTS_HELP
+             "  --help               print this help\n",
     .run = run_info,
 };
+
+/* ---- what is known of a node ------------------------------------------------------ */
+
+/* Stored chunk objects of an array: counted, not countable, or failed. */
+enum stored_state { STORED_SKIPPED, STORED_COUNTED, STORED_UNLISTABLE, STORED_FAILED };
+
+struct node {
+    char *path; /* from the store's root ("" for the root), owned */
+    sl_zarr_kind kind;
+    int zarr_format;
+    sl_array *array;  /* kind == SL_ZARR_ARRAY and it opened */
+    char *attributes; /* compact JSON object text, owned; NULL when unread */
+    char *problem;    /* why the node could not be read (owned), or NULL */
+    enum stored_state stored;
+    struct sl_array_stored counts;
+    char *stored_note; /* why not counted (owned), or NULL */
+    bool consolidated; /* a member described by consolidated metadata */
+};
+
+static char *
+dup_text(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+static char *
+error_text(const struct sl_error *err)
+{
+    char line[1200];
+    sl_error_format(err, line, sizeof(line));
+    return dup_text(line);
+}
+
+static void
+node_fini(struct node *n)
+{
+    free(n->path);
+    free(n->attributes);
+    free(n->problem);
+    free(n->stored_note);
+    sl_array_unref(n->array);
+    memset(n, 0, sizeof(*n));
+}
+
+static void
+node_count_stored(struct node *n)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status s = sl_array_stored(n->array, &n->counts, &err);
+    if (s == SL_OK) {
+        n->stored = STORED_COUNTED;
+        return;
+    }
+    n->stored = s == SL_EUNSUPPORTED ? STORED_UNLISTABLE : STORED_FAILED;
+    n->stored_note = error_text(&err);
+}
+
+/* Fill in a group's attributes, or an array's facts (`array` given, or
+ * opened here from `store` at n->path). */
+static void
+node_read(struct node *n, sl_store *store, sl_array *array, bool stored)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    if (n->kind == SL_ZARR_GROUP) {
+        struct sl_buf b = SL_BUF_INIT;
+        if (sl_group_attributes(store, n->path, &b, &err) == SL_OK)
+            n->attributes = dup_text((const char *)b.data);
+        else
+            n->problem = error_text(&err);
+        sl_buf_fini(&b);
+        return;
+    }
+    n->array = array != NULL ? array : sl_array_open(store, n->path, NULL, &err);
+    if (n->array == NULL) {
+        n->problem = error_text(&err);
+        return;
+    }
+    n->attributes = dup_text(sl_array_attributes(n->array));
+    if (stored)
+        node_count_stored(n);
+}
+
+/* The members of a group, sorted by path. */
+struct members {
+    struct node *v;
+    size_t n, cap;
+    bool stored;
+    bool failed; /* out of memory */
+};
+
+static sl_status
+collect_member(void *arg, const struct sl_group_member *m)
+{
+    struct members *ms = arg;
+    if (ms->n == ms->cap) {
+        size_t cap = ms->cap ? 2 * ms->cap : 16;
+        struct node *v = realloc(ms->v, cap * sizeof(*v));
+        if (v == NULL) {
+            ms->failed = true;
+            return SL_ENOMEM;
+        }
+        ms->v = v;
+        ms->cap = cap;
+    }
+    struct node *n = &ms->v[ms->n++];
+    memset(n, 0, sizeof(*n));
+    n->path = dup_text(m->path);
+    n->kind = m->kind;
+    n->zarr_format = m->zarr_format;
+    n->consolidated = m->consolidated;
+    struct sl_error err = SL_ERROR_INIT;
+    if (m->kind == SL_ZARR_ARRAY) {
+        sl_array *a = sl_group_member_open(m, NULL, &err);
+        if (a == NULL)
+            n->problem = error_text(&err);
+        else
+            node_read(n, m->store, a, ms->stored);
+    } else if (m->kind == SL_ZARR_GROUP) {
+        node_read(n, m->store, NULL, false);
+    } else {
+        n->problem = dup_text("unreadable metadata");
+    }
+    return SL_OK;
+}
+
+static int
+by_path(const void *a, const void *b)
+{
+    return strcmp(((const struct node *)a)->path, ((const struct node *)b)->path);
+}
+
+static void
+members_fini(struct members *ms)
+{
+    for (size_t i = 0; i < ms->n; i++)
+        node_fini(&ms->v[i]);
+    free(ms->v);
+}
+
+/* ---- text ----------------------------------------------------------------------------- */
 
 static void
 print_dims(const char *label, uint32_t rank, const uint64_t *v)
@@ -40,47 +195,58 @@ print_dims(const char *label, uint32_t rank, const uint64_t *v)
     printf("%-12s %s", label, text);
 }
 
-/* "[8, 8, 8], 512 chunks" for the grid of `shape` in pieces of `piece`. */
+/* Chunks (or shards) of `piece` that cover `shape`. */
+static uint64_t
+grid_count(uint32_t rank, const uint64_t *shape, const uint64_t *piece, uint64_t *per_dim)
+{
+    uint64_t total = 1;
+    for (uint32_t d = 0; d < rank; d++) {
+        per_dim[d] = (shape[d] + piece[d] - 1) / piece[d];
+        total *= per_dim[d];
+    }
+    return total;
+}
+
+/* "  (grid [8, 8, 8], 512 chunks)" for the grid of `shape` in pieces of `piece`. */
 static void
 print_grid(uint32_t rank, const uint64_t *shape, const uint64_t *piece, const char *noun)
 {
-    uint64_t n[SL_MAX_RANK], total = 1;
-    for (uint32_t d = 0; d < rank; d++) {
-        n[d] = (shape[d] + piece[d] - 1) / piece[d];
-        total *= n[d];
-    }
+    uint64_t n[SL_MAX_RANK];
+    uint64_t total = grid_count(rank, shape, piece, n);
     char text[512];
     sl_shape_format(rank, n, text, sizeof(text));
     printf("  (grid %s, %" PRIu64 " %s)\n", text, total, noun);
 }
 
-static int
-info_stored(const sl_array *a, const char *path)
+static double
+decoded_bytes(const sl_array *a)
 {
-    struct sl_array_stored st;
-    struct sl_error err = SL_ERROR_INIT;
-    sl_status s = sl_array_stored(a, &st, &err);
-    if (s == SL_EUNSUPPORTED) { /* HTTP: no listing */
-        printf("%-12s not counted: the store cannot list (%s)\n", "stored:", err.text);
-        return 0;
-    }
-    if (s != SL_OK)
-        return cmd_fail("info", path, &err);
-    uint64_t n = 1;
+    double n = (double)sl_dtype_size(sl_array_dtype(a));
     for (uint32_t d = 0; d < sl_array_rank(a); d++)
-        n *= sl_array_shape(a)[d];
-    double logical = (double)n * (double)sl_dtype_size(sl_array_dtype(a));
-    printf("%-12s %" PRIu64 " %s, %" PRIu64 " bytes", "stored:", st.n_objects,
-           sl_array_shard_shape(a) != NULL ? "shards" : "chunks", st.n_bytes);
-    if (st.n_bytes > 0)
-        printf(" (%.0f bytes decoded, ratio %.2f)", logical, logical / (double)st.n_bytes);
-    printf("\n");
-    return 0;
+        n *= (double)sl_array_shape(a)[d];
+    return n;
 }
 
-static int
-info_array(const sl_array *a, const char *path, bool stored)
+static void
+text_stored(const struct node *n)
 {
+    const sl_array *a = n->array;
+    if (n->stored == STORED_UNLISTABLE) {
+        printf("%-12s not counted: the store cannot list (%s)\n", "stored:", n->stored_note);
+        return;
+    }
+    double logical = decoded_bytes(a);
+    printf("%-12s %" PRIu64 " %s, %" PRIu64 " bytes", "stored:", n->counts.n_objects,
+           sl_array_shard_shape(a) != NULL ? "shards" : "chunks", n->counts.n_bytes);
+    if (n->counts.n_bytes > 0)
+        printf(" (%.0f bytes decoded, ratio %.2f)", logical, logical / (double)n->counts.n_bytes);
+    printf("\n");
+}
+
+static void
+text_array(const struct node *n)
+{
+    const sl_array *a = n->array;
     uint32_t rank = sl_array_rank(a);
     char text[2048];
     printf("%-12s Zarr v%d array\n", "format:", sl_array_zarr_format(a));
@@ -104,70 +270,357 @@ info_array(const sl_array *a, const char *path, bool stored)
     if (named) {
         printf("%-12s", "dimensions:");
         for (uint32_t d = 0; d < rank; d++) {
-            const char *n = sl_array_dimension_name(a, d);
-            printf("%s%s", d ? ", " : " ", n != NULL ? n : "-");
+            const char *dn = sl_array_dimension_name(a, d);
+            printf("%s%s", d ? ", " : " ", dn != NULL ? dn : "-");
         }
         printf("\n");
     }
-    printf("%-12s %s\n", "attributes:", sl_array_attributes(a));
-    return stored ? info_stored(a, path) : 0;
+    printf("%-12s %s\n", "attributes:", n->attributes);
+    if (n->stored != STORED_SKIPPED)
+        text_stored(n);
 }
 
-/* Lists a group's members (sl_group_members): from its consolidated
- * metadata when it has some, else by listing the store. */
-struct members {
-    int n;
-    bool consolidated;
-};
-
-static sl_status
-print_member(void *arg, const struct sl_group_member *m)
+/* One member's line of the group listing, or of the tree (`tree`: indented
+ * by depth, named by its last path element, with stored bytes). */
+static void
+text_member(const struct node *n, bool tree)
 {
-    struct members *ms = arg;
-    struct sl_error err = SL_ERROR_INIT;
-    sl_array *a = m->kind == SL_ZARR_ARRAY ? sl_group_member_open(m, NULL, &err) : NULL;
-    char what[700] = "";
-    if (a != NULL) {
-        char shape[256];
-        sl_shape_format(sl_array_rank(a), sl_array_shape(a), shape, sizeof(shape));
-        snprintf(what, sizeof(what), " %s %s", sl_dtype_name(sl_array_dtype(a)), shape);
-    } else if (m->kind == SL_ZARR_ARRAY) {
-        char line[600];
-        sl_error_format(&err, line, sizeof(line));
-        snprintf(what, sizeof(what), " (cannot open: %s)", line);
+    const char *name = n->path;
+    int depth = 0;
+    if (tree) {
+        for (const char *p = n->path; *p != '\0'; p++)
+            if (*p == '/') {
+                depth++;
+                name = p + 1;
+            }
     }
-    printf("  %-40s v%d %s%s\n", m->path, m->zarr_format,
-           m->kind == SL_ZARR_GROUP   ? "group"
-           : m->kind == SL_ZARR_ARRAY ? "array"
+    char what[1400] = "";
+    if (n->problem != NULL) {
+        snprintf(what, sizeof(what), " (cannot open: %s)", n->problem);
+    } else if (n->array != NULL) {
+        char shape[256];
+        sl_shape_format(sl_array_rank(n->array), sl_array_shape(n->array), shape, sizeof(shape));
+        int len =
+            snprintf(what, sizeof(what), " %s %s", sl_dtype_name(sl_array_dtype(n->array)), shape);
+        if (tree && n->stored == STORED_COUNTED && len > 0 && (size_t)len < sizeof(what))
+            snprintf(what + len, sizeof(what) - (size_t)len, ", %" PRIu64 " %s, %" PRIu64 " bytes",
+                     n->counts.n_objects,
+                     sl_array_shard_shape(n->array) != NULL ? "shards" : "chunks",
+                     n->counts.n_bytes);
+    }
+    const char *kind = n->kind == SL_ZARR_GROUP   ? "group"
+                       : n->kind == SL_ZARR_ARRAY ? "array"
+                                                  : "unreadable";
+    char label[1100];
+    if (tree)
+        snprintf(label, sizeof(label), "%*s%s%s", 2 * depth, "", name,
+                 n->kind == SL_ZARR_GROUP ? "/" : "");
+    else
+        snprintf(label, sizeof(label), "%s", n->path);
+    printf("  %-40s v%d %s%s\n", label, n->zarr_format, kind, what);
+}
+
+static const struct node *
+member_find(const struct members *ms, const char *path)
+{
+    for (size_t i = 0; i < ms->n; i++)
+        if (strcmp(ms->v[i].path, path) == 0)
+            return &ms->v[i];
+    return NULL;
+}
+
+/* One OME-Zarr multiscale image: axes, then a line per level. */
+static void
+text_image(const struct sl_ome_multiscale *m, const struct members *ms)
+{
+    if (m->name[0] != '\0')
+        printf("  \"%s\": ", m->name);
+    else
+        printf("  (unnamed): ");
+    printf("OME-Zarr %s, ", m->version[0] ? m->version : "(no version)");
+    if (m->type[0] != '\0')
+        printf("method %s, ", m->type);
+    printf("%u level%s; axes", (unsigned)m->n_levels, m->n_levels == 1 ? "" : "s");
+    for (uint32_t d = 0; d < m->rank; d++) {
+        const struct sl_ome_axis *a = &m->axes[d];
+        printf("%s %s", d ? "," : "", a->name);
+        if (a->type[0] || a->unit[0])
+            printf(" (%s%s%s)", a->type, a->type[0] && a->unit[0] ? ", " : "", a->unit);
+    }
+    printf("\n");
+    for (uint32_t k = 0; k < m->n_levels; k++) {
+        const struct sl_ome_level *l = &m->levels[k];
+        printf("    %-10s scale [", l->path);
+        for (uint32_t d = 0; d < m->rank; d++)
+            printf("%s%g", d ? ", " : "", l->scale[d]);
+        printf("]");
+        const struct node *n = member_find(ms, l->path);
+        if (n != NULL && n->array != NULL) {
+            char shape[256];
+            sl_shape_format(sl_array_rank(n->array), sl_array_shape(n->array), shape,
+                            sizeof(shape));
+            printf("  %s %s", sl_dtype_name(sl_array_dtype(n->array)), shape);
+        } else if (ms->n > 0) {
+            printf("  (no such array in the group)");
+        }
+        printf("\n");
+    }
+}
+
+/* The group's OME-Zarr multiscale images, when its attributes have some. */
+static void
+text_multiscales(sl_store *store, const struct members *ms)
+{
+    struct sl_ome_multiscale *m = malloc(sizeof(*m));
+    uint32_t n = 0;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status s = m != NULL ? sl_ome_multiscale_read(store, "", 0, m, &n, &err) : SL_ENOMEM;
+    if (s == SL_ENOTFOUND && n == 0) {
+        free(m);
+        return;
+    }
+    printf("%-12s %u image%s\n", "multiscales:", (unsigned)n, n == 1 ? "" : "s");
+    for (uint32_t i = 0; i < n && s == SL_OK; i++) {
+        if (i > 0)
+            s = sl_ome_multiscale_read(store, "", i, m, NULL, &err);
+        if (s == SL_OK)
+            text_image(m, ms);
+    }
+    if (s != SL_OK) {
+        char line[1200];
+        sl_error_format(&err, line, sizeof(line));
+        printf("  (unreadable: %s)\n", line);
+    }
+    free(m);
+}
+
+static void
+text_group(sl_store *store, const struct node *g, const struct members *ms, bool tree,
+           const char *not_listed)
+{
+    printf("%-12s Zarr v%d group\n", "format:", g->zarr_format);
+    printf("%-12s %s\n", "attributes:", g->attributes != NULL ? g->attributes : "{}");
+    text_multiscales(store, ms);
+    printf("members:\n");
+    if (not_listed != NULL) {
+        printf("  (not listed: the store cannot list and the group has no consolidated "
+               "metadata; %s)\n",
+               not_listed);
+        return;
+    }
+    bool consolidated = false;
+    for (size_t i = 0; i < ms->n; i++) {
+        text_member(&ms->v[i], tree);
+        consolidated = consolidated || ms->v[i].consolidated;
+    }
+    if (ms->n == 0)
+        printf("  (none)\n");
+    else if (consolidated)
+        printf("  (from consolidated metadata)\n");
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void
+json_string(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p == '\n')
+            printf("\\n");
+        else if (*p == '\t')
+            printf("\\t");
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void
+json_dims(const char *key, uint32_t rank, const uint64_t *v)
+{
+    printf(",\"%s\":[", key);
+    for (uint32_t d = 0; d < rank; d++)
+        printf("%s%" PRIu64, d ? "," : "", v[d]);
+    printf("]");
+}
+
+/* "chunks", "chunk_grid" and "n_chunks" (or shards). */
+static void
+json_grid(const char *noun, uint32_t rank, const uint64_t *shape, const uint64_t *piece)
+{
+    uint64_t n[SL_MAX_RANK];
+    uint64_t total = grid_count(rank, shape, piece, n);
+    char key[32];
+    snprintf(key, sizeof(key), "%ss", noun);
+    json_dims(key, rank, piece);
+    snprintf(key, sizeof(key), "%s_grid", noun);
+    json_dims(key, rank, n);
+    printf(",\"n_%ss\":%" PRIu64, noun, total);
+}
+
+static void
+json_stored(const struct node *n)
+{
+    printf(",\"stored\":");
+    switch (n->stored) {
+    case STORED_SKIPPED:
+        printf("null");
+        break;
+    case STORED_COUNTED:
+        printf("{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"decoded_bytes\":%.0f}",
+               n->counts.n_objects, n->counts.n_bytes, decoded_bytes(n->array));
+        break;
+    case STORED_UNLISTABLE:
+    case STORED_FAILED:
+        printf("{\"error\":");
+        json_string(n->stored_note);
+        printf("}");
+        break;
+    }
+}
+
+/* One node as a JSON object (its fields, not the braces' context). */
+static void
+json_node(const struct node *n)
+{
+    printf("{\"path\":");
+    json_string(n->path);
+    printf(",\"node_type\":\"%s\",\"zarr_format\":%d",
+           n->kind == SL_ZARR_GROUP   ? "group"
+           : n->kind == SL_ZARR_ARRAY ? "array"
                                       : "unreadable",
-           what);
-    ms->n++;
-    ms->consolidated = ms->consolidated || m->consolidated;
-    sl_array_unref(a);
-    return SL_OK;
+           n->zarr_format);
+    if (n->problem != NULL) {
+        printf(",\"error\":");
+        json_string(n->problem);
+        printf("}");
+        return;
+    }
+    if (n->consolidated)
+        printf(",\"consolidated\":true");
+    const sl_array *a = n->array;
+    if (a != NULL) {
+        uint32_t rank = sl_array_rank(a);
+        char text[2048];
+        json_dims("shape", rank, sl_array_shape(a));
+        printf(",\"dtype\":\"%s\"", sl_dtype_name(sl_array_dtype(a)));
+        json_grid("chunk", rank, sl_array_shape(a), sl_array_chunk_shape(a));
+        if (sl_array_shard_shape(a) != NULL)
+            json_grid("shard", rank, sl_array_shape(a), sl_array_shard_shape(a));
+        else
+            printf(",\"shards\":null");
+        sl_array_codecs_describe(a, text, sizeof(text));
+        printf(",\"codecs\":");
+        json_string(text);
+        sl_array_fill_describe(a, text, sizeof(text));
+        printf(",\"fill_value\":");
+        json_string(text);
+        printf(",\"dimension_names\":[");
+        for (uint32_t d = 0; d < rank; d++) {
+            const char *dn = sl_array_dimension_name(a, d);
+            printf("%s", d ? "," : "");
+            if (dn != NULL)
+                json_string(dn);
+            else
+                printf("null");
+        }
+        printf("]");
+        json_stored(n);
+    }
+    printf(",\"attributes\":%s}", n->attributes != NULL ? n->attributes : "{}");
+}
+
+static void
+json_group(const struct node *g, const struct members *ms, const char *not_listed)
+{
+    printf("{\"schema\":\"sluice-info/1\",\"node\":");
+    json_node(g);
+    printf(",\"members\":");
+    if (not_listed != NULL) {
+        printf("null,\"members_error\":");
+        json_string(not_listed);
+    } else {
+        printf("[");
+        for (size_t i = 0; i < ms->n; i++) {
+            printf("%s", i ? "," : "");
+            json_node(&ms->v[i]);
+        }
+        printf("]");
+    }
+    printf("}\n");
+}
+
+/* ---- the command ----------------------------------------------------------------------- */
+
+enum output { OUT_TEXT, OUT_TREE, OUT_JSON };
+
+static int
+info_group(sl_store *store, const char *path, int format, enum output out, bool stored)
+{
+    struct node g = {.path = dup_text(""), .kind = SL_ZARR_GROUP, .zarr_format = format};
+    node_read(&g, store, NULL, false);
+    if (g.problem != NULL) {
+        fprintf(stderr, "sluice info: %s: %s\n", path, g.problem);
+        node_fini(&g);
+        return 1;
+    }
+    struct members ms = {.stored = stored && out != OUT_TEXT};
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status s = sl_group_members(store, "", collect_member, &ms, &err);
+    char *not_listed = NULL;
+    int rc = 0;
+    if (s == SL_EUNSUPPORTED && ms.n == 0 && err.path[0] == '\0')
+        not_listed = error_text(&err);
+    else if (ms.failed)
+        rc = cmd_fail("info", path,
+                      (sl_error_set(&err, SL_ENOMEM, NULL, "out of memory listing members"), &err));
+    else if (s != SL_OK)
+        rc = cmd_fail("info", path, &err);
+    if (rc == 0) {
+        qsort(ms.v, ms.n, sizeof(*ms.v), by_path);
+        if (out == OUT_JSON) {
+            json_group(&g, &ms, not_listed);
+        } else {
+            printf("%-12s %s\n", "path:", path);
+            text_group(store, &g, &ms, out == OUT_TREE, not_listed);
+        }
+    }
+    free(not_listed);
+    members_fini(&ms);
+    node_fini(&g);
+    return rc;
 }
 
 static int
-info_group(sl_store *store, const char *path, int format)
+info_array(sl_store *store, const char *path, int format, enum output out, bool stored)
 {
-    printf("%-12s Zarr v%d group\n", "format:", format);
-    struct members m = {0, false};
-    printf("members:\n");
+    struct node n = {.path = dup_text(""), .kind = SL_ZARR_ARRAY, .zarr_format = format};
     struct sl_error err = SL_ERROR_INIT;
-    sl_status s = sl_group_members(store, "", print_member, &m, &err);
-    if (s == SL_EUNSUPPORTED && m.n == 0 && err.path[0] == '\0') {
-        printf("  (not listed: the store cannot list and the group has no consolidated "
-               "metadata; %s)\n",
-               err.text);
-        return 0;
-    }
-    if (s != SL_OK)
+    sl_array *a = sl_array_open(store, "", NULL, &err);
+    if (a == NULL) {
+        node_fini(&n);
         return cmd_fail("info", path, &err);
-    if (m.n == 0)
-        printf("  (none)\n");
-    else if (m.consolidated)
-        printf("  (from consolidated metadata)\n");
-    return 0;
+    }
+    node_read(&n, store, a, stored);
+    int rc = 0;
+    if (n.stored == STORED_FAILED) {
+        fprintf(stderr, "sluice info: %s: %s\n", path, n.stored_note);
+        rc = 1;
+    } else if (out == OUT_JSON) {
+        printf("{\"schema\":\"sluice-info/1\",\"node\":");
+        json_node(&n);
+        printf(",\"members\":null}\n");
+    } else {
+        printf("%-12s %s\n", "path:", path);
+        text_array(&n);
+    }
+    node_fini(&n);
+    return rc;
 }
 
 static int
@@ -175,6 +628,7 @@ run_info(int argc, char **argv)
 {
     const char *path = NULL;
     bool stored = true;
+    enum output out = OUT_TEXT;
     struct run_opts ro = RUN_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
         int used = remote_opts_parse(&cmd_info, &ro, argc, argv, &i);
@@ -182,14 +636,20 @@ run_info(int argc, char **argv)
             return 2;
         if (used == 1)
             continue;
-        if (strcmp(argv[i], "--no-stored") == 0)
+        if (strcmp(argv[i], "--no-stored") == 0) {
             stored = false;
-        else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0)
+        } else if (strcmp(argv[i], "--tree") == 0 || strcmp(argv[i], "--json") == 0) {
+            enum output o = argv[i][2] == 't' ? OUT_TREE : OUT_JSON;
+            if (out != OUT_TEXT && out != o)
+                return cmd_usage_error(&cmd_info, "--tree and --json exclude each other");
+            out = o;
+        } else if (argv[i][0] == '-' && strcmp(argv[i], "-") != 0) {
             return cmd_usage_error(&cmd_info, "unknown option \"%s\"", argv[i]);
-        else if (path != NULL)
+        } else if (path != NULL) {
             return cmd_usage_error(&cmd_info, "more than one PATH");
-        else
+        } else {
             path = argv[i];
+        }
     }
     if (path == NULL)
         return cmd_usage_error(&cmd_info, "PATH is missing");
@@ -199,21 +659,12 @@ run_info(int argc, char **argv)
         return cmd_fail("info", path, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
     int format = 0, rc;
-    if (sl_zarr_probe(store, "", &kind, &format, &err) != SL_OK) {
+    if (sl_zarr_probe(store, "", &kind, &format, &err) != SL_OK)
         rc = cmd_fail("info", path, &err);
-    } else if (kind == SL_ZARR_GROUP) {
-        printf("%-12s %s\n", "path:", path);
-        rc = info_group(store, path, format);
-    } else {
-        sl_array *a = sl_array_open(store, "", NULL, &err);
-        if (a == NULL) {
-            rc = cmd_fail("info", path, &err);
-        } else {
-            printf("%-12s %s\n", "path:", path);
-            rc = info_array(a, path, stored);
-        }
-        sl_array_unref(a);
-    }
+    else if (kind == SL_ZARR_GROUP)
+        rc = info_group(store, path, format, out, stored);
+    else
+        rc = info_array(store, path, format, out, stored);
     sl_store_unref(store);
     return rc;
 }

@@ -20,6 +20,7 @@ struct cmd {
 
 extern const struct cmd cmd_info;
 extern const struct cmd cmd_checksum;
+extern const struct cmd cmd_preview;
 extern const struct cmd cmd_copy;
 extern const struct cmd cmd_generate;
 extern const struct cmd cmd_downsample;

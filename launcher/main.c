@@ -19,6 +19,7 @@
 static const struct cmd *const commands[] = {
     &cmd_info,
     &cmd_checksum,
+    &cmd_preview,
     &cmd_copy,
     &cmd_generate,
     &cmd_downsample,

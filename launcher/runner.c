@@ -15,6 +15,7 @@
 
 #include "dist.h"
 #include "runner.h"
+#include "status_map.h"
 
 /* Seconds between progress lines when stderr is not a terminal. */
 #define PLAIN_PROGRESS_INTERVAL_S 5.0
@@ -93,6 +94,8 @@ run_file_check(const struct cmd *c, const char *flag, const char *file, const ch
 int
 run_files_check(const struct cmd *c, const struct run_opts *o, const char *const *nodes, size_t n)
 {
+    if (o->status_map != NULL && run_file_check(c, "--status-map", o->status_map, nodes, n) != 0)
+        return 2;
     if (o->report != NULL && run_file_check(c, "--report", o->report, nodes, n) != 0)
         return 2;
     if (o->trace != NULL && run_file_check(c, "--trace", o->trace, nodes, n) != 0)
@@ -169,9 +172,9 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
     const char *value = *i + 1 < argc ? argv[*i + 1] : NULL;
     bool takes = strcmp(a, "--threads") == 0 || strcmp(a, "--memory") == 0 ||
                  strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0 ||
-                 strcmp(a, "--io-concurrency") == 0 || strcmp(a, "--io-attempts") == 0 ||
-                 strcmp(a, "--io-deadline") == 0 || strcmp(a, "--endpoint") == 0 ||
-                 strcmp(a, "--region") == 0;
+                 strcmp(a, "--status-map") == 0 || strcmp(a, "--io-concurrency") == 0 ||
+                 strcmp(a, "--io-attempts") == 0 || strcmp(a, "--io-deadline") == 0 ||
+                 strcmp(a, "--endpoint") == 0 || strcmp(a, "--region") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -221,6 +224,8 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
         o->trace = value;
     } else if (strcmp(a, "--report") == 0) {
         o->report = value;
+    } else if (strcmp(a, "--status-map") == 0) {
+        o->status_map = value;
     } else if (strcmp(a, "--fail-fast") == 0) {
         o->fail_fast = true;
         return 1;
@@ -473,6 +478,8 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
         print_failures(plan, o);
     if (o->report != NULL)
         rc |= write_report(plan, o->report);
+    if (o->status_map != NULL)
+        rc |= status_map_write(plan, o->status_map);
     sl_plan_destroy(plan);
     return dist_exit_status(rc);
 }

@@ -25,6 +25,7 @@ struct run_opts {
     int progress;            /* --progress 1, --no-progress 0, default -1: on a terminal */
     const char *trace;       /* --trace FILE: Chrome trace of every task */
     const char *report;      /* --report FILE: JSON report of every chunk that failed */
+    const char *status_map;  /* --status-map FILE: PNG of every put's chunk outcomes */
     unsigned io_concurrency; /* --io-concurrency N: remote requests in flight; 0 = default */
     unsigned io_attempts;    /* --io-attempts N: tries per remote request; 0 = default */
     double io_deadline_s;    /* --io-deadline SECONDS: per remote request; 0 = default */
@@ -61,7 +62,9 @@ struct run_opts {
     "  --no-progress        draw no progress\n"                                                 \
     "  --trace FILE         write a Chrome trace (Perfetto) of every task (under mpirun:\n"     \
     "                       FILE.rank<N> for each rank)\n"                                      \
-    "  --report FILE        write the JSON report of failed chunks\n" REMOTE_OPTS_HELP
+    "  --report FILE        write the JSON report of failed chunks\n"                           \
+    "  --status-map FILE    write a PNG of every output chunk's outcome, by "                   \
+    "colour\n" REMOTE_OPTS_HELP
 
 /*
  * Consume the shared option at argv[*i] (and its value, advancing *i).

@@ -12,10 +12,10 @@ cd "$root" || exit 2
 
 # Public headers (include/sluice/NAME.h) by owning module.
 declare -A owner
-for h in alloc block checked common dtype error grid parallel region sha256 status version view; do owner[$h]=core; done
+for h in alloc block checked common dtype error grid md5 parallel region sha256 status version view; do owner[$h]=core; done
 for h in pool task topo; do owner[$h]=runtime; done
 for h in ops op_registry; do owner[$h]=ops; done
-for h in fs remote store buf codec array array_io array_iter zarr txn batch; do owner[$h]=io; done
+for h in fs remote store buf codec array array_io array_iter zarr txn batch ome; do owner[$h]=io; done
 for h in graph graph_json graph_node plan pyramid; do owner[$h]=graph; done
 
 # Modules each module may use (itself included).
@@ -39,7 +39,7 @@ declare -A external
 external[runtime]='^(hwloc\.h|hwloc/.*|ck_.*\.h|pthread\.h|sched\.h|linux/futex\.h|sys/syscall\.h)$'
 external[io]='^(zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|curl/curl\.h)$'
 external[graph]='^(jansson\.h|pthread\.h)$'
-external[launcher]='^mpi\.h$'
+external[launcher]='^(mpi\.h|png\.h)$'
 forbidden_external='^(hwloc\.h|hwloc/.*|ck_.*\.h|zstd\.h|zstd_errors\.h|jansson\.h|zlib\.h|blosc\.h|mpi\.h)$'
 
 # Private headers of a module's sub-folders (graph/json/load_json_internal.h):

@@ -250,6 +250,19 @@ SL_API SL_NODISCARD sl_status sl_zarr_make_room(sl_store *store, const char *pat
 SL_API SL_NODISCARD sl_status sl_group_create(sl_store *store, const char *path, int zarr_format,
                                               const char *attributes_json, struct sl_error *err);
 
+/**
+ * A group's own attributes (v3 zarr.json "attributes", v2 .zattrs) as
+ * compact JSON object text in `out` (replacing its contents; NUL
+ * terminated past `out->size`), "{}" when it has none.
+ * @return SL_OK; SL_ENOTFOUND when nothing is at `path`; SL_EINVAL when
+ * an array is; SL_EPARSE for attributes that are not a JSON object (the
+ * key in the source); SL_EACCES for a path that is not a valid key; a
+ * store error.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_group_attributes(sl_store *store, const char *path,
+                                                  struct sl_buf *out, struct sl_error *err);
+
 /* ---- a group's members
  * -------------------------------------------------------------------- */
 

@@ -62,6 +62,8 @@ struct sl_codec_spec {
     int level;                      /* zstd: -131072..22 (0: zstd's default, 3);
                                        gzip: 0..9; blosc: clevel 0..9 */
     bool checksum;                  /* zstd: store a content checksum (v3 only) */
+    bool crc32c;                    /* end the chain with a crc32c codec, so each
+                                       chunk carries its checksum (v3 only) */
     char blosc_cname[16];           /* blosc: blosclz, lz4, lz4hc, snappy, zlib, zstd */
     sl_blosc_shuffle blosc_shuffle; /* blosc: shuffle filter */
 };
@@ -71,13 +73,16 @@ struct sl_codec_spec {
     ((struct sl_codec_spec){.compressor = SL_COMPRESSOR_ZSTD, \
                             .level = 1,                       \
                             .checksum = false,                \
+                            .crc32c = false,                  \
                             .blosc_cname = "lz4",             \
                             .blosc_shuffle = SL_BLOSC_SHUFFLE})
 
 /**
- * Parse a compressor as the launcher's `--codec` option spells it:
- * `none`, `zstd:LEVEL`, `gzip:LEVEL` or
- * `blosc:CNAME:CLEVEL[:shuffle|noshuffle|bitshuffle]` (default shuffle).
+ * Parse a codec chain as the launcher's `--codec` option spells it: a
+ * compressor, `none`, `zstd:LEVEL`, `gzip:LEVEL` or
+ * `blosc:CNAME:CLEVEL[:shuffle|noshuffle|bitshuffle]` (default shuffle),
+ * optionally followed by `,crc32c` (a checksum after it, v3 arrays only);
+ * `crc32c` alone is no compressor and the checksum.
  * @return SL_OK; SL_EPARSE naming the text and what was expected;
  * SL_EUNSUPPORTED when the compressor is not in this build.
  * Thread-safety: any thread.

@@ -228,6 +228,31 @@ struct sl_remote_stats {
 /** Copy a store's remote counters into `out`.  Thread-safety: any thread. */
 SL_API void sl_store_get_remote_stats(const sl_store *s, struct sl_remote_stats *out);
 
+/* Whether a store's writes were conditional (sl_store_conditional_writes). */
+typedef enum sl_store_conditional {
+    SL_STORE_CONDITIONAL_NOT_APPLICABLE, /* not an S3 store, or a read-only one */
+    SL_STORE_CONDITIONAL_NOT_KNOWN,      /* SL_S3_CONDITIONAL_AUTO before the first write (its
+                                            probe has not run) */
+    SL_STORE_CONDITIONAL_HONOURED,       /* writes carry If-None-Match: * or If-Match: the
+                                            probe found the server honours them, or
+                                            SL_S3_CONDITIONAL_ALWAYS said so */
+    SL_STORE_CONDITIONAL_IGNORED,        /* the probe found the server ignores them (or could not
+                                            tell): writes were unconditional, and of two writers
+                                            of one key the last wins silently */
+    SL_STORE_CONDITIONAL_OFF,            /* SL_S3_CONDITIONAL_NEVER: writes unconditional by
+                                            choice */
+} sl_store_conditional;
+
+/**
+ * Whether the writes of `s` were conditional, for a run's report: an S3
+ * store opened with SL_S3_CONDITIONAL_AUTO knows only after its first
+ * write (which probes the server once), ALWAYS reports HONOURED and NEVER
+ * OFF from the start.  NOT_APPLICABLE for NULL, for stores of other kinds
+ * and for read-only S3 stores.
+ * Thread-safety: any thread.
+ */
+SL_API sl_store_conditional sl_store_conditional_writes(const sl_store *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -243,9 +243,12 @@ SL_API SL_NODISCARD sl_status sl_store_delete(sl_store *s, const char *key, stru
 /**
  * Remove node `path` whole: every object whose key is `path` or starts with
  * `path` + "/" ("" removes everything in the store).  Not atomic: a failure
- * leaves part of it.
+ * leaves part of it.  Most stores delete key by key; an S3 store deletes
+ * up to 1000 keys per DeleteObjects request.
  * @return SL_OK, SL_EACCES (refused path, read-only store), SL_EIO or
- * SL_ENOMEM, naming the key that failed.
+ * SL_ENOMEM, naming the key that failed; a remote store's SL_EHTTP,
+ * SL_ENETWORK or SL_ETIMEDOUT (for S3: naming `path`, and each key S3
+ * refused with its code and message).
  * Thread-safety: any thread; objects set under `path` meanwhile may stay.
  */
 SL_API SL_NODISCARD sl_status sl_store_delete_tree(sl_store *s, const char *path,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Compressor specs for new arrays: parsing the launcher's `--codec` syntax
- * (`zstd:1`, `gzip:6`, `blosc:lz4:5:shuffle`, `none`), writing it back, and
+ * (`zstd:1`, `gzip:6`, `blosc:lz4:5:shuffle`, `none`, each optionally
+ * followed by `,crc32c`), writing it back, and
  * which Zarr codecs this build has.
  */
 #include <errno.h>
@@ -93,11 +94,10 @@ spec_parse_blosc(const char *text, const char **f, size_t *l, size_t n, struct s
     return SL_OK;
 }
 
-sl_status
-sl_codec_spec_parse(const char *text, struct sl_codec_spec *out, struct sl_error *err)
+/* The compressor item of a chain: `text` (NUL-terminated, no ','). */
+static sl_status
+spec_parse_compressor(const char *text, struct sl_codec_spec *out, struct sl_error *err)
 {
-    if (text == NULL || out == NULL)
-        return sl_error_set(err, SL_EINVAL, NULL, "codec text is missing");
     const char *f[5];
     size_t l[5];
     size_t n = split_fields(text, f, l, 5);
@@ -124,8 +124,42 @@ sl_codec_spec_parse(const char *text, struct sl_codec_spec *out, struct sl_error
     } else {
         return sl_error_set(err, SL_EPARSE, NULL,
                             "codec \"%s\": expected none, zstd:LEVEL, gzip:LEVEL or "
-                            "blosc:CNAME:CLEVEL[:SHUFFLE]",
+                            "blosc:CNAME:CLEVEL[:SHUFFLE], optionally followed by ,crc32c",
                             text);
+    }
+    *out = spec;
+    return SL_OK;
+}
+
+sl_status
+sl_codec_spec_parse(const char *text, struct sl_codec_spec *out, struct sl_error *err)
+{
+    if (text == NULL || out == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "codec text is missing");
+    const char *comma = strchr(text, ',');
+    size_t head = comma != NULL ? (size_t)(comma - text) : strlen(text);
+    char first[64];
+    if (head >= sizeof(first))
+        return sl_error_set(err, SL_EPARSE, NULL, "codec \"%.80s\": the compressor is too long",
+                            text);
+    memcpy(first, text, head);
+    first[head] = '\0';
+    struct sl_codec_spec spec = SL_CODEC_SPEC_DEFAULT;
+    if (strcmp(first, "crc32c") == 0 && comma == NULL) {
+        spec.compressor = SL_COMPRESSOR_NONE;
+        spec.level = 0;
+        spec.crc32c = true;
+        *out = spec;
+        return SL_OK;
+    }
+    SL_TRY(spec_parse_compressor(first, &spec, err));
+    if (comma != NULL) {
+        if (strcmp(comma + 1, "crc32c") != 0)
+            return sl_error_set(err, SL_EPARSE, NULL,
+                                "codec \"%s\": after the compressor only \",crc32c\" may follow, "
+                                "found \"%s\"",
+                                text, comma + 1);
+        spec.crc32c = true;
     }
     *out = spec;
     return SL_OK;
@@ -148,8 +182,14 @@ sl_codec_spec_format(const struct sl_codec_spec *spec, char *buf, size_t size)
                      shuffles[(unsigned)spec->blosc_shuffle <= 2 ? spec->blosc_shuffle : 1]);
         break;
     default:
-        n = snprintf(buf, size, "none");
+        n = spec->crc32c ? 0 : snprintf(buf, size, "none");
         break;
+    }
+    if (spec->crc32c) {
+        size_t at = n > 0 ? (size_t)n : 0;
+        int m = snprintf(at < size ? buf + at : NULL, at < size ? size - at : 0, "%scrc32c",
+                         at > 0 ? "," : "");
+        n = m > 0 ? (int)at + m : n;
     }
     return n > 0 ? (size_t)n : 0;
 }

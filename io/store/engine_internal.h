@@ -35,8 +35,9 @@ struct sl__engine_opts {
     bool s3_errors;           /* a 404 naming NoSuchBucket is an error, not "absent" */
     const char *user_agent;   /* sent with every request */
     /* Called before each try of each request, on the engine's thread: add
-     * the headers it needs (an S3 signature over the method, URL and
-     * payload; a try signs anew, so a retry's date is fresh).  False fails
+     * the headers it needs (an S3 signature over the method, URL, payload
+     * hash and req->sign_arg; a try signs anew, so a retry's date is
+     * fresh).  False fails
      * the request with `message` (`msize` bytes) set.  NULL: none. */
     bool (*sign)(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out,
                  char *message, size_t msize);
@@ -80,6 +81,10 @@ struct sl__http_req {
     const char *const *headers; /* extra "Name: value" lines, NULL-terminated; borrowed; NULL:
                                    none */
     const char *payload_hash;   /* the body's SHA-256 in hex, for a signer; NULL: none */
+    const void *sign_arg;       /* for the sign hook: what it signs besides the method, the URL's
+                                   path and the payload hash (the S3 store: the query's
+                                   parameters, raw, from which it built the URL); borrowed;
+                                   NULL: none */
     void (*done)(struct sl__http_req *req, void *ctx); /* on the engine's thread */
     void *ctx;                                         /* passed to done */
     /* Set by the engine before done. */

@@ -425,4 +425,35 @@ typedef sl_status sl__s3_delete_fn(void *ctx, const struct sl__s3_delete_item *i
 sl_status sl__s3_delete_result_parse(const char *body, size_t n, sl__s3_delete_fn *fn, void *ctx,
                                      size_t *n_deleted, size_t *n_failed, struct sl_error *err);
 
+/*
+ * Read InitiateMultipartUpload's answer (<InitiateMultipartUploadResult>):
+ * its <UploadId>, entities decoded, into `upload_id` (`size` bytes, at
+ * least 2; "" on failure).
+ * @return SL_OK; SL_EPARSE as sl__s3_error_parse, or for an UploadId that
+ * is missing, empty, holds a NUL or is longer than `size` - 1 bytes;
+ * SL_EINVAL (`size` under 2).  Never allocates.
+ */
+sl_status sl__s3_initiate_parse(const char *body, size_t n, char *upload_id, size_t size,
+                                struct sl_error *err);
+
+/* What CompleteMultipartUpload answered. */
+struct sl__s3_complete_result {
+    bool failed;                    /* the answer is an <Error>: nothing was completed */
+    char etag[128];                 /* the new object's ETag, entities decoded ("\"...\"", quotes
+                                       kept), "" when absent or failed */
+    struct sl__s3_error_body error; /* failed: S3's Code and Message */
+};
+
+/*
+ * Read CompleteMultipartUpload's answer: <CompleteMultipartUploadResult>
+ * with the object's <ETag> (S3 writes its quotes as &quot;), or <Error>
+ * (S3 may send it with status 200 when completing fails after the answer
+ * began: the upload did not complete).
+ * @return SL_OK (then look at `failed`); SL_EPARSE as sl__s3_error_parse,
+ * for another root, or an ETag longer than 127 bytes or holding a control
+ * character (it goes into an If-Match header).  Never allocates.
+ */
+sl_status sl__s3_complete_parse(const char *body, size_t n, struct sl__s3_complete_result *out,
+                                struct sl_error *err);
+
 #endif /* SL_S3_INTERNAL_H */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The XML S3 answers with, read without a library: error bodies,
- * ListObjectsV2 pages and DeleteObjects results.  A small pull tokenizer
+ * ListObjectsV2 pages, DeleteObjects results and the answers of
+ * InitiateMultipartUpload and CompleteMultipartUpload.  A small pull tokenizer
  * (elements, text, CDATA; comments and processing instructions skipped;
  * DTDs refused; the five predefined entities and character references
- * decoded) under three readers that each know their few element names.
+ * decoded) under readers that each know their few element names.
  * What sluice writes (DeleteObjects bodies) is s3_xml_write.c.
  *
  * DESIGN: a body is hostile input.  The tokenizer reads only inside [0, n),
@@ -42,7 +43,7 @@ struct xml {
     size_t n;
     size_t pos;                /* next byte to read */
     const char *what;          /* the document, for messages: "ListObjectsV2 page" */
-    const char *root;          /* the root element expected */
+    const char *root;          /* the root element expected; NULL: the reader checks */
     size_t open[XML_DEPTH][2]; /* offset and length of each open element's name */
     int depth;                 /* elements open */
     bool seen_root;
@@ -444,7 +445,7 @@ xml_walk(struct xml *x, xml_tag_fn *start, xml_tag_fn *end, void *ctx, struct sl
                 SL_TRY(xml_text_decode(x, err));
             continue;
         }
-        if (ev == XML_START && x->level == 1 && !xml_is(x, x->root))
+        if (ev == XML_START && x->level == 1 && x->root != NULL && !xml_is(x, x->root))
             return xml_fail(x, x->at, err, "the root element is <%.*s>, not <%s>",
                             (int)(x->name_len < 64 ? x->name_len : 64), x->name, x->root);
         if (ev == XML_END && x->field != NULL && x->level == x->field_level)
@@ -762,4 +763,105 @@ sl__s3_delete_result_parse(const char *body, size_t n, sl__s3_delete_fn *fn, voi
     if (n_failed != NULL)
         *n_failed = s.n_failed;
     return st;
+}
+
+/* ---- multipart uploads ----------------------------------------------------------------------- */
+
+struct initiate_state {
+    struct xml_field id;
+};
+
+static sl_status
+initiate_start(void *ctx, struct xml *x, struct sl_error *err)
+{
+    (void)err;
+    struct initiate_state *s = ctx;
+    if (x->level == 2 && xml_is(x, "UploadId"))
+        xml_capture(x, &s->id);
+    return SL_OK;
+}
+
+static sl_status
+xml_no_end(void *ctx, struct xml *x, struct sl_error *err)
+{
+    (void)ctx;
+    (void)x;
+    (void)err;
+    return SL_OK;
+}
+
+sl_status
+sl__s3_initiate_parse(const char *body, size_t n, char *upload_id, size_t size,
+                      struct sl_error *err)
+{
+    struct initiate_state s = {.id = {.buf = upload_id, .cap = size}};
+    struct xml x =
+        xml_open(body, n, "InitiateMultipartUpload answer", "InitiateMultipartUploadResult");
+    if (size < 2)
+        return sl_error_set(err, SL_EINVAL, NULL, "room for an upload id of %zu bytes", size);
+    upload_id[0] = '\0';
+    sl_status st = xml_walk(&x, initiate_start, xml_no_end, &s, err);
+    if (st == SL_OK && !s.id.seen)
+        st = xml_fail(&x, x.n, err, "no <UploadId>");
+    else if (st == SL_OK && s.id.cut)
+        st = xml_fail(&x, x.n, err, "an <UploadId> longer than %zu bytes", size - 1);
+    else if (st == SL_OK && (s.id.len == 0 || strlen(upload_id) != s.id.len))
+        st = xml_fail(&x, x.n, err, "an empty <UploadId>, or one holding a NUL byte");
+    if (st != SL_OK)
+        upload_id[0] = '\0';
+    return st;
+}
+
+struct complete_state {
+    struct sl__s3_complete_result *out;
+    struct xml_field etag, code, message;
+};
+
+static sl_status
+complete_start(void *ctx, struct xml *x, struct sl_error *err)
+{
+    struct complete_state *s = ctx;
+    if (x->level == 1) {
+        s->out->failed = xml_is(x, "Error");
+        if (!s->out->failed && !xml_is(x, "CompleteMultipartUploadResult"))
+            return xml_fail(
+                x, x->at, err,
+                "the root element is <%.*s>, not <CompleteMultipartUploadResult> or <Error>",
+                (int)(x->name_len < 64 ? x->name_len : 64), x->name);
+    } else if (x->level == 2 && !s->out->failed && xml_is(x, "ETag")) {
+        xml_capture(x, &s->etag);
+    } else if (x->level == 2 && s->out->failed && xml_is(x, "Code")) {
+        xml_capture(x, &s->code);
+    } else if (x->level == 2 && s->out->failed && xml_is(x, "Message")) {
+        xml_capture(x, &s->message);
+    }
+    return SL_OK;
+}
+
+sl_status
+sl__s3_complete_parse(const char *body, size_t n, struct sl__s3_complete_result *out,
+                      struct sl_error *err)
+{
+    *out = (struct sl__s3_complete_result){.failed = false};
+    struct complete_state s = {
+        .out = out,
+        .etag = {.buf = out->etag, .cap = sizeof(out->etag)},
+        .code = {.buf = out->error.code, .cap = sizeof(out->error.code)},
+        .message = {.buf = out->error.message, .cap = sizeof(out->error.message)},
+    };
+    struct xml x = xml_open(body, n, "CompleteMultipartUpload answer", NULL);
+    sl_status st = xml_walk(&x, complete_start, xml_no_end, &s, err);
+    if (st == SL_OK && s.etag.cut)
+        st = xml_fail(&x, x.n, err, "an <ETag> longer than %zu bytes", sizeof(out->etag) - 1);
+    for (size_t i = 0; st == SL_OK && i < s.etag.len; i++)
+        if ((unsigned char)out->etag[i] < 0x20 || out->etag[i] == 0x7f)
+            st = xml_fail(&x, x.n, err, "an <ETag> holding control character 0x%02x at byte %zu",
+                          (unsigned char)out->etag[i], i);
+    if (st != SL_OK) {
+        *out = (struct sl__s3_complete_result){.failed = false};
+        return st;
+    }
+    xml_mark_cut(&s.code);
+    xml_mark_cut(&s.message);
+    return SL_OK;
 }

@@ -496,6 +496,26 @@ sl_store_delete_tree(sl_store *s, const char *path, struct sl_error *err)
     sl_status st = sl_store_list(s, path, key_list_add, &k, err);
     if (st == SL_ENOMEM)
         sl_error_set(err, st, NULL, "out of memory listing the keys under \"%s\"", path);
+    if (st == SL_OK && s->vt->del_keys != NULL && k.len > 0) {
+        /* The kind deletes many keys per request (S3's DeleteObjects). */
+        size_t n = 0;
+        for (size_t at = 0; at < k.len; at += strlen(k.text + at) + 1)
+            n++;
+        const char **keys = malloc(n * sizeof(*keys));
+        if (keys == NULL) {
+            free(k.text);
+            return sl_error_set(err, SL_ENOMEM, NULL,
+                                "out of memory deleting the %zu keys under \"%s\"", n, path);
+        }
+        n = 0;
+        for (size_t at = 0; at < k.len; at += strlen(k.text + at) + 1)
+            keys[n++] = k.text + at;
+        atomic_fetch_add_explicit(&s->n_delete, n, memory_order_relaxed);
+        st = s->vt->del_keys(s, path, keys, n, err);
+        free(keys);
+        free(k.text);
+        return st;
+    }
     for (size_t at = 0; st == SL_OK && at < k.len; at += strlen(k.text + at) + 1)
         st = sl_store_delete(s, k.text + at, err);
     free(k.text);

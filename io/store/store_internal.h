@@ -29,6 +29,11 @@ struct sl__store_vtable {
     sl_status (*set)(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
                      struct sl_error *err);
     sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);
+    /* Delete `n` keys (checked; absent ones succeed) in as few requests as
+     * the kind can, naming `path` (the node they are under) in messages;
+     * NULL: `del` once per key (sl_store_delete_tree). */
+    sl_status (*del_keys)(sl_store *s, const char *path, const char *const *keys, size_t n,
+                          struct sl_error *err);
     sl_status (*list)(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
                       struct sl_error *err);
     /* Start fetching `range` of object `key` (NULL: all of it) ahead of its
@@ -39,6 +44,8 @@ struct sl__store_vtable {
     bool (*has_first)(sl_store *s, const char *key, const struct sl_byte_range *first);
     /* A remote store's counters; NULL for local stores. */
     void (*remote_stats)(const sl_store *s, struct sl_remote_stats *out);
+    /* Whether writes were conditional; NULL: not applicable. */
+    sl_store_conditional (*conditional_writes)(const sl_store *s);
     void (*destroy)(sl_store *s);
 };
 

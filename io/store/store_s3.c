@@ -2,8 +2,10 @@
 /*
  * The S3 store (sl_store_open_s3): a remote store (store_remote.c) whose
  * reads are signed GETs on the libcurl engine, with writes (one PUT per
- * object, the body's SHA-256 signed), deletes (DELETE) and listing
- * (ListObjectsV2, page by page) of its own.  The building blocks are
+ * object, the body's SHA-256 signed; multipart above a threshold),
+ * deletes (DELETE of one key; DeleteObjects of up to 1000 keys with the
+ * body's Content-MD5 for a tree) and listing (ListObjectsV2, page by page)
+ * of its own.  The building blocks are
  * s3_*.c: settings and credentials resolved once at open, the bucket
  * placed (virtual-hosted on AWS, path-style on other endpoints), each try
  * signed anew on the engine's thread (so a retry's date is fresh), S3's
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sluice/md5.h>
 #include <sluice/remote.h>
 #include <sluice/sha256.h>
 
@@ -42,6 +45,7 @@ struct s3_ext {
     struct sl_allocator alloc;
     /* Conditional writes: 1 on, 0 off, -1 not probed yet (under probe_lock). */
     int conditional;
+    bool never; /* SL_S3_CONDITIONAL_NEVER: off by choice */
     pthread_mutex_t probe_lock;
     /* What reads found of each key (direct-mapped by the key's hash), so
      * that a write is conditional on it; under seen_lock. */
@@ -144,33 +148,41 @@ s3_seen(void *ext, const char *key, sl_status st, const char *etag)
         seen_put(ext, key, st == SL_ENOTFOUND, etag);
 }
 
-static int
-hexval(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
+/* A request's query, raw: the store builds the URL from it (s3_url) and
+ * hands it to the signer as the request's sign_arg, so that nothing is
+ * parsed back out of a URL. */
+struct s3_query {
+    struct sl__s3_kv p[3];
+    size_t n;
+};
 
-/* Percent-decode `n` bytes of `s` into `out` (`size` bytes, NUL-terminated);
- * false when it does not fit. */
+/* `base` (a URL without a query), then '?' and the parameters of `q`
+ * ("name=value" joined by '&', each encoded as SigV4 encodes them) into
+ * `out` (`size` bytes); false when it does not fit. */
 static bool
-url_decode(const char *s, size_t n, char *out, size_t size)
+s3_url(const struct sl_allocator *alloc, const char *base, const struct s3_query *q, char *out,
+       size_t size)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k + 1 >= size)
-            return false;
-        if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            out[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-            i += 2;
-        } else {
-            out[k++] = s[i];
-        }
+    struct sl_buf b = {.alloc = *alloc};
+    struct sl_error e = SL_ERROR_INIT;
+    sl_status st = sl_buf_append(&b, base, strlen(base), &e);
+    for (size_t i = 0; i < q->n && st == SL_OK; i++) {
+        const char *name = q->p[i].name, *value = q->p[i].value != NULL ? q->p[i].value : "";
+        st = sl_buf_append(&b, i == 0 ? "?" : "&", 1, &e);
+        if (st == SL_OK)
+            st = sl__s3_uri_encode(&b, name, strlen(name), false, &e);
+        if (st == SL_OK)
+            st = sl_buf_append(&b, "=", 1, &e);
+        if (st == SL_OK)
+            st = sl__s3_uri_encode(&b, value, strlen(value), false, &e);
     }
-    out[k] = '\0';
-    return true;
+    bool ok = st == SL_OK && b.size < size;
+    if (ok) {
+        memcpy(out, b.data, b.size);
+        out[b.size] = '\0';
+    }
+    sl_buf_fini(&b);
+    return ok;
 }
 
 /* The engine's sign hook: Authorization and the x-amz headers for one try
@@ -187,6 +199,11 @@ s3_sign(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out,
     }
     const char *path = req->url + on;
     size_t path_n = strcspn(path, "?");
+    const struct s3_query *q = req->sign_arg;
+    if (path[path_n] == '?' && q == NULL) {
+        snprintf(message, msize, "%s: a query without its parameters to sign", req->url);
+        return false;
+    }
     char path_buf[S3_URL_MAX];
     if (path_n >= sizeof(path_buf)) {
         snprintf(message, msize, "%s: URL too long to sign", req->url);
@@ -194,37 +211,12 @@ s3_sign(void *ctx, const struct sl__http_req *req, struct sl__http_headers *out,
     }
     memcpy(path_buf, path, path_n);
     path_buf[path_n] = '\0';
-    /* The query's parameters, decoded (the signer encodes them itself). */
-    struct sl__s3_kv params[8];
-    char pbuf[8][2 * 1024 + 64];
-    size_t n_params = 0;
-    const char *q = path[path_n] == '?' ? path + path_n + 1 : NULL;
-    while (q != NULL && *q != '\0') {
-        size_t len = strcspn(q, "&"), eq = strcspn(q, "=");
-        if (n_params == 8 || eq > len) {
-            if (n_params == 8) {
-                snprintf(message, msize, "%s: too many query parameters to sign", req->url);
-                return false;
-            }
-            eq = len;
-        }
-        char *name = pbuf[n_params];
-        size_t half = sizeof(pbuf[0]) / 2;
-        if (!url_decode(q, eq, name, half) ||
-            !url_decode(q + eq + (eq < len), len - eq - (eq < len), name + half, half)) {
-            snprintf(message, msize, "%s: a query parameter too long to sign", req->url);
-            return false;
-        }
-        params[n_params] = (struct sl__s3_kv){name, name + half};
-        n_params++;
-        q += len + (q[len] == '&');
-    }
     struct sl__s3_request r = {.method = req->method != NULL ? req->method : "GET",
                                .host = x->loc.host,
                                .path = path_buf,
                                .path_encoded = true,
-                               .params = params,
-                               .n_params = n_params,
+                               .params = q != NULL ? q->p : NULL,
+                               .n_params = q != NULL ? q->n : 0,
                                .payload_hash = req->payload_hash,
                                .region = x->cfg.region,
                                .time = (int64_t)time(NULL)};
@@ -261,33 +253,12 @@ s3_fail(const struct sl__http_req *req, const char *what, struct sl_error *err)
     return sl_error_set(err, st, NULL, "%s: %s", what, req->message);
 }
 
-/* The text between <name> and </name> in `b`, into `out`; false when
- * absent, too long, or holding markup or entities (an upload id has none). */
-static bool
-xml_text(const struct sl_buf *b, const char *name, char *out, size_t size)
-{
-    char open[64], close[64];
-    snprintf(open, sizeof(open), "<%s>", name);
-    snprintf(close, sizeof(close), "</%s>", name);
-    const char *p = memmem(b->data, b->size, open, strlen(open));
-    if (p == NULL)
-        return false;
-    p += strlen(open);
-    const char *end =
-        memmem(p, b->size - (size_t)(p - (const char *)b->data), close, strlen(close));
-    size_t n = end != NULL ? (size_t)(end - p) : 0;
-    if (end == NULL || n == 0 || n >= size || memchr(p, '&', n) != NULL ||
-        memchr(p, '<', n) != NULL)
-        return false;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return true;
-}
-
 /* One part of a multipart upload: its request, hash and URL. */
 struct part {
     struct sl__http_req req;
     char hash[SL_SHA256_HEX_CHARS + 1];
+    char number[24];
+    struct s3_query q; /* partNumber, uploadId */
     char url[S3_URL_MAX];
 };
 
@@ -337,14 +308,17 @@ parts_xml(struct part *parts, size_t n_parts, struct sl_buf *xml, struct sl_erro
     return st == SL_OK ? sl_buf_append(xml, tail, sizeof(tail) - 1, err) : st;
 }
 
-/* POST the CompleteMultipartUpload body `xml` for upload `id` of `url`. */
+/* POST the CompleteMultipartUpload body `xml` for upload `id` of `url`;
+ * the new object's ETag into `etag` ("" when S3 gave none). */
 static sl_status
 parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf *xml,
-               const char *cond, struct sl_error *err)
+               const char *cond, char etag[128], struct sl_error *err)
 {
     const char *headers[2] = {cond, NULL};
     char curl[S3_URL_MAX];
-    snprintf(curl, sizeof(curl), "%s?uploadId=%s", url, id);
+    struct s3_query q = {{{"uploadId", id}}, 1};
+    if (!s3_url(&s->alloc, url, &q, curl, sizeof(curl)))
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the upload's URL is too long", url);
     uint8_t digest[SL_SHA256_BYTES];
     char hash[SL_SHA256_HEX_CHARS + 1];
     sl_sha256(xml->data, xml->size, digest);
@@ -354,13 +328,29 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
                                .send = xml->data,
                                .send_n = xml->size,
                                .payload_hash = hash,
+                               .sign_arg = &q,
                                .headers = cond[0] != '\0' ? headers : NULL,
                                .body = {.alloc = s->alloc}};
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
-    /* S3 may answer 200 with an <Error> body when completing fails late. */
-    if (st == SL_OK && memmem(req.body.data, req.body.size, "<Error>", 7) != NULL)
-        req.status = SL_EHTTP;
-    st = req.status == SL_OK ? SL_OK : s3_fail(&req, "cannot complete the upload", err);
+    struct sl__s3_complete_result r;
+    struct sl_error pe = SL_ERROR_INIT;
+    if (st != SL_OK) {
+        st = s3_fail(&req,
+                     st == SL_ECONFLICT ? "cannot complete the upload (another writer changed "
+                                          "it since this store read it)"
+                                        : "cannot complete the upload",
+                     err);
+    } else if (sl__s3_complete_parse((const char *)req.body.data, req.body.size, &r, &pe) !=
+               SL_OK) {
+        st = sl_error_set(err, SL_EHTTP, NULL, "cannot complete the upload: %s: %s", curl, pe.text);
+    } else if (r.failed) {
+        /* S3 may answer 200 with an <Error> when completing fails late. */
+        st = sl_error_set(err, SL_EHTTP, NULL,
+                          "cannot complete the upload: %s: HTTP 200 with an error (S3 %s: %s)",
+                          curl, r.error.code, r.error.message);
+    } else {
+        snprintf(etag, 128, "%s", r.etag);
+    }
     sl_buf_fini(&req.body);
     return st;
 }
@@ -369,7 +359,7 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
  * window at once, then complete it.  SL_OK or a failure in `err`. */
 static sl_status
 s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size_t n,
-         uint64_t part_bytes, const char *cond, struct sl_error *err)
+         uint64_t part_bytes, const char *cond, char etag[128], struct sl_error *err)
 {
     size_t n_parts = (size_t)((n + part_bytes - 1) / part_bytes);
     struct part *parts = sl_alloc_zeroed(&s->alloc, n_parts, sizeof(*parts), 0);
@@ -384,12 +374,18 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
         uint8_t digest[SL_SHA256_BYTES];
         sl_sha256(data + off, len, digest);
         sl_sha256_hex(digest, p->hash);
-        snprintf(p->url, sizeof(p->url), "%s?partNumber=%zu&uploadId=%s", url, i + 1, id);
+        snprintf(p->number, sizeof(p->number), "%zu", i + 1);
+        p->q = (struct s3_query){{{"partNumber", p->number}, {"uploadId", id}}, 2};
+        if (!s3_url(&s->alloc, url, &p->q, p->url, sizeof(p->url))) {
+            sl_free(&s->alloc, parts, n_parts * sizeof(*parts));
+            return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the part's URL is too long", url);
+        }
         p->req = (struct sl__http_req){.url = p->url,
                                        .method = "PUT",
                                        .send = data + off,
                                        .send_n = len,
                                        .payload_hash = p->hash,
+                                       .sign_arg = &p->q,
                                        .done = part_done,
                                        .ctx = &w,
                                        .body = {.alloc = s->alloc}};
@@ -408,35 +404,50 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
         sl_buf_fini(&parts[i].req.body);
     sl_free(&s->alloc, parts, n_parts * sizeof(*parts));
     if (st == SL_OK)
-        st = parts_complete(s, url, id, &xml, cond, err);
+        st = parts_complete(s, url, id, &xml, cond, etag, err);
     sl_buf_fini(&xml);
     return st;
 }
 
 /* Upload `n` bytes to `url` in parts: initiate, the parts, complete; on a
- * failure, abort, so that no partial object remains. */
+ * failure, abort, so that no partial object remains.  The object's ETag
+ * into `etag` ("" when S3 gave none). */
 static sl_status
 s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, const char *cond,
-                 struct sl_error *err)
+                 char etag[128], struct sl_error *err)
 {
     struct s3_ext *x = sl__remote_ext(s);
     char iurl[S3_URL_MAX], id[1024];
-    snprintf(iurl, sizeof(iurl), "%s?uploads=", url);
-    struct sl__http_req req = {.url = iurl, .method = "POST", .body = {.alloc = s->alloc}};
+    struct s3_query iq = {{{"uploads", ""}}, 1};
+    if (!s3_url(&s->alloc, url, &iq, iurl, sizeof(iurl)))
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the upload's URL is too long", url);
+    struct sl__http_req req = {
+        .url = iurl, .method = "POST", .sign_arg = &iq, .body = {.alloc = s->alloc}};
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    struct sl_error pe = SL_ERROR_INIT;
     if (st != SL_OK)
         st = s3_fail(&req, "cannot start a multipart upload", err);
-    else if (!xml_text(&req.body, "UploadId", id, sizeof(id)))
-        st = sl_error_set(err, SL_EHTTP, NULL, "%s: no UploadId in the answer", iurl);
+    else if (sl__s3_initiate_parse((const char *)req.body.data, req.body.size, id, sizeof(id),
+                                   &pe) != SL_OK)
+        st = sl_error_set(err, SL_EHTTP, NULL, "cannot start a multipart upload: %s: %s", iurl,
+                          pe.text);
     sl_buf_fini(&req.body);
     if (st != SL_OK)
         return st;
-    st = s3_parts(s, url, id, data, n, x->part_bytes, cond, err);
+    st = s3_parts(s, url, id, data, n, x->part_bytes, cond, etag, err);
     if (st != SL_OK) {
         char aurl[S3_URL_MAX];
-        snprintf(aurl, sizeof(aurl), "%s?uploadId=%s", url, id);
-        struct sl__http_req abort = {.url = aurl, .method = "DELETE", .body = {.alloc = s->alloc}};
-        if (sl__engine_run(sl__remote_engine(s), &abort) != SL_OK) {
+        struct s3_query aq = {{{"uploadId", id}}, 1};
+        bool fits = s3_url(&s->alloc, url, &aq, aurl, sizeof(aurl));
+        struct sl__http_req abort = {
+            .url = aurl, .method = "DELETE", .sign_arg = &aq, .body = {.alloc = s->alloc}};
+        if (!fits) {
+            snprintf(abort.message, sizeof(abort.message), "%s: the upload's URL is too long", url);
+            abort.status = SL_EOVERFLOW;
+        } else {
+            (void)sl__engine_run(sl__remote_engine(s), &abort);
+        }
+        if (abort.status != SL_OK) {
             char first[sizeof(err->text)];
             snprintf(first, sizeof(first), "%s", err->text);
             *err = SL_ERROR_INIT;
@@ -517,10 +528,14 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
     if (conditional_on(s, x))
         seen_condition(x, key, cond, sizeof(cond));
     if (n >= x->multipart_bytes) {
-        sl_status mst = s3_put_multipart(s, url, data, n, cond, err);
-        /* The new version's ETag comes in XML, entity-quoted: rather than
-         * guess it, the next write goes unconditional. */
-        if (mst == SL_OK)
+        char etag[128] = "";
+        sl_status mst = s3_put_multipart(s, url, data, n, cond, etag, err);
+        /* The next write replaces this version; without an ETag in the
+         * answer its version is not known, and that write goes
+         * unconditional. */
+        if (mst == SL_OK && etag[0] != '\0')
+            seen_put(x, key, false, etag);
+        else if (mst == SL_OK)
             seen_forget(x, key);
         return mst;
     }
@@ -561,6 +576,166 @@ s3_del(sl_store *s, const char *key, struct sl_error *err)
     return st;
 }
 
+/* `n` bytes of `data` in base64 (RFC 4648, padded) into `out`, which
+ * holds 4 * ceil(n / 3) + 1 bytes. */
+static void
+base64(const uint8_t *data, size_t n, char *out)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t k = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)data[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)data[i + 1] << 8;
+        if (i + 2 < n)
+            v |= data[i + 2];
+        out[k++] = digits[v >> 18];
+        out[k++] = digits[(v >> 12) & 63];
+        out[k++] = i + 1 < n ? digits[(v >> 6) & 63] : '=';
+        out[k++] = i + 2 < n ? digits[v & 63] : '=';
+    }
+    out[k] = '\0';
+}
+
+/* What a DeleteObjects result reported of the keys it could not delete. */
+struct del_failed {
+    struct s3_ext *x;
+    size_t strip_n; /* the location's prefix and '/', before each store key */
+    size_t n;       /* keys refused */
+    char first[600];
+};
+
+static sl_status
+del_item(void *ctx, const struct sl__s3_delete_item *it, struct sl_error *err)
+{
+    (void)err;
+    struct del_failed *f = ctx;
+    if (it->deleted)
+        return SL_OK;
+    if (f->n++ == 0)
+        snprintf(f->first, sizeof(f->first), "\"%s\" (S3 %s: %s)", it->key, it->code, it->message);
+    if (strlen(it->key) > f->strip_n)
+        seen_forget(f->x, it->key + f->strip_n); /* its version is not known any more */
+    return SL_OK;
+}
+
+/* One DeleteObjects request: POST ?delete with the body naming `n` (1 to
+ * 1000) of the location's keys, `full` (the prefix included), and the
+ * body's Content-MD5 (S3, MinIO and Ceph require it); retried as every
+ * request (deleting the same keys again is harmless). */
+static sl_status
+s3_delete_objects(sl_store *s, const char *path, const char *const *full, size_t n, size_t strip_n,
+                  struct sl_error *err)
+{
+    struct s3_ext *x = sl__remote_ext(s);
+    struct sl_buf body = {.alloc = s->alloc};
+    struct sl_error be = SL_ERROR_INIT;
+    if (sl__s3_delete_body(full, n, &body, &be) != SL_OK) {
+        sl_buf_fini(&body);
+        return sl_error_set(err, be.code, NULL, "cannot delete the keys under \"%s\" in %s: %s",
+                            path, x->loc.base_url, be.text);
+    }
+    uint8_t md5[SL_MD5_BYTES], digest[SL_SHA256_BYTES];
+    char md5_b64[32], header[64], hash[SL_SHA256_HEX_CHARS + 1], url[S3_URL_MAX],
+        bucket_url[sizeof(x->loc.origin) + sizeof(x->loc.bucket_path)];
+    sl_md5(body.data, body.size, md5);
+    base64(md5, sizeof(md5), md5_b64);
+    snprintf(header, sizeof(header), "Content-MD5: %s", md5_b64);
+    sl_sha256(body.data, body.size, digest);
+    sl_sha256_hex(digest, hash);
+    snprintf(bucket_url, sizeof(bucket_url), "%s%s", x->loc.origin, x->loc.bucket_path);
+    struct s3_query q = {{{"delete", ""}}, 1};
+    if (!s3_url(&s->alloc, bucket_url, &q, url, sizeof(url))) {
+        sl_buf_fini(&body);
+        return sl_error_set(err, SL_EOVERFLOW, NULL, "%s: the DeleteObjects URL is too long",
+                            bucket_url);
+    }
+    const char *headers[2] = {header, NULL};
+    struct sl__http_req req = {.url = url,
+                               .method = "POST",
+                               .send = body.data,
+                               .send_n = body.size,
+                               .payload_hash = hash,
+                               .sign_arg = &q,
+                               .headers = headers,
+                               .body = {.alloc = s->alloc}};
+    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    char what[SL_STORE_KEY_MAX + 160];
+    snprintf(what, sizeof(what), "cannot delete %zu keys under \"%s\" in %s", n, path,
+             x->loc.base_url);
+    for (size_t i = 0; st == SL_OK && i < n; i++)
+        seen_put(x, full[i] + strip_n, true, NULL); /* a write after this creates it anew */
+    struct del_failed f = {.x = x, .strip_n = strip_n};
+    struct sl_error pe = SL_ERROR_INIT;
+    if (st != SL_OK)
+        st = s3_fail(&req, what, err);
+    else if (sl__s3_delete_result_parse((const char *)req.body.data, req.body.size, del_item, &f,
+                                        NULL, NULL, &pe) != SL_OK)
+        st = sl_error_set(err, SL_EHTTP, NULL, "%s: %s", what, pe.text);
+    else if (f.n > 0)
+        st = sl_error_set(err, SL_EHTTP, NULL, "%s: S3 refused %zu of them, the first %s", what,
+                          f.n, f.first);
+    sl_buf_fini(&req.body);
+    sl_buf_fini(&body);
+    return st;
+}
+
+static sl_status
+s3_del_keys(sl_store *s, const char *path, const char *const *keys, size_t n, struct sl_error *err)
+{
+    struct s3_ext *x = sl__remote_ext(s);
+    if (x->read_only)
+        return sl_error_set(err, SL_EACCES, NULL,
+                            "cannot delete \"%s\": the S3 store %s is read-only", path,
+                            x->loc.base_url);
+    char strip[sizeof(x->loc.prefix) + 1];
+    snprintf(strip, sizeof(strip), "%s%s", x->loc.prefix, x->loc.prefix[0] != '\0' ? "/" : "");
+    size_t strip_n = strlen(strip);
+    struct sl_buf names = {.alloc = s->alloc};
+    const char **full = sl_alloc(&s->alloc, SL__S3_DELETE_MAX * sizeof(*full), 0);
+    size_t *at = sl_alloc(&s->alloc, SL__S3_DELETE_MAX * sizeof(*at), 0);
+    sl_status st = full != NULL && at != NULL ? SL_OK : SL_ENOMEM;
+    for (size_t done = 0; st == SL_OK && done < n;) {
+        size_t batch = n - done < SL__S3_DELETE_MAX ? n - done : SL__S3_DELETE_MAX;
+        names.size = 0;
+        for (size_t i = 0; st == SL_OK && i < batch; i++) {
+            at[i] = names.size;
+            st = sl_buf_append(&names, strip, strip_n, err);
+            if (st == SL_OK)
+                st = sl_buf_append(&names, keys[done + i], strlen(keys[done + i]) + 1, err);
+        }
+        for (size_t i = 0; st == SL_OK && i < batch; i++)
+            full[i] = (const char *)names.data + at[i];
+        if (st == SL_OK)
+            st = s3_delete_objects(s, path, full, batch, strip_n, err);
+        done += batch;
+    }
+    if (st == SL_ENOMEM && err != NULL && err->code == SL_OK)
+        sl_error_set(err, st, NULL, "out of memory deleting the keys under \"%s\"", path);
+    sl_buf_fini(&names);
+    if (full != NULL)
+        sl_free(&s->alloc, full, SL__S3_DELETE_MAX * sizeof(*full));
+    if (at != NULL)
+        sl_free(&s->alloc, at, SL__S3_DELETE_MAX * sizeof(*at));
+    return st;
+}
+
+static sl_store_conditional
+s3_conditional_writes(const sl_store *s)
+{
+    struct s3_ext *x = sl__remote_ext(s);
+    if (x->read_only)
+        return SL_STORE_CONDITIONAL_NOT_APPLICABLE;
+    if (x->never)
+        return SL_STORE_CONDITIONAL_OFF;
+    pthread_mutex_lock(&x->probe_lock);
+    int c = x->conditional;
+    pthread_mutex_unlock(&x->probe_lock);
+    return c < 0    ? SL_STORE_CONDITIONAL_NOT_KNOWN
+           : c == 1 ? SL_STORE_CONDITIONAL_HONOURED
+                    : SL_STORE_CONDITIONAL_IGNORED;
+}
+
 /* A listing's state: the caller's function and the store's prefix. */
 struct list_ctx {
     sl_store_list_fn *fn;
@@ -583,23 +758,6 @@ list_entry(void *ctx, const struct sl__s3_list_entry *e, struct sl_error *err)
     return st;
 }
 
-/* Append the `n` bytes at `s`, encoded for a query, to `out` at `*len`. */
-static bool
-query_append(char *out, size_t size, size_t *len, const char *s)
-{
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '.' || c == '_' || c == '~';
-        int w = keep ? snprintf(out + *len, size - *len, "%c", c)
-                     : snprintf(out + *len, size - *len, "%%%02X", c);
-        if (w < 0 || (size_t)w >= size - *len)
-            return false;
-        *len += (size_t)w;
-    }
-    return true;
-}
-
 static sl_status
 s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct sl_error *err)
 {
@@ -612,39 +770,31 @@ s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct
     if (token == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %s", x->loc.base_url);
     token[0] = '\0';
+    char bucket_url[sizeof(x->loc.origin) + sizeof(x->loc.bucket_path)];
+    snprintf(bucket_url, sizeof(bucket_url), "%s%s", x->loc.origin, x->loc.bucket_path);
     sl_status st = SL_OK;
     for (unsigned page = 0; st == SL_OK; page++) {
         char url[S3_URL_MAX];
-        size_t len = (size_t)snprintf(url, sizeof(url), "%s%s?", x->loc.origin, x->loc.bucket_path);
-        bool fits = len < sizeof(url);
-        if (fits && token[0] != '\0') {
-            fits =
-                query_append(url, sizeof(url), &len, "continuation-token") && len + 1 < sizeof(url);
-            url[len++] = '=';
-            fits = fits && query_append(url, sizeof(url), &len, token) && len + 1 < sizeof(url);
-            url[len++] = '&';
-        }
-        fits = fits && len + 20 < sizeof(url);
-        if (fits) {
-            len += (size_t)snprintf(url + len, sizeof(url) - len, "list-type=2&prefix=");
-            fits = query_append(url, sizeof(url), &len, full);
-        }
-        if (!fits) {
+        struct s3_query q = {{{"list-type", "2"}, {"prefix", full}}, 2};
+        if (token[0] != '\0')
+            q.p[q.n++] = (struct sl__s3_kv){"continuation-token", token};
+        if (!s3_url(&s->alloc, bucket_url, &q, url, sizeof(url))) {
             st = sl_error_set(err, SL_EOVERFLOW, NULL, "listing URL of %s too long",
                               x->loc.base_url);
             break;
         }
-        struct sl__http_req req = {.url = url, .body = {.alloc = s->alloc}};
+        struct sl__http_req req = {.url = url, .sign_arg = &q, .body = {.alloc = s->alloc}};
         st = sl__engine_run(sl__remote_engine(s), &req);
         struct sl__s3_list_page pg;
         if (st != SL_OK) {
             st = s3_fail(&req, "cannot list", err);
         } else {
+            struct sl_error pe = SL_ERROR_INIT;
             st = sl__s3_list_parse((const char *)req.body.data, req.body.size, false, list_entry,
-                                   &l, &pg, err);
+                                   &l, &pg, &pe);
             if (st != SL_OK && l.user == SL_OK)
                 sl_error_set(err, st, NULL, "listing page %u of %s: %s", page + 1, x->loc.base_url,
-                             err->text);
+                             pe.text);
             else if (st == SL_OK && pg.is_truncated)
                 snprintf(token, 2048, "%s", pg.next_token);
         }
@@ -664,10 +814,12 @@ static const struct sl__store_vtable s3_vtable = {
     .reader_close = sl__remote_reader_close,
     .set = s3_set,
     .del = s3_del,
+    .del_keys = s3_del_keys,
     .list = s3_list,
     .prefetch = sl__remote_prefetch,
     .has_first = sl__remote_has_first,
     .remote_stats = sl__remote_stats,
+    .conditional_writes = s3_conditional_writes,
     .destroy = sl__remote_destroy,
 };
 
@@ -701,6 +853,7 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
     x->read_only = so.read_only;
     x->multipart_bytes = so.multipart_bytes;
     x->part_bytes = so.part_bytes;
+    x->never = so.conditional == SL_S3_CONDITIONAL_NEVER;
     x->conditional = so.conditional == SL_S3_CONDITIONAL_ALWAYS  ? 1
                      : so.conditional == SL_S3_CONDITIONAL_NEVER ? 0
                                                                  : -1;

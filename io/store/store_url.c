@@ -51,6 +51,14 @@ sl_store_get_remote_stats(const sl_store *s, struct sl_remote_stats *out)
         s->vt->remote_stats(s, out);
 }
 
+sl_store_conditional
+sl_store_conditional_writes(const sl_store *s)
+{
+    if (s == NULL || s->vt->conditional_writes == NULL)
+        return SL_STORE_CONDITIONAL_NOT_APPLICABLE;
+    return s->vt->conditional_writes(s);
+}
+
 void
 sl_http_store_opts_fit_budget(struct sl_http_store_opts *o, uint64_t budget)
 {

@@ -277,7 +277,7 @@ spec_check(const struct sl_array_spec *sp, bool sharded, struct sl_error *err)
                             sp->zarr_format);
     if (sp->rank > SL_MAX_RANK || (unsigned)sp->dtype >= SL_DTYPE_COUNT_)
         return sl_error_set(err, SL_EINVAL, NULL, "rank %u or data type out of range", sp->rank);
-    if (sp->zarr_format == 2 && (sharded || sp->checksum || sp->index_at_start))
+    if (sp->zarr_format == 2 && (sharded || sp->checksum || sp->codec.crc32c || sp->index_at_start))
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,
                             "Zarr v2 has no sharding and no crc32c codec");
     if (sp->separator != 0 && sp->separator != '/' && sp->separator != '.')
@@ -341,7 +341,7 @@ spec_chain(const struct sl_array_spec *sp, struct sl__chain *ch, struct sl_error
     bool present;
     SL_TRY(spec_compressor(sp, &ch->c[ch->n], &present, err));
     ch->n += present;
-    if (sp->checksum)
+    if (sp->checksum || sp->codec.crc32c)
         ch->c[ch->n++].id = SL__CODEC_CRC32C;
     return SL_OK;
 }

@@ -338,3 +338,65 @@ sl_group_member_open(const struct sl_group_member *m, const struct sl_array_opts
     sl__meta_fini(&meta);
     return a;
 }
+
+/* ---- a group's own attributes --------------------------------------------------------- */
+
+/* v2: .zattrs (at `key`) checked to be an object and written back compact. */
+static sl_status
+v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out, struct sl_error *err)
+{
+    struct sl_buf text = SL_BUF_INIT;
+    bool found = false;
+    sl_status st = sl__meta_get_optional(store, key, &text, &found, err);
+    json_t *root = NULL;
+    if (st == SL_OK && found)
+        st = sl__json_parse((const char *)text.data, text.size, key, &root, err);
+    if (st == SL_OK && found && !json_is_object(root)) {
+        st = sl_error_set_path(err, SL_EPARSE, "", "expected a JSON object of attributes");
+        sl_error_set_source(err, key);
+    }
+    out->size = 0;
+    if (st == SL_OK && found)
+        st = sl__json_dump(root, JSON_COMPACT, out, err);
+    else if (st == SL_OK && (st = sl_buf_append(out, "{}", 3, err)) == SL_OK)
+        out->size = 2;
+    json_decref(root);
+    sl_buf_fini(&text);
+    return st;
+}
+
+/* see zarr_internal.h */
+sl_status
+sl__group_attributes(sl_store *store, const char *path, struct sl_buf *out, char *source,
+                     size_t source_size, struct sl_error *err)
+{
+    if (store == NULL || path == NULL || out == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store, path or output buffer is missing");
+    SL_TRY(sl__node_path_check(path, err));
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    int format = 0;
+    SL_TRY(sl_zarr_probe(store, path, &kind, &format, err));
+    if (kind != SL_ZARR_GROUP)
+        return sl_error_set(err, kind == SL_ZARR_NONE ? SL_ENOTFOUND : SL_EINVAL, NULL,
+                            "\"%s\" is %s, not a group", path[0] != '\0' ? path : "/",
+                            kind == SL_ZARR_NONE ? "no Zarr node" : "an array");
+    SL_TRY(sl__node_key(path, format == 2 ? ".zattrs" : "zarr.json", source, source_size, err));
+    if (format == 2)
+        return v2_group_attributes(store, source, out, err);
+    struct sl_buf text = SL_BUF_INIT;
+    bool found = false;
+    sl_status st = sl__meta_get_optional(store, source, &text, &found, err);
+    if (st == SL_OK && !found) /* deleted since the probe */
+        st = sl_error_set(err, SL_ENOTFOUND, NULL, "%s is gone (the group was removed)", source);
+    if (st == SL_OK)
+        st = sl__group_parse_v3((const char *)text.data, text.size, source, out, err);
+    sl_buf_fini(&text);
+    return st;
+}
+
+sl_status
+sl_group_attributes(sl_store *store, const char *path, struct sl_buf *out, struct sl_error *err)
+{
+    char source[SL_STORE_KEY_MAX + 16];
+    return sl__group_attributes(store, path, out, source, sizeof(source), err);
+}

@@ -95,6 +95,11 @@ sl_status sl__meta_parse_v2(const char *zarray, size_t n, const char *zattrs, si
 sl_status sl__meta_write_v2(const struct sl__meta *m, struct sl_buf *zarray, struct sl_buf *zattrs,
                             struct sl_error *err);
 
+/* sl_group_attributes, and the key the attributes came from (zarr.json
+ * or .zattrs) in `source`, for messages. */
+sl_status sl__group_attributes(sl_store *store, const char *path, struct sl_buf *out, char *source,
+                               size_t source_size, struct sl_error *err);
+
 /* Check a v3 group zarr.json; its attributes as compact text in `attrs`. */
 sl_status sl__group_parse_v3(const char *text, size_t n, const char *source, struct sl_buf *attrs,
                              struct sl_error *err);

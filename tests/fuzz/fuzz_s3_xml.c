@@ -4,7 +4,11 @@
  * first byte picks what the rest is:
  *
  *   0      an error body: read, or refused with SL_EPARSE and a message;
- *          what is read is NUL-terminated inside its fields;
+ *          what is read is NUL-terminated inside its fields; the same
+ *          bytes as InitiateMultipartUpload's answer (an UploadId of 1 to
+ *          63 bytes, "" when refused) and CompleteMultipartUpload's (an
+ *          ETag without control characters; an <Error> root is a failure
+ *          without an ETag);
  *   1, 2   a ListObjectsV2 page (2: keys URL-encoded): every entry handed
  *          to the callback has a key of 1 to 1024 bytes without NUL, a
  *          size below 2^63 and (a prefix) no size or ETag; the page's
@@ -93,6 +97,35 @@ fuzz_error_body(const char *body, size_t n)
     fuzz_check_parse(st, &err, "sl__s3_error_parse");
     FUZZ_CHECK(memchr(e.code, '\0', sizeof(e.code)) != NULL, "code not terminated");
     FUZZ_CHECK(memchr(e.message, '\0', sizeof(e.message)) != NULL, "message not terminated");
+}
+
+static void
+fuzz_multipart(const char *body, size_t n)
+{
+    char id[64];
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = sl__s3_initiate_parse(body, n, id, sizeof(id), &err);
+    fuzz_check_parse(st, &err, "sl__s3_initiate_parse");
+    size_t len = strnlen(id, sizeof(id));
+    FUZZ_CHECK(len < sizeof(id), "upload id not terminated");
+    FUZZ_CHECK(st == SL_OK ? len >= 1 : len == 0, "%s with an upload id of %zu bytes",
+               sl_status_name(st), len);
+    struct sl__s3_complete_result r;
+    err = SL_ERROR_INIT;
+    st = sl__s3_complete_parse(body, n, &r, &err);
+    fuzz_check_parse(st, &err, "sl__s3_complete_parse");
+    len = strnlen(r.etag, sizeof(r.etag));
+    FUZZ_CHECK(len < sizeof(r.etag), "etag not terminated");
+    for (size_t i = 0; i < len; i++)
+        FUZZ_CHECK((unsigned char)r.etag[i] >= 0x20 && r.etag[i] != 0x7f,
+                   "a control character in the ETag at byte %zu", i);
+    if (st != SL_OK || r.failed)
+        FUZZ_CHECK(len == 0, "an ETag of %zu bytes from a failure", len);
+    if (st != SL_OK)
+        FUZZ_CHECK(!r.failed, "a refused answer marked failed");
+    FUZZ_CHECK(memchr(r.error.code, '\0', sizeof(r.error.code)) != NULL, "code not terminated");
+    FUZZ_CHECK(memchr(r.error.message, '\0', sizeof(r.error.message)) != NULL,
+               "message not terminated");
 }
 
 static void
@@ -219,6 +252,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (data[0] % 5) {
     case 0:
         fuzz_error_body(body, n);
+        fuzz_multipart(body, n);
         break;
     case 1:
         fuzz_list(body, n, false);

@@ -368,6 +368,21 @@ Test(io_codec, codec_specs_parse_and_format)
     cr_assert_str_eq(text, "blosc:zstd:3:bitshuffle");
     cr_assert_eq(sl_codec_spec_parse("blosc:lz4:5", &s, NULL), SL_OK);
     cr_assert_eq(s.blosc_shuffle, SL_BLOSC_SHUFFLE);
+    cr_assert_not(s.crc32c);
+    /* chains ending in a crc32c checksum */
+    cr_assert_eq(sl_codec_spec_parse("zstd:3,crc32c", &s, NULL), SL_OK);
+    cr_assert(s.compressor == SL_COMPRESSOR_ZSTD && s.level == 3 && s.crc32c);
+    sl_codec_spec_format(&s, text, sizeof(text));
+    cr_assert_str_eq(text, "zstd:3,crc32c");
+    cr_assert_eq(sl_codec_spec_parse("none,crc32c", &s, NULL), SL_OK);
+    cr_assert(s.compressor == SL_COMPRESSOR_NONE && s.crc32c);
+    sl_codec_spec_format(&s, text, sizeof(text));
+    cr_assert_str_eq(text, "crc32c");
+    cr_assert_eq(sl_codec_spec_parse("crc32c", &s, NULL), SL_OK);
+    cr_assert(s.compressor == SL_COMPRESSOR_NONE && s.crc32c);
+    char small[4];
+    cr_assert_eq(sl_codec_spec_format(&s, small, sizeof(small)), 6); /* "crc32c", cut */
+    cr_assert_str_eq(small, "crc");
 
     const char *bad[] = {"zstd:23",
                          "zstd:x",
@@ -380,7 +395,12 @@ Test(io_codec, codec_specs_parse_and_format)
                          "blosc:lz4:5:sideways",
                          "lzma:1",
                          "",
-                         "none:1"};
+                         "none:1",
+                         "zstd:1,",
+                         "zstd:1,crc32",
+                         "zstd:1,crc32c,crc32c",
+                         "crc32c,zstd:1",
+                         ",crc32c"};
     for (size_t i = 0; i < SL_ARRAY_LEN(bad); i++) {
         struct sl_error err = SL_ERROR_INIT;
         cr_assert_eq(sl_codec_spec_parse(bad[i], &s, &err), SL_EPARSE, "\"%s\"", bad[i]);

@@ -216,3 +216,53 @@ Test(io_group, bad_v3_consolidated_metadata_names_the_key_and_pointer)
                    true, SL_EPARSE, "/consolidated_metadata/metadata/a/codecs");
 #undef GROUP3
 }
+
+/* sl_group_attributes: "a \"q\"" etc. as compact JSON, {} when none. */
+static void
+expect_attributes(sl_store *st, const char *path, const char *want)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_group_attributes(st, path, &b, &err), SL_OK, "%s", err.text);
+    cr_expect_str_eq((const char *)b.data, want);
+    cr_expect_eq(b.size, strlen(want));
+    sl_buf_fini(&b);
+}
+
+Test(io_group, a_groups_attributes_are_read_for_v2_and_v3)
+{
+    sl_store *st = store_with("v3/zarr.json", "{\"zarr_format\": 3, \"node_type\": \"group\", "
+                                              "\"attributes\": {\"t\": \"a \\\"q\\\"\", "
+                                              "\"n\": [1, 2]}}");
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_group_create(st, "v2", 2, "{\"k\": {\"x\": 1}}", &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_group_create(st, "plain", 2, NULL, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_group_create(st, "plain3", 3, NULL, &err), SL_OK, "%s", err.text);
+    expect_attributes(st, "v3", "{\"t\":\"a \\\"q\\\"\",\"n\":[1,2]}");
+    expect_attributes(st, "v2", "{\"k\":{\"x\":1}}");
+    expect_attributes(st, "plain", "{}");
+    expect_attributes(st, "plain3", "{}");
+    sl_store_unref(st);
+}
+
+Test(io_group, group_attributes_of_arrays_absent_nodes_and_bad_zattrs_are_errors)
+{
+    sl_store *st = store_with("a/.zarray", ZARRAY_V2);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(st, "g/.zgroup", "{\"zarr_format\": 2}", 18, &err), SL_OK);
+    cr_assert_eq(sl_store_set(st, "g/.zattrs", "[1]", 3, &err), SL_OK);
+    struct sl_buf b = SL_BUF_INIT;
+    cr_expect_eq(sl_group_attributes(st, "a", &b, &err), SL_EINVAL);
+    cr_expect(strstr(err.text, "an array") != NULL, "%s", err.text);
+    err = SL_ERROR_INIT;
+    cr_expect_eq(sl_group_attributes(st, "none", &b, &err), SL_ENOTFOUND);
+    err = SL_ERROR_INIT;
+    cr_expect_eq(sl_group_attributes(st, "g", &b, &err), SL_EPARSE);
+    cr_expect_str_eq(err.source, "g/.zattrs");
+    cr_expect(strstr(err.text, "JSON object") != NULL, "%s", err.text);
+    err = SL_ERROR_INIT;
+    cr_expect_eq(sl_group_attributes(st, "../x", &b, &err), SL_EACCES); /* a refused key */
+    cr_expect_eq(sl_group_attributes(NULL, "", &b, &err), SL_EINVAL);
+    sl_buf_fini(&b);
+    sl_store_unref(st);
+}

@@ -84,38 +84,12 @@ batch_read(const char *url, const struct sl_http_store_opts *o, struct outcome *
     cr_assert_not_null(st, "%s", err.text);
     sl_array *a = sl_array_open(st, "s", NULL, &err);
     cr_assert_not_null(a, "%s", err.text);
-    static uint16_t bufs_data[N_SEL][INNER * INNER];
-    void *bufs[N_SEL];
-    size_t sizes[N_SEL];
-    struct sl_region regions[N_SEL];
-    for (int k = 0; k < N_SEL; k++) {
-        uint64_t i = (uint64_t)(k / (SIDE / INNER)) * INNER,
-                 j = (uint64_t)(k % (SIDE / INNER)) * INNER;
-        regions[k] = (struct sl_region){2, {i, j}, {i + INNER, j + INNER}};
-        bufs[k] = bufs_data[k];
-        sizes[k] = sizeof(bufs_data[k]);
-    }
-    struct sl_test_pool pool;
-    sl_test_pool_init(&pool, 2);
-    struct sl_batch_opts bo = SL_BATCH_OPTS_DEFAULT;
-    bo.par = &pool.par;
-    bo.stats = &out->stats;
     sl_store_get_remote_stats(st, &out->before);
-    out->ret =
-        sl_array_read_batch(a, N_SEL, regions, bufs, sizes, &bo, out->status, out->errors, &err);
+    struct sl_test_chunks_read r =
+        sl_test_read_chunks(a, SIDE, INNER, value_at, out->status, out->errors, &out->stats);
     sl_store_get_remote_stats(st, &out->after);
-    out->wrong = 0;
-    for (int k = 0; k < N_SEL; k++) {
-        if (out->status[k] != SL_OK)
-            continue;
-        for (uint64_t i = 0; i < INNER; i++)
-            for (uint64_t j = 0; j < INNER; j++)
-                if (bufs_data[k][i * INNER + j] !=
-                    value_at(regions[k].start[0] + i, regions[k].start[1] + j)) {
-                    out->wrong++;
-                    i = j = INNER;
-                }
-    }
+    out->ret = r.ret;
+    out->wrong = r.wrong;
     sl_array_unref(a);
     sl_store_unref(st);
 }

@@ -8,8 +8,11 @@
  * node removes every object; a wrong secret fails with S3's
  * SignatureDoesNotMatch quoted and the secret nowhere in the message; S3's
  * SlowDown is retried; an absent key reads as absent and an absent bucket
- * is an error.  Skips when python3, node or s3rver is missing (CI installs
- * them: npm ci --prefix tests/tools).
+ * is an error; a tree is deleted 1000 keys per DeleteObjects request
+ * (counted in the proxy's log), a throttled one retried and a failing one
+ * named; a multipart write keeps the key's version for the next
+ * conditional write; what sl_store_conditional_writes reports.  Skips when python3, node or s3rver
+ * is missing (CI installs them: npm ci --prefix tests/tools).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -64,6 +67,17 @@ setup(char *dir, size_t size, const char *rules, struct sl_test_http_server *s)
     return false;
 }
 
+/* Start the server with the proxy's `rules` (NULL: none) in a temporary
+ * directory, declaring `dir` and `s` for the test; skip the test when it
+ * cannot start (setup fails it instead under SL_REQUIRE_S3RVER=1). */
+#define S3_SETUP(rules)                                                                   \
+    char dir[4096];                                                                       \
+    struct sl_test_http_server s;                                                         \
+    if (!setup(dir, sizeof(dir), (rules), &s)) {                                          \
+        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)"); \
+        return;                                                                           \
+    }
+
 static void
 teardown(const char *dir, struct sl_test_http_server *s)
 {
@@ -103,12 +117,7 @@ collect(void *arg, const char *key, uint64_t bytes)
 
 Test(io_s3_store, an_array_written_to_s3_reads_back_and_is_deleted_whole)
 {
-    char dir[4096];
-    struct sl_test_http_server s;
-    if (!setup(dir, sizeof(dir), NULL, &s)) {
-        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
-        return;
-    }
+    S3_SETUP(NULL);
     struct sl_error err = SL_ERROR_INIT;
     sl_store *st = open_s3(&s, "runs/a b+c.zarr", &err);
     cr_assert_not_null(st, "%s", err.text);
@@ -185,12 +194,7 @@ Test(io_s3_store, an_array_written_to_s3_reads_back_and_is_deleted_whole)
 
 Test(io_s3_store, listing_pages_through_continuation_tokens)
 {
-    char dir[4096];
-    struct sl_test_http_server s;
-    if (!setup(dir, sizeof(dir), NULL, &s)) {
-        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
-        return;
-    }
+    S3_SETUP(NULL);
     struct sl_error err = SL_ERROR_INIT;
     sl_store *st = open_s3(&s, "many", &err);
     cr_assert_not_null(st, "%s", err.text);
@@ -215,12 +219,7 @@ Test(io_s3_store, listing_pages_through_continuation_tokens)
 
 Test(io_s3_store, a_wrong_secret_is_refused_and_never_named)
 {
-    char dir[4096];
-    struct sl_test_http_server s;
-    if (!setup(dir, sizeof(dir), NULL, &s)) {
-        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
-        return;
-    }
+    S3_SETUP(NULL);
     static const char secret[] = "wrong-Secret-9f8e7d6c5b4a";
     aws_env(secret);
     struct sl_error err = SL_ERROR_INIT;
@@ -243,13 +242,7 @@ Test(io_s3_store, a_wrong_secret_is_refused_and_never_named)
 
 Test(io_s3_store, slowdown_is_retried_and_absent_keys_and_buckets_differ)
 {
-    char dir[4096];
-    struct sl_test_http_server s;
-    if (!setup(dir, sizeof(dir),
-               "[{\"method\": \"PUT\", \"s3_error\": \"SlowDown\", \"count\": 2}]", &s)) {
-        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
-        return;
-    }
+    S3_SETUP("[{\"method\": \"PUT\", \"s3_error\": \"SlowDown\", \"count\": 2}]");
     struct sl_error err = SL_ERROR_INIT;
     sl_store *st = open_s3(&s, "p", &err);
     cr_assert_not_null(st, "%s", err.text);
@@ -301,15 +294,8 @@ open_s3_multipart(const struct sl_test_http_server *s, struct sl_error *err)
 
 Test(io_s3_store, large_objects_go_up_in_parts_and_a_failed_part_leaves_nothing)
 {
-    char dir[4096];
-    struct sl_test_http_server s;
-    if (!setup(dir, sizeof(dir),
-               "[{\"method\": \"PUT\", \"path\": \"*/big/fails\", \"query\": \"partNumber=2&*\", "
-               "\"status\": 500}]",
-               &s)) {
-        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
-        return;
-    }
+    S3_SETUP("[{\"method\": \"PUT\", \"path\": \"*/big/fails\", \"query\": \"partNumber=2&*\", "
+             "\"status\": 500}]");
     struct sl_error err = SL_ERROR_INIT;
     sl_store *st = open_s3_multipart(&s, &err);
     cr_assert_not_null(st, "%s", err.text);
@@ -378,12 +364,7 @@ read_key(sl_store *st, const char *key)
 
 Test(io_s3_store, two_writers_of_one_key_conflict_instead_of_losing_an_update)
 {
-    char dir[4096];
-    struct sl_test_http_server s;
-    if (!setup(dir, sizeof(dir), NULL, &s)) {
-        cr_skip_test("python3, node or s3rver is missing (npm ci --prefix tests/tools)");
-        return;
-    }
+    S3_SETUP(NULL);
     struct sl_error err = SL_ERROR_INIT, err2 = SL_ERROR_INIT;
     sl_store *a = open_s3_cond(&s, SL_S3_CONDITIONAL_AUTO);
     sl_store *b = open_s3_cond(&s, SL_S3_CONDITIONAL_AUTO);
@@ -464,4 +445,217 @@ Test(io_s3_store, bad_urls_and_options_are_refused_before_any_request)
     cr_assert_eq(strcmp(sl_store_kind(st), "s3"), 0);
     sl_store_unref(st);
     aws_env("S3RVER");
+}
+
+Test(io_s3_store, a_multipart_write_keeps_the_version_so_a_later_replace_is_conditional)
+{
+    S3_SETUP(NULL);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *a = open_s3_multipart(&s, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    sl_store *b = open_s3_multipart(&s, &err);
+    cr_assert_not_null(b, "%s", err.text);
+    size_t n = ((size_t)6 << 20) + 7; /* two parts */
+    uint8_t *data = malloc(n);
+    cr_assert_not_null(data);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (uint8_t)(i * 40503u >> 7);
+    cr_assert_eq(sl_store_set(a, "v", data, n, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_conditional_writes(a), SL_STORE_CONDITIONAL_HONOURED);
+    /* A's next writes replace the version its multipart write made (If-Match
+     * with the ETag CompleteMultipartUpload gave, entity-decoded). */
+    cr_assert_eq(sl_store_set(a, "v", data, n, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(a, "v", "small", 5, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(a, "v", data, n, &err), SL_OK, "%s", err.text);
+    /* B, which never read it, replaces it unconditionally; A's replace of
+     * the version it wrote then conflicts instead of losing B's update. */
+    cr_assert_eq(sl_store_set(b, "v", "from b", 6, &err), SL_OK, "%s", err.text);
+    struct sl_error err2 = SL_ERROR_INIT, err3 = SL_ERROR_INIT;
+    sl_status small = sl_store_set(a, "v", "lost?", 5, &err2);
+    /* The same for a multipart replace: B writes again, A's parts go up
+     * but completing them conflicts. */
+    cr_assert_eq(read_key(a, "v"), SL_OK);
+    cr_assert_eq(sl_store_set(b, "v", "b again", 7, &err), SL_OK, "%s", err.text);
+    sl_status big = sl_store_set(a, "v", data, n, &err3);
+    struct sl_buf got = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(b, "v", NULL, &got, NULL, &err), SL_OK, "%s", err.text);
+    bool kept = got.size == 7 && memcmp(got.data, "b again", 7) == 0;
+    sl_buf_fini(&got);
+    free(data);
+    sl_store_unref(a);
+    sl_store_unref(b);
+    teardown(dir, &s);
+    cr_assert_eq(small, SL_ECONFLICT, "%s", err2.text);
+    cr_assert_not_null(strstr(err2.text, "another writer"), "%s", err2.text);
+    cr_assert_eq(big, SL_ECONFLICT, "%s", err3.text);
+    cr_assert_not_null(strstr(err3.text, "another writer"), "%s", err3.text);
+    cr_assert(kept, "B's update was lost");
+}
+
+/* How many requests of `method` with query `query` the proxy logged. */
+static size_t
+proxy_count(const struct sl_test_http_server *s, const char *method, const char *query)
+{
+    char url[300], want[128];
+    snprintf(url, sizeof(url), "%s__proxy", s->url);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *p = sl_store_open_url(url, NULL, &err);
+    cr_assert_not_null(p, "%s", err.text);
+    struct sl_buf log = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(p, "log", NULL, &log, NULL, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_buf_append(&log, "", 1, &err), SL_OK);
+    snprintf(want, sizeof(want), "\"method\": \"%s\", \"path\": ", method);
+    size_t n = 0;
+    char q[128];
+    snprintf(q, sizeof(q), "\"query\": \"%s\"", query);
+    for (const char *e = strstr((const char *)log.data, want); e != NULL; e = strstr(e + 1, want)) {
+        const char *end = strchr(e, '}');
+        const char *hit = strstr(e, q);
+        n += hit != NULL && end != NULL && hit < end;
+    }
+    sl_buf_fini(&log);
+    sl_store_unref(p);
+    return n;
+}
+
+/* Write `n` small keys "tree/NNNN" through `st`. */
+static void
+write_keys(sl_store *st, const char *tree, int n)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "%s/%04d", tree, i);
+        cr_assert_eq(sl_store_set(st, key, key, strlen(key), &err), SL_OK, "%s", err.text);
+    }
+}
+
+/* Keys under `prefix` in `st`. */
+static size_t
+count_keys(sl_store *st, const char *prefix)
+{
+    struct keys k = {NULL, 0, 0};
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_list(st, prefix, collect, &k, &err), SL_OK, "%s", err.text);
+    return k.n;
+}
+
+Test(io_s3_store, a_tree_is_deleted_1000_keys_per_delete_objects_request)
+{
+    S3_SETUP(NULL);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = open_s3(&s, "del", &err);
+    cr_assert_not_null(st, "%s", err.text);
+    enum { N = 1030 };
+    write_keys(st, "t", N);
+    write_keys(st, "other", 3);
+    cr_assert_eq(count_keys(st, "t/"), N);
+    size_t posts = proxy_count(&s, "POST", "delete=");
+    struct sl_remote_stats before, after;
+    sl_store_get_remote_stats(st, &before);
+    cr_assert_eq(sl_store_delete_tree(st, "t", &err), SL_OK, "%s", err.text);
+    sl_store_get_remote_stats(st, &after);
+    size_t deletes = proxy_count(&s, "POST", "delete=") - posts;
+    size_t single = proxy_count(&s, "DELETE", "");
+    size_t left = count_keys(st, "t/"), others = count_keys(st, "other/");
+    sl_store_unref(st);
+    teardown(dir, &s);
+    cr_assert_eq(deletes, 2, "%zu DeleteObjects requests for %d keys", deletes, N);
+    cr_assert_eq(single, 0, "%zu single DELETEs", single);
+    /* two listing pages and the two DeleteObjects */
+    cr_assert_eq(after.requests - before.requests, 4, "%" PRIu64 " requests",
+                 after.requests - before.requests);
+    cr_assert_eq(left, 0, "%zu keys left", left);
+    cr_assert_eq(others, 3, "%zu keys of another tree left", others);
+}
+
+Test(io_s3_store, a_throttled_delete_is_retried_and_a_failing_one_names_its_tree)
+{
+    /* The first DeleteObjects: SlowDown, then its retry goes through; the
+     * next: 200 with a per-key <Error>; then 500 forever. */
+    S3_SETUP("[{\"method\": \"POST\", \"query\": \"delete=\", \"s3_error\": \"SlowDown\", "
+             "\"count\": 1},"
+             " {\"method\": \"POST\", \"query\": \"delete=\", \"delay_ms\": 0, \"count\": 1},"
+             " {\"method\": \"POST\", \"query\": \"delete=\", \"status\": 200, \"count\": 1, "
+             "\"body\": \"<DeleteResult><Deleted><Key>fault/b/0000</Key></Deleted><Error>"
+             "<Key>fault/b/0001</Key><Code>AccessDenied</Code><Message>Access "
+             "Denied</Message></Error></DeleteResult>\"},"
+             " {\"method\": \"POST\", \"query\": \"delete=\", \"s3_error\": \"InternalError\"}]");
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = open_s3(&s, "fault", &err);
+    cr_assert_not_null(st, "%s", err.text);
+    write_keys(st, "a", 5);
+    write_keys(st, "b", 2);
+    write_keys(st, "c", 2);
+    struct sl_remote_stats before, after;
+    sl_store_get_remote_stats(st, &before);
+    cr_assert_eq(sl_store_delete_tree(st, "a", &err), SL_OK, "%s", err.text);
+    sl_store_get_remote_stats(st, &after);
+    size_t left_a = count_keys(st, "a/");
+    struct sl_error eb = SL_ERROR_INIT, ec = SL_ERROR_INIT;
+    sl_status rb = sl_store_delete_tree(st, "b", &eb);
+    sl_status rc = sl_store_delete_tree(st, "c", &ec);
+    size_t left_c = count_keys(st, "c/");
+    sl_store_unref(st);
+    teardown(dir, &s);
+    cr_assert_eq(after.retries - before.retries, 1, "%" PRIu64 " retries",
+                 after.retries - before.retries);
+    cr_assert_eq(left_a, 0, "%zu keys left after the retried delete", left_a);
+    cr_assert_eq(rb, SL_EHTTP, "%s", eb.text);
+    cr_assert_not_null(strstr(eb.text, "\"b\""), "%s", eb.text);
+    cr_assert_not_null(strstr(eb.text, "refused 1 of them"), "%s", eb.text);
+    cr_assert_not_null(strstr(eb.text, "\"fault/b/0001\" (S3 AccessDenied: Access Denied)"), "%s",
+                       eb.text);
+    cr_assert_eq(rc, SL_EHTTP, "%s", ec.text);
+    cr_assert_not_null(strstr(ec.text, "cannot delete 2 keys under \"c\""), "%s", ec.text);
+    cr_assert_not_null(strstr(ec.text, "InternalError"), "%s", ec.text);
+    cr_assert_eq(left_c, 2, "%zu keys of the failed tree left", left_c);
+}
+
+Test(io_s3_store, conditional_writes_are_reported)
+{
+    /* The proxy answers the probe's PUTs itself, both 200: a server that
+     * ignores If-None-Match. */
+    S3_SETUP("[{\"method\": \"PUT\", \"path\": \"*/.sluice-probe-*\", \"status\": 200},"
+             " {\"method\": \"GET\", \"query\": \"*prefix=c%2Fbroken*\", \"status\": 200, "
+             "\"body\": \"<ListBucketResult><Contents></ListBucketResult>\"}]");
+    cr_assert_eq(sl_store_conditional_writes(NULL), SL_STORE_CONDITIONAL_NOT_APPLICABLE);
+    sl_store *mem = sl_store_create_memory(NULL, NULL);
+    cr_assert_not_null(mem);
+    cr_assert_eq(sl_store_conditional_writes(mem), SL_STORE_CONDITIONAL_NOT_APPLICABLE);
+    sl_store_unref(mem);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *a = open_s3(&s, "c", &err);
+    cr_assert_not_null(a, "%s", err.text);
+    cr_assert_eq(sl_store_conditional_writes(a), SL_STORE_CONDITIONAL_NOT_KNOWN);
+    struct sl_buf b = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(a, "k", NULL, &b, NULL, &err), SL_ENOTFOUND);
+    cr_assert_eq(sl_store_conditional_writes(a), SL_STORE_CONDITIONAL_NOT_KNOWN, "a read probes");
+    cr_assert_eq(sl_store_set(a, "k", "v", 1, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_conditional_writes(a), SL_STORE_CONDITIONAL_IGNORED);
+    /* (A listing page S3 garbled is an error naming the page.) */
+    struct keys k = {NULL, 0, 0};
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_list(a, "broken", collect, &k, &err), SL_EPARSE);
+    cr_assert_not_null(strstr(err.text, "listing page 1 of "), "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "</ListBucketResult> closes <Contents>"), "%s", err.text);
+    sl_store *never = open_s3_cond(&s, SL_S3_CONDITIONAL_NEVER);
+    sl_store *always = open_s3_cond(&s, SL_S3_CONDITIONAL_ALWAYS);
+    cr_assert_eq(sl_store_conditional_writes(never), SL_STORE_CONDITIONAL_OFF);
+    cr_assert_eq(sl_store_conditional_writes(always), SL_STORE_CONDITIONAL_HONOURED);
+    char url[512];
+    snprintf(url, sizeof(url), "s3://%s/c", s.bucket);
+    struct sl_s3_store_opts so = SL_S3_STORE_OPTS_DEFAULT;
+    so.endpoint = s.url;
+    so.read_only = true;
+    sl_store *ro = sl_store_open_s3(url, NULL, &so, &err);
+    cr_assert_not_null(ro, "%s", err.text);
+    cr_assert_eq(sl_store_conditional_writes(ro), SL_STORE_CONDITIONAL_NOT_APPLICABLE);
+    cr_assert_eq(sl_store_get(ro, "k", NULL, &b, NULL, &err), SL_OK, "%s", err.text);
+    sl_buf_fini(&b);
+    sl_store_unref(ro);
+    sl_store_unref(never);
+    sl_store_unref(always);
+    sl_store_unref(a);
+    teardown(dir, &s);
 }

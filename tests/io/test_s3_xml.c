@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * S3's XML (io/store/s3_xml.c): error bodies, ListObjectsV2 pages and
- * DeleteObjects results read, DeleteObjects bodies written; entities and
+ * S3's XML (io/store/s3_xml.c): error bodies, ListObjectsV2 pages,
+ * DeleteObjects results and multipart uploads' answers (UploadId; the
+ * ETag, or an <Error> inside a 200) read, DeleteObjects bodies written; entities and
  * character references, CDATA and comments, keys escaped and read back
  * unchanged, and hostile bodies (truncated at every byte, garbage, deep
  * nesting, DTDs, NUL bytes) refused with line, column and byte.
@@ -582,4 +583,148 @@ Test(io_s3_xml, escaped_keys_read_back_unchanged)
     cr_assert_str_eq(log.text, want_list);
     sl_buf_fini(&del);
     sl_buf_fini(&list);
+}
+
+/* ---- multipart uploads ----------------------------------------------------------------------- */
+
+Test(io_s3_xml, initiate_answer_of_the_s3_documentation)
+{
+    const char *doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                      "<InitiateMultipartUploadResult "
+                      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n"
+                      "  <Bucket>example-bucket</Bucket>\n"
+                      "  <Key>example-object</Key>\n"
+                      "  <UploadId>VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA"
+                      "</UploadId>\n"
+                      "</InitiateMultipartUploadResult>";
+    char id[1024];
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl__s3_initiate_parse(doc, strlen(doc), id, sizeof(id), &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_str_eq(id, "VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA");
+    /* Entities are decoded (an id with '&' is not S3's, but is XML's). */
+    const char *amp = "<InitiateMultipartUploadResult><UploadId>a&amp;b</UploadId>"
+                      "</InitiateMultipartUploadResult>";
+    cr_assert_eq(sl__s3_initiate_parse(amp, strlen(amp), id, sizeof(id), &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_str_eq(id, "a&b");
+}
+
+/* `doc` is refused with a message containing `what`, and `id` left "". */
+static void
+initiate_refused(const char *doc, size_t size, const char *what)
+{
+    char id[64] = "x";
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl__s3_initiate_parse(doc, strlen(doc), id, size, &err), SL_EPARSE, "accepted: %s",
+                 doc);
+    cr_assert_not_null(strstr(err.text, what), "%s: %s", doc, err.text);
+    cr_assert_str_eq(id, "");
+}
+
+Test(io_s3_xml, initiate_answers_without_a_usable_upload_id_are_refused)
+{
+    initiate_refused("<InitiateMultipartUploadResult><Key>k</Key>"
+                     "</InitiateMultipartUploadResult>",
+                     64, "no <UploadId> at line 1");
+    initiate_refused("<InitiateMultipartUploadResult><UploadId></UploadId>"
+                     "</InitiateMultipartUploadResult>",
+                     64, "an empty <UploadId>");
+    initiate_refused("<InitiateMultipartUploadResult><UploadId>0123456789</UploadId>"
+                     "</InitiateMultipartUploadResult>",
+                     8, "an <UploadId> longer than 7 bytes");
+    initiate_refused("<Error><Code>AccessDenied</Code></Error>", 64,
+                     "the root element is <Error>, not <InitiateMultipartUploadResult>");
+    initiate_refused("<InitiateMultipartUploadResult><UploadId>abc", 64,
+                     "truncated: <UploadId> is never closed");
+    initiate_refused("", 64, "no element");
+}
+
+Test(io_s3_xml, complete_answer_gives_the_etag_entity_decoded)
+{
+    const char *doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                      "<CompleteMultipartUploadResult "
+                      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\n"
+                      "  <Location>http://Example-Bucket.s3.Region.amazonaws.com/Example-Object"
+                      "</Location>\n"
+                      "  <Bucket>Example-Bucket</Bucket>\n"
+                      "  <Key>Example-Object</Key>\n"
+                      "  <ETag>&quot;3858f62230ac3c915f300c664312c11f-9&quot;</ETag>\n"
+                      "</CompleteMultipartUploadResult>";
+    struct sl__s3_complete_result r;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl__s3_complete_parse(doc, strlen(doc), &r, &err), SL_OK, "%s", err.text);
+    cr_assert(!r.failed);
+    cr_assert_str_eq(r.etag, "\"3858f62230ac3c915f300c664312c11f-9\"");
+    /* No ETag: "" (the store then forgets the key's version). */
+    const char *bare = "<CompleteMultipartUploadResult><Key>k</Key>"
+                       "</CompleteMultipartUploadResult>";
+    cr_assert_eq(sl__s3_complete_parse(bare, strlen(bare), &r, &err), SL_OK, "%s", err.text);
+    cr_assert(!r.failed);
+    cr_assert_str_eq(r.etag, "");
+}
+
+Test(io_s3_xml, complete_answer_with_an_error_inside_a_200_is_a_failure)
+{
+    /* S3's documentation: a 200 whose body is an error. */
+    const char *doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\n"
+                      "<Error>\n"
+                      "  <Code>InternalError</Code>\n"
+                      "  <Message>We encountered an internal error. Please try again.</Message>\n"
+                      "  <RequestId>656c76696e6727732072657175657374</RequestId>\n"
+                      "  <ETag>&quot;not-this-one&quot;</ETag>\n"
+                      "</Error>";
+    struct sl__s3_complete_result r;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl__s3_complete_parse(doc, strlen(doc), &r, &err), SL_OK, "%s", err.text);
+    cr_assert(r.failed);
+    cr_assert_str_eq(r.error.code, "InternalError");
+    cr_assert_str_eq(r.error.message, "We encountered an internal error. Please try again.");
+    cr_assert_str_eq(r.etag, "");
+}
+
+Test(io_s3_xml, bad_complete_answers_are_refused)
+{
+    const char *cases[][2] = {
+        {"<ListBucketResult/>",
+         "the root element is <ListBucketResult>, not <CompleteMultipartUploadResult> or "
+         "<Error>"},
+        {"<CompleteMultipartUploadResult><ETag>&quot;a&#10;X-Evil: 1&quot;</ETag>"
+         "</CompleteMultipartUploadResult>",
+         "an <ETag> holding control character 0x0a at byte 2"},
+        {"<CompleteMultipartUploadResult><ETag>\"x</ETag>", "truncated"},
+        {"<CompleteMultipartUploadResult><ETag>&bogus;</ETag></CompleteMultipartUploadResult>",
+         "'&' that starts no known entity"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sl__s3_complete_result r;
+        struct sl_error err = SL_ERROR_INIT;
+        const char *doc = cases[i][0];
+        cr_assert_eq(sl__s3_complete_parse(doc, strlen(doc), &r, &err), SL_EPARSE, "accepted: %s",
+                     doc);
+        cr_assert_not_null(strstr(err.text, cases[i][1]), "%s: %s", doc, err.text);
+        cr_assert(!r.failed);
+        cr_assert_str_eq(r.etag, "");
+    }
+    /* An ETag of 200 bytes does not fit. */
+    char doc[512];
+    snprintf(doc, sizeof(doc),
+             "<CompleteMultipartUploadResult><ETag>%0200d</ETag></CompleteMultipartUploadResult>",
+             0);
+    struct sl__s3_complete_result r;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl__s3_complete_parse(doc, strlen(doc), &r, &err), SL_EPARSE);
+    cr_assert_not_null(strstr(err.text, "an <ETag> longer than 127 bytes"), "%s", err.text);
+    /* Every truncation of a good answer is refused, reading only what is given. */
+    const char *good = "<CompleteMultipartUploadResult><ETag>&quot;e&quot;</ETag>"
+                       "</CompleteMultipartUploadResult>";
+    for (size_t k = 0; k < strlen(good); k++) {
+        char *copy = malloc(k + 1);
+        cr_assert_not_null(copy);
+        memcpy(copy, good, k);
+        err = SL_ERROR_INIT;
+        cr_assert_eq(sl__s3_complete_parse(copy, k, &r, &err), SL_EPARSE, "%zu bytes", k);
+        cr_assert_leq(err.position, k);
+        free(copy);
+    }
 }

@@ -245,38 +245,11 @@ read_all(sl_store *s, sl_status *status, struct sl_error *errors)
     struct sl_error err = SL_ERROR_INIT;
     sl_array *a = sl_array_open(s, "a", NULL, &err);
     cr_assert_not_null(a, "%s", err.text);
-    static uint16_t bufs_data[N_CHUNKS][CHUNK * CHUNK];
-    void *bufs[N_CHUNKS];
-    size_t sizes[N_CHUNKS];
-    struct sl_region r[N_CHUNKS];
-    for (int k = 0; k < N_CHUNKS; k++) {
-        uint64_t i = (uint64_t)(k / (SIDE / CHUNK)) * CHUNK,
-                 j = (uint64_t)(k % (SIDE / CHUNK)) * CHUNK;
-        r[k] = (struct sl_region){2, {i, j}, {i + CHUNK, j + CHUNK}};
-        bufs[k] = bufs_data[k];
-        sizes[k] = sizeof(bufs_data[k]);
-    }
-    struct sl_test_pool pool;
-    sl_test_pool_init(&pool, 2);
-    struct sl_batch_opts bo = SL_BATCH_OPTS_DEFAULT;
-    bo.par = &pool.par;
-    sl_status ret = sl_array_read_batch(a, N_CHUNKS, r, bufs, sizes, &bo, status, errors, &err);
-    int wrong = 0;
-    for (int k = 0; k < N_CHUNKS && ret != SL_OK; k++)
-        if (status[k] != SL_OK) { /* the call returns the first failed selection's status */
-            cr_assert_eq(ret, status[k]);
-            break;
-        }
-    for (int k = 0; k < N_CHUNKS; k++) {
-        if (status[k] != SL_OK)
-            continue;
-        for (uint64_t i = 0; i < CHUNK; i++)
-            for (uint64_t j = 0; j < CHUNK; j++)
-                if (bufs_data[k][i * CHUNK + j] != value_at(r[k].start[0] + i, r[k].start[1] + j)) {
-                    wrong++;
-                    i = j = CHUNK;
-                }
-    }
+    struct sl_test_chunks_read got =
+        sl_test_read_chunks(a, SIDE, CHUNK, value_at, status, errors, NULL);
+    /* the call returns the first failed selection's status */
+    cr_assert_eq(got.ret, got.first_failed);
+    int wrong = got.wrong;
     sl_array_unref(a);
     return wrong;
 }

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct pool_run {
@@ -147,4 +148,51 @@ sl_test_count(uint32_t rank, const uint64_t *shape)
     for (uint32_t d = 0; d < rank; d++)
         n *= shape[d];
     return n;
+}
+
+struct sl_test_chunks_read
+sl_test_read_chunks(sl_array *a, uint64_t side, uint64_t chunk,
+                    uint16_t (*value_at)(uint64_t i, uint64_t j), sl_status *status,
+                    struct sl_error *errors, struct sl_batch_stats *stats)
+{
+    struct sl_test_chunks_read out = {.ret = SL_ENOMEM, .first_failed = SL_OK};
+    size_t per_side = (size_t)(side / chunk), n = per_side * per_side, elems = chunk * chunk;
+    uint16_t *data = malloc(n * elems * sizeof(uint16_t));
+    void **bufs = malloc(n * sizeof(*bufs));
+    size_t *sizes = malloc(n * sizeof(*sizes));
+    struct sl_region *r = malloc(n * sizeof(*r));
+    if (data != NULL && bufs != NULL && sizes != NULL && r != NULL) {
+        for (size_t k = 0; k < n; k++) {
+            uint64_t i = (uint64_t)(k / per_side) * chunk, j = (uint64_t)(k % per_side) * chunk;
+            r[k] = (struct sl_region){2, {i, j}, {i + chunk, j + chunk}};
+            bufs[k] = data + k * elems;
+            sizes[k] = elems * sizeof(uint16_t);
+        }
+        struct sl_test_pool pool;
+        sl_test_pool_init(&pool, 2);
+        struct sl_batch_opts bo = SL_BATCH_OPTS_DEFAULT;
+        bo.par = &pool.par;
+        bo.stats = stats;
+        struct sl_error err = SL_ERROR_INIT;
+        out.ret = sl_array_read_batch(a, n, r, bufs, sizes, &bo, status, errors, &err);
+        for (size_t k = 0; k < n; k++) {
+            if (status[k] != SL_OK) {
+                if (out.first_failed == SL_OK)
+                    out.first_failed = status[k];
+                continue;
+            }
+            const uint16_t *got = data + k * elems;
+            for (uint64_t i = 0; i < chunk; i++)
+                for (uint64_t j = 0; j < chunk; j++)
+                    if (got[i * chunk + j] != value_at(r[k].start[0] + i, r[k].start[1] + j)) {
+                        out.wrong++;
+                        i = j = chunk;
+                    }
+        }
+    }
+    free(r);
+    free(sizes);
+    free(bufs);
+    free(data);
+    return out;
 }

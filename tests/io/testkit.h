@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the io array tests: a small thread-pool "parallel for" that
- * implements struct sl_parallel, deterministic test data for any dtype, and
- * a reference copy of a box out of a dense array.
+ * implements struct sl_parallel, deterministic test data for any dtype, a
+ * reference copy of a box out of a dense array, and a batched read of
+ * every chunk of an array checked against the values written.
  */
 #ifndef SL_TEST_TESTKIT_H
 #define SL_TEST_TESTKIT_H
@@ -33,6 +34,26 @@ void sl_test_box_extract(void *dst, const void *src, uint32_t rank, const uint64
 
 /* Number of elements of a shape. */
 uint64_t sl_test_count(uint32_t rank, const uint64_t *shape);
+
+/* What sl_test_read_chunks did. */
+struct sl_test_chunks_read {
+    sl_status ret;          /* what sl_array_read_batch returned (SL_ENOMEM: no buffers) */
+    sl_status first_failed; /* the status of the first selection that failed; SL_OK: none */
+    int wrong;              /* selections read ok whose values differ from value_at's */
+};
+
+/*
+ * Read every chunk of the 2-D uint16 array `a` (`side` x `side` elements,
+ * chunks of `chunk` x `chunk`) in one batch with 2 workers: one selection
+ * per chunk, the chunks in row-major order; each selection's status and
+ * error into `status` and `errors` ((side / chunk)^2 entries each), the
+ * batch's counters into `stats` (NULL: none).  Every selection read is
+ * compared with `value_at`.  Used by the remote stores' batch tests.
+ */
+struct sl_test_chunks_read sl_test_read_chunks(sl_array *a, uint64_t side, uint64_t chunk,
+                                               uint16_t (*value_at)(uint64_t i, uint64_t j),
+                                               sl_status *status, struct sl_error *errors,
+                                               struct sl_batch_stats *stats);
 
 /*
  * The transaction suites are built twice, the second time with

@@ -4,8 +4,10 @@
 rechunking and recompression keeps the contents (equal checksums, and
 zarr-python reads the v2 results back equal); a corrupt chunk fails alone
 with exit status 1 and appears in the JSON report; a budget too small and
-usage errors are refused with clear messages.  Exits 77 (skipped) without
-numpy and zarr (python3-zarr).
+usage errors are refused with clear messages; `--codec zstd:3,crc32c`
+writes a crc32c codec that zarrita reads (v3, sharded or not), and a byte
+flipped inside a compressed chunk then fails that chunk alone with ECORRUPT
+naming it.  Exits 77 (skipped) without numpy and zarr (python3-zarr).
 """
 import json
 import os
@@ -149,9 +151,71 @@ def check_side_files(tmp):
            f"side files: nothing left behind: {os.listdir(tmp)}")
 
 
+def zarrita_read(path):
+    """zarrita's reading of `path` (tests/tools/zarr_read.mjs), or None when absent."""
+    tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node or not os.path.isdir(os.path.join(tools, "node_modules", "zarrita")):
+        expect(os.environ.get("SL_REQUIRE_ZARRITA") != "1",
+               "SL_REQUIRE_ZARRITA=1 but node or tests/tools/node_modules/zarrita is missing")
+        print("zarrita checks skipped: node or zarrita missing")
+        return None
+    p = subprocess.run([node, os.path.join(tools, "zarr_read.mjs"), path], capture_output=True,
+                       text=True)
+    return json.loads(p.stdout.splitlines()[0]) if p.stdout else {"ok": False, "error": p.stderr}
+
+
+def check_crc32c(tmp):
+    src = os.path.join(tmp, "in.zarr")
+    want = checksum(src)
+    for name, extra in (("crc", []), ("crcs", ["--chunks", "8,10,4", "--shards", "16,20,8"])):
+        dst = os.path.join(tmp, name + ".zarr")
+        rc, _, err = run("copy", src, dst, "--format", "v3", "--codec", "zstd:3,crc32c", *extra)
+        expect(rc == 0, f"copy --codec zstd:3,crc32c {extra}: {err}")
+        meta = json.load(open(os.path.join(dst, "zarr.json")))
+        codecs = meta["codecs"]
+        if extra:
+            codecs = codecs[0]["configuration"]["codecs"]
+        names = [c["name"] for c in codecs]
+        expect(names == ["bytes", "zstd", "crc32c"], f"{name}: chain {names}")
+        expect(checksum(dst) == want, f"{name}: contents kept")
+        r = zarrita_read(dst)
+        if r is not None:
+            expect(r.get("ok", True) and r.get("sha256") == want,
+                   f"{name}: zarrita reads the crc32c chain equal: {r}")
+    # flip one byte inside the compressed payload of one chunk
+    dst = os.path.join(tmp, "crc.zarr")
+    key = os.path.join(dst, "c", "1", "2", "0")
+    blob = bytearray(open(key, "rb").read())
+    blob[len(blob) // 2] ^= 0x40
+    open(key, "wb").write(bytes(blob))
+    rc, _, err = run("copy", dst, os.path.join(tmp, "crc-out.zarr"))
+    expect(rc == 1 and "ECORRUPT" in err and "(1, 2, 0)" in err and "crc32c" in err
+           and "1 failed" in err, f"a flipped byte fails chunk (1, 2, 0) alone: {err}")
+    # the same chain from a graph file
+    graph = os.path.join(tmp, "crc.json")
+    json.dump({"sluice": 1,
+               "arrays": {"raw": {"path": "in.zarr"},
+                          "out": {"path": "gcrc.zarr", "like": "raw",
+                                  "create": {"format": 3, "codec": "gzip:2,crc32c"}}},
+               "nodes": {"read": {"op": "get", "array": "raw"},
+                         "write": {"op": "put", "input": "read", "array": "out"}}},
+              open(graph, "w"))
+    rc, _, err = run("run", graph)
+    meta = json.load(open(os.path.join(tmp, "gcrc.zarr", "zarr.json"))) if rc == 0 else {}
+    expect(rc == 0 and [c["name"] for c in meta["codecs"]] == ["bytes", "gzip", "crc32c"]
+           and checksum(os.path.join(tmp, "gcrc.zarr")) == want,
+           f"a graph file's \"codec\": \"gzip:2,crc32c\" writes the chain: {err}")
+    rc, _, err = run("copy", src, os.path.join(tmp, "v2crc.zarr"), "--format", "v2",
+                     "--codec", "zstd:1,crc32c")
+    expect(rc == 2 and "crc32c" in err, f"crc32c in v2 is refused before writing: {err}")
+    expect(not os.path.exists(os.path.join(tmp, "v2crc.zarr")), "nothing left of a refused v2")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="sluice-copy-") as tmp:
         data = make_input(os.path.join(tmp, "in.zarr"))
+        check_crc32c(tmp)
         check_format_pairs(tmp, data)
         check_failures(tmp, data)
         check_usage(tmp)

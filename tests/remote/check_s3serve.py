@@ -282,8 +282,23 @@ def check_delete(s, c):
     keys = ["del2/d/%d" % i for i in range(8)]
     for k in keys:
         c.request("PUT", key_url(k), b"x")
-    doc = "<Delete>%s</Delete>" % "".join("<Object><Key>%s</Key></Object>" % k for k in keys)
-    a = c.request("POST", "/%s?delete=" % BUCKET, doc.encode())
+    doc = ("<Delete>%s</Delete>" % "".join("<Object><Key>%s</Key></Object>" % k
+                                           for k in keys)).encode()
+    # The proxy checks Content-MD5 as S3 does (s3rver ignores it).
+    a = c.request("POST", "/%s?delete=" % BUCKET, doc)
+    expect(a.status == 400 and xml_one(a.body, "Code") == "InvalidRequest",
+           "DeleteObjects without Content-MD5: %r" % a)
+    wrong = base64.b64encode(hashlib.md5(doc + b" ").digest()).decode()
+    a = c.request("POST", "/%s?delete=" % BUCKET, doc, {"Content-MD5": wrong})
+    expect(a.status == 400 and xml_one(a.body, "Code") == "BadDigest",
+           "DeleteObjects with another body's Content-MD5: %r" % a)
+    a = c.request("POST", "/%s?delete=" % BUCKET, doc, {"Content-MD5": "bm90IGFuIE1ENQ=="})
+    expect(a.status == 400 and xml_one(a.body, "Code") == "InvalidDigest",
+           "DeleteObjects with a Content-MD5 of 10 bytes: %r" % a)
+    a = c.request("PUT", key_url("del2/md5"), b"body", {"Content-MD5": wrong})
+    expect(a.status == 400 and xml_one(a.body, "Code") == "BadDigest", "PUT, bad MD5: %r" % a)
+    md5 = base64.b64encode(hashlib.md5(doc).digest()).decode()
+    a = c.request("POST", "/%s?delete=" % BUCKET, doc, {"Content-MD5": md5})
     expect(a.status == 200 and len(xml_all(a.body, "Key")) == len(keys),
            "DeleteObjects emptying a directory: %r" % a)
     expect(list_all(c, "del2/", 100) == [[]], "keys left after emptying a directory")

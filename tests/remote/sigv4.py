@@ -19,6 +19,8 @@ canonical query decodes and re-encodes each name and value and sorts the
 pairs.  `headers` are a dict with lower-case names and one value each (what
 serve.py's request parser gives).
 """
+import base64
+import binascii
 import datetime
 import hashlib
 import hmac
@@ -115,6 +117,35 @@ def amz_date_parse(text):
         return None
 
 
+def check_digest(method, target, headers, body):
+    """S3's checks of Content-MD5, which s3rver 3.7.1 ignores: a value that is
+    not the base64 of 16 bytes is 400 InvalidDigest, one that is not the MD5 of
+    the body 400 BadDigest; DeleteObjects (POST ?delete) without it (or an
+    x-amz-checksum-* header) is 400 InvalidRequest.  None when all is well."""
+    md5 = headers.get("content-md5")
+    names = {urllib.parse.unquote(p.partition("=")[0])
+             for p in target.partition("?")[2].split("&")}
+    if md5 is None:
+        if (method == "POST" and "delete" in names
+                and not any(h.startswith("x-amz-checksum-") for h in headers)):
+            return (400, "InvalidRequest",
+                    "Missing required header for this request: Content-MD5", {})
+        return None
+    try:
+        given = base64.b64decode(md5.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        given = b""
+    if len(given) != 16:
+        return (400, "InvalidDigest", "The Content-MD5 you specified was invalid.",
+                {"Content-MD5": md5})
+    computed = hashlib.md5(body or b"").digest()
+    if given != computed:
+        return (400, "BadDigest", "The Content-MD5 you specified did not match what we "
+                "received.", {"ExpectedDigest": given.hex(),
+                              "CalculatedDigest": base64.b64encode(computed).decode()})
+    return None
+
+
 class Verifier:
     """Checks SigV4 signatures (Authorization header or presigned query) as S3 does,
     for the keys in `keys` (access key id -> secret) and one region."""
@@ -128,7 +159,12 @@ class Verifier:
     def check(self, method, target, headers, body, now=None):
         """None if the request may go on; else (status, S3 error code, message, extra
         dict of further XML elements, e.g. the canonical request a mismatch was
-        computed from)."""
+        computed from).  After the signature, the body's Content-MD5 as S3 checks
+        it (check_digest)."""
+        return (self.check_auth(method, target, headers, body, now)
+                or check_digest(method, target, headers, body))
+
+    def check_auth(self, method, target, headers, body, now=None):
         now = now or datetime.datetime.now(datetime.timezone.utc)
         query = target.partition("?")[2]
         names = {urllib.parse.unquote(p.partition("=")[0]) for p in query.split("&")}
