@@ -47,8 +47,8 @@ const struct cmd cmd_pyramid = {
              "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
              "                       empty entry writes none)\n"
              "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
-             "  --translation T1,... level 0's offset per axis (default 0)\n" ARRAY_OPTS_HELP
-                 RUN_OPTS_HELP "  --help               print this help\n",
+             "  --translation T1,... level 0's offset per axis (default 0)\n" ARRAY_OPTS_HELP,
+    .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
 

@@ -13,6 +13,8 @@ struct cmd {
     const char *name;    /* what follows `sluice` on the command line */
     const char *summary; /* one line for `sluice --help` */
     const char *usage;   /* printed by `sluice NAME --help`, ends in a newline */
+    const char *options; /* printed after it (NULL: none): the shared options'
+                            help, kept apart so no literal outgrows C's 4095 */
     /* Run with argv[0] the command's name; return the exit status:
      * 0 success, 1 failure (reported on stderr), 2 bad usage. */
     int (*run)(int argc, char **argv);

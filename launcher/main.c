@@ -32,6 +32,13 @@ static const struct cmd *const commands[] = {
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
+/* `sluice NAME --help`. */
+static void
+print_command_help(const struct cmd *c)
+{
+    printf("%s\n\n%s%s", c->summary, c->usage, c->options != NULL ? c->options : "");
+}
+
 static void
 print_usage(FILE *out)
 {
@@ -111,7 +118,7 @@ main(int argc, char **argv)
     if (is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
         const struct cmd *c = argc > 2 && !is_help(argv[1]) ? find_command(argv[2]) : NULL;
         if (c != NULL)
-            printf("%s\n\n%s", c->summary, c->usage);
+            print_command_help(c);
         else
             print_usage(stdout);
         return 0;
@@ -125,7 +132,7 @@ main(int argc, char **argv)
         if (strcmp(argv[i], "--") == 0)
             break;
         if (is_help(argv[i])) {
-            printf("%s\n\n%s", c->summary, c->usage);
+            print_command_help(c);
             return 0;
         }
     }

@@ -35,144 +35,28 @@
  *                             SL_SLUICE_EXE, as tests/bench/run.sh sets)
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <sluice.h>
 
 #include "bench.h"
+#include "bench_remote.h"
 
 #define CHUNK 1000000ull
 #define MAX_SLICES 64
 #define WINDOW 64
 
 static const char *g_root, *g_dir, *g_exe;
-static char g_nginx[256], g_proxy[256], g_control[256];
-
-static void
-die(const char *what, const struct sl_error *err)
-{
-    char line[512];
-    sl_error_format(err, line, sizeof(line));
-    fprintf(stderr, "bench_io_remote: %s: %s\n", what, line);
-    exit(1);
-}
-
-static void
-fail(const char *what)
-{
-    fprintf(stderr, "bench_io_remote: %s\n", what);
-    exit(1);
-}
+static const char *g_nginx, *g_proxy, *g_control;
 
 /* Slice k's first element, as peer_remote.py's slices(). */
 static uint64_t
 slice_start(int k, int n)
 {
     return (n <= 8 ? 2 * (uint64_t)k : (uint64_t)k * 100 / (uint64_t)n) * CHUNK;
-}
-
-/* ---- the helper's output ------------------------------------------------------------------ */
-
-/* `name: value unit` lines of one helper run, kept to look values up. */
-struct lines {
-    int n;
-    char name[32][64];
-    double value[32];
-};
-
-static double
-lines_get(const struct lines *l, const char *name)
-{
-    for (int i = 0; i < l->n; i++)
-        if (strcmp(l->name[i], name) == 0)
-            return l->value[i];
-    return -1;
-}
-
-/* Run `cmd`; keep its `name: value unit` lines, reprinting them as
- * `<prefix><name>: ...` when prefix is not NULL.  Exits if it fails. */
-static void
-helper(const char *cmd, const char *prefix, struct lines *l)
-{
-    FILE *f = popen(cmd, "r");
-    if (f == NULL)
-        fail(cmd);
-    l->n = 0;
-    char line[512], name[64], unit[32];
-    double v;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (sscanf(line, "%63[a-z_0-9]: %lf %31s", name, &v, unit) < 2 || l->n == 32)
-            continue;
-        snprintf(l->name[l->n], sizeof(l->name[0]), "%s", name);
-        l->value[l->n++] = v;
-        if (prefix != NULL)
-            printf("%s%s: %.4g %s\n", prefix, name, v, unit);
-    }
-    fflush(stdout);
-    if (pclose(f) != 0) {
-        fprintf(stderr, "bench_io_remote: failed: %s\n", cmd);
-        exit(1);
-    }
-}
-
-static void
-peer_cmd(char *cmd, size_t size, const char *args)
-{
-    snprintf(cmd, size, "/usr/bin/python3 %s/tests/bench/io/peer_remote.py %s", g_root, args);
-}
-
-static void
-proxy_do(const char *what, struct lines *l)
-{
-    char cmd[1024], args[512];
-    snprintf(args, sizeof(args), "%s %s", what, g_control);
-    peer_cmd(cmd, sizeof(cmd), args);
-    helper(cmd, NULL, l);
-}
-
-/* ---- the server -------------------------------------------------------------------------- */
-
-static FILE *g_server;
-static int g_server_pid;
-
-static void
-server_start(void)
-{
-    char cmd[1024], args[512];
-    snprintf(args, sizeof(args), "serve %s", g_dir);
-    peer_cmd(cmd, sizeof(cmd), args);
-    char exec_cmd[1100];
-    snprintf(exec_cmd, sizeof(exec_cmd), "exec %s", cmd); /* the helper is our child */
-    g_server = popen(exec_cmd, "r");
-    char line[1024];
-    if (g_server == NULL || fgets(line, sizeof(line), g_server) == NULL ||
-        sscanf(line, "%d %255s %255s %255s", &g_server_pid, g_nginx, g_proxy, g_control) != 4)
-        fail("the server did not start (nginx-light installed?)");
-}
-
-static void
-server_stop(void)
-{
-    kill(g_server_pid, SIGTERM);
-    pclose(g_server);
-}
-
-static void
-set_delay(int ms)
-{
-    char what[64];
-    struct lines l;
-    snprintf(what, sizeof(what), "delay %s %d", g_control, ms);
-    char cmd[1024];
-    peer_cmd(cmd, sizeof(cmd), what);
-    helper(cmd, NULL, &l);
 }
 
 /* ---- sluice ------------------------------------------------------------------------------ */
@@ -207,7 +91,7 @@ sel_init(struct sel *s, int n)
     sl_array *a = st ? sl_array_open(st, "b3.zarr", NULL, &err) : NULL;
     if (a == NULL || sl_array_read_batch_concat(a, (size_t)n, s->regions, 0, s->expect, s->bytes,
                                                 NULL, NULL, NULL, &err) != SL_OK)
-        die("read the slices from disk", &err);
+        bench_remote_die("read the slices from disk", &err);
     sl_array_unref(a);
     sl_store_unref(st);
 }
@@ -224,7 +108,7 @@ sluice_batched(const struct sel *s, sl_pool *pool, bool hinted, int reps, double
     sl_store *st = sl_store_open_http(g_proxy, NULL, &err);
     sl_array *a = st ? sl_array_open(st, "b3.zarr", NULL, &err) : NULL;
     if (a == NULL)
-        die(url, &err);
+        bench_remote_die(url, &err);
     struct sl_parallel par = sl_pool_parallel(pool);
     struct sl_batch_opts o = SL_BATCH_OPTS_DEFAULT;
     o.par = &par;
@@ -240,12 +124,12 @@ sluice_batched(const struct sel *s, sl_pool *pool, bool hinted, int reps, double
                 sl_array_prefetch_chunk(a, &(uint64_t){s->regions[k].start[0] / CHUNK});
         if (sl_array_read_batch_concat(a, (size_t)s->n, s->regions, 0, s->out, s->bytes, &o, NULL,
                                        NULL, &err) != SL_OK)
-            die("batched read over HTTP", &err);
+            bench_remote_die("batched read over HTTP", &err);
         double t = sl_bench_now() - t0;
         if (r >= 0 && t < best)
             best = t;
         if (memcmp(s->out, s->expect, s->bytes) != 0)
-            fail("the batched read over HTTP differs from the slices on disk");
+            bench_remote_fail("the batched read over HTTP differs from the slices on disk");
     }
     sl_store_get_remote_stats(st, &r1);
     *requests = (double)(r1.requests - r0.requests) / reps;
@@ -263,7 +147,7 @@ graph_write(const struct sel *s, char *path, size_t size)
     snprintf(path, size, "%s/remote_graph_%d.json", g_dir, s->n);
     FILE *f = fopen(path, "w");
     if (f == NULL)
-        fail(path);
+        bench_remote_fail(path);
     fprintf(
         f,
         "{\"sluice\": 1,\n \"arrays\": {\"src\": {\"path\": \"%sb3.zarr\"},\n"
@@ -288,9 +172,9 @@ graph_check(const struct sel *s)
     sl_array *a = st ? sl_array_open(st, "remote_graph_out.zarr", NULL, &err) : NULL;
     struct sl_region all = {.rank = 1, .start = {0}, .stop = {(uint64_t)s->n * CHUNK}};
     if (a == NULL || sl_array_read_region(a, &all, s->out, s->bytes, NULL, NULL, &err) != SL_OK)
-        die("read the graph's output", &err);
+        bench_remote_die("read the graph's output", &err);
     if (memcmp(s->out, s->expect, s->bytes) != 0)
-        fail("the graph's output differs from the slices on disk");
+        bench_remote_fail("the graph's output differs from the slices on disk");
     sl_array_unref(a);
     sl_store_unref(st);
 }
@@ -304,19 +188,19 @@ sluice_graph(const struct sel *s, int reps, double *requests)
     graph_write(s, path, sizeof(path));
     snprintf(cmd, sizeof(cmd), "%s run %s --no-progress >/dev/null 2>&1", g_exe, path);
     double best = INFINITY;
-    struct lines l;
+    struct bench_lines l;
     for (int r = -1; r < reps; r++) {
         if (r == 0)
-            proxy_do("clear", &l);
+            bench_proxy_clear(g_control);
         double t0 = sl_bench_now();
         if (system(cmd) != 0)
-            fail(cmd);
+            bench_remote_fail(cmd);
         double t = sl_bench_now() - t0;
         if (r >= 0 && t < best)
             best = t;
     }
-    proxy_do("log", &l);
-    *requests = lines_get(&l, "requests") / reps;
+    bench_proxy_log(g_control, &l);
+    *requests = bench_lines_get(&l, "requests") / reps;
     graph_check(s);
     return best;
 }
@@ -351,13 +235,13 @@ run_sluice(const char *tag, const struct sel *s, sl_pool *pool, int reps, struct
 /* ---- peers and ratios ---------------------------------------------------------------------- */
 
 static void
-run_peers(const char *tag, int n, int reps, struct lines *py, struct lines *js)
+run_peers(const char *tag, int n, int reps, struct bench_lines *py, struct bench_lines *js)
 {
     char cmd[2048], args[1024], prefix[64];
     snprintf(prefix, sizeof(prefix), "%s_", tag);
     snprintf(args, sizeof(args), "peers %s %sb3.zarr %d %d", g_control, g_proxy, reps, n);
-    peer_cmd(cmd, sizeof(cmd), args);
-    helper(cmd, prefix, py);
+    bench_peer_cmd(cmd, sizeof(cmd), args);
+    bench_helper_run(cmd, prefix, py);
     js->n = 0;
     struct stat st;
     snprintf(cmd, sizeof(cmd), "%s/tests/tools/node_modules/zarrita", g_root);
@@ -367,7 +251,7 @@ run_peers(const char *tag, int n, int reps, struct lines *py, struct lines *js)
     }
     snprintf(cmd, sizeof(cmd), "node %s/tests/bench/io/peer_zarrita_remote.mjs %sb3.zarr %s %d %d",
              g_root, g_proxy, g_control, reps, n);
-    helper(cmd, prefix, js);
+    bench_helper_run(cmd, prefix, js);
 }
 
 static void
@@ -378,16 +262,17 @@ run_case(int delay_ms, int n, sl_pool *pool, int reps, double bandwidth, double 
         snprintf(tag, sizeof(tag), "remote_%dms", delay_ms);
     else
         snprintf(tag, sizeof(tag), "remote_%dms_%d", delay_ms, n);
-    set_delay(delay_ms);
+    bench_proxy_delay(g_control, delay_ms);
     struct sel s;
     sel_init(&s, n);
     struct ways w;
     run_sluice(tag, &s, pool, reps, &w);
-    struct lines py, js;
+    struct bench_lines py, js;
     run_peers(tag, n, reps, &py, &js);
-    double loop = lines_get(&py, "zarr_fsspec_loop"), oidx = lines_get(&py, "zarr_fsspec_oindex");
-    double zarr_best = loop < oidx ? loop : oidx, dask = lines_get(&py, "dask");
-    double zarrita = lines_get(&js, "zarrita");
+    double loop = bench_lines_get(&py, "zarr_fsspec_loop"),
+           oidx = bench_lines_get(&py, "zarr_fsspec_oindex");
+    double zarr_best = loop < oidx ? loop : oidx, dask = bench_lines_get(&py, "dask");
+    double zarrita = bench_lines_get(&js, "zarrita");
     report(tag, "zarr_fsspec_time", zarr_best, "s");
     report(tag, "dask_time", dask, "s");
     report(tag, "zarrita_time", zarrita, "s");
@@ -414,40 +299,12 @@ run_case(int delay_ms, int n, sl_pool *pool, int reps, double bandwidth, double 
 
 /* ---- downsample over HTTP ------------------------------------------------------------------- */
 
-/* Wall seconds and peak RSS (MiB) of one child command. */
-static double
-child_run(const char *cmd, double *rss_mib)
-{
-    double t0 = sl_bench_now();
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    struct rusage ru;
-    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
-        fail(cmd);
-    *rss_mib = (double)ru.ru_maxrss / 1024;
-    return sl_bench_now() - t0;
-}
-
 static void
 run_downsample(void)
 {
-    char path[4096], cmd[8192];
-    struct stat st;
-    snprintf(path, sizeof(path), "%s/remote_ds512.zarr", g_dir);
-    if (stat(path, &st) != 0) {
-        snprintf(cmd, sizeof(cmd),
-                 "%s generate %s --shape 512,512,512 --chunks 64,64,64 --dtype uint16 "
-                 ">/dev/null 2>&1",
-                 g_exe, path);
-        if (system(cmd) != 0)
-            fail(cmd);
-    }
-    set_delay(20);
+    char cmd[8192];
+    bench_ds512_make(g_exe, g_dir);
+    bench_proxy_delay(g_control, 20);
     static const char *const budgets[] = {"", "256M"};
     for (int i = 0; i < 2; i++) {
         char mem[64] = "";
@@ -457,7 +314,7 @@ run_downsample(void)
                  "%s downsample %sremote_ds512.zarr %s/remote_ds512_out.zarr --factors 2,2,2 "
                  "--overwrite --no-progress%s >/dev/null",
                  g_exe, g_proxy, g_dir, mem);
-        double rss, t = child_run(cmd, &rss);
+        double rss, t = bench_child_run(cmd, &rss, NULL);
         const char *tag =
             budgets[i][0] ? "remote_20ms_downsample_mem256M" : "remote_20ms_downsample";
         report(tag, "time", t, "s");
@@ -481,29 +338,27 @@ main(int argc, char **argv)
                         "(run via tests/bench/run.sh); skipped\n");
         return 0;
     }
+    bench_remote_init("bench_io_remote", g_root);
     char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "/usr/bin/python3 %s/tests/bench/io/peer_zarr_read.py create %s/b3.zarr", g_root,
              g_dir);
     if (system(cmd) != 0)
-        fail("zarr-python could not write b3.zarr (python3-zarr installed?)");
+        bench_remote_fail("zarr-python could not write b3.zarr (python3-zarr installed?)");
 
     struct sl_error err = SL_ERROR_INIT;
     sl_pool *pool = sl_pool_create(NULL, &err);
     if (pool == NULL)
-        die("pool", &err);
+        bench_remote_die("pool", &err);
     sl_bench_report("workers", sl_pool_worker_count(pool), "threads");
-    server_start();
-    struct lines l;
-    char args[1024];
-    snprintf(args, sizeof(args), "bandwidth %s %s 3", g_dir, g_nginx);
-    peer_cmd(cmd, sizeof(cmd), args);
-    helper(cmd, NULL, &l);
-    double bw = lines_get(&l, "bandwidth");
-    snprintf(args, sizeof(args), "bandwidth %s %s 3", g_dir, g_proxy);
-    peer_cmd(cmd, sizeof(cmd), args);
-    helper(cmd, NULL, &l);
-    double bw_proxy = lines_get(&l, "bandwidth");
+    struct bench_server server;
+    snprintf(cmd, sizeof(cmd), "serve %s", g_dir);
+    bench_server_start(&server, cmd, 3, "the server did not start (nginx-light installed?)");
+    g_nginx = server.word[0];
+    g_proxy = server.word[1];
+    g_control = server.word[2];
+    double bw = bench_bandwidth(g_dir, g_nginx);
+    double bw_proxy = bench_bandwidth(g_dir, g_proxy);
     sl_bench_report("remote_loopback_nginx_bandwidth", bw, "MB/s");
     sl_bench_report("remote_loopback_proxy_bandwidth", bw_proxy, "MB/s");
 
@@ -513,7 +368,7 @@ main(int argc, char **argv)
     run_case(20, 64, pool, reps, bw, bw_proxy);
     if (getenv("SL_BENCH_REMOTE_NO_DOWNSAMPLE") == NULL)
         run_downsample();
-    server_stop();
+    bench_server_stop(&server);
     sl_pool_destroy(pool);
     return 0;
 }

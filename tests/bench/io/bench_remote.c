@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The helpers of bench_remote.h: peer_remote.py's commands run through
+ * popen, a server helper kept as a child until stopped, and a child's
+ * wall time and peak RSS from wait4.
+ */
+#include "bench_remote.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static const char *g_prog = "bench", *g_root = ".";
+
+void
+bench_remote_init(const char *prog, const char *root)
+{
+    g_prog = prog;
+    g_root = root;
+}
+
+void
+bench_remote_fail(const char *what)
+{
+    fprintf(stderr, "%s: %s\n", g_prog, what);
+    exit(1);
+}
+
+void
+bench_remote_die(const char *what, const struct sl_error *err)
+{
+    char line[512];
+    sl_error_format(err, line, sizeof(line));
+    fprintf(stderr, "%s: %s: %s\n", g_prog, what, line);
+    exit(1);
+}
+
+double
+bench_lines_get(const struct bench_lines *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->name[i], name) == 0)
+            return l->value[i];
+    return -1;
+}
+
+double
+bench_lines_need(const struct bench_lines *l, const char *name, const char *what)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->name[i], name) == 0)
+            return l->value[i];
+    fprintf(stderr, "%s: %s printed no \"%s\"\n", g_prog, what, name);
+    exit(1);
+}
+
+void
+bench_helper_run(const char *cmd, const char *prefix, struct bench_lines *l)
+{
+    FILE *f = popen(cmd, "r");
+    if (f == NULL)
+        bench_remote_fail(cmd);
+    l->n = 0;
+    char line[512], name[64], unit[32];
+    double v;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "%63[a-z_0-9]: %lf %31s", name, &v, unit) < 2 || l->n == 32)
+            continue;
+        snprintf(l->name[l->n], sizeof(l->name[0]), "%s", name);
+        l->value[l->n++] = v;
+        if (prefix != NULL)
+            printf("%s%s: %.4g %s\n", prefix, name, v, unit);
+    }
+    fflush(stdout);
+    if (pclose(f) != 0) {
+        fprintf(stderr, "%s: failed: %s\n", g_prog, cmd);
+        exit(1);
+    }
+}
+
+void
+bench_peer_cmd(char *cmd, size_t size, const char *args)
+{
+    snprintf(cmd, size, "/usr/bin/python3 %s/tests/bench/io/peer_remote.py %s", g_root, args);
+}
+
+void
+bench_server_start(struct bench_server *s, const char *args, int n_words, const char *why_not)
+{
+    char cmd[1024], exec_cmd[1100], line[1200];
+    bench_peer_cmd(cmd, sizeof(cmd), args);
+    snprintf(exec_cmd, sizeof(exec_cmd), "exec %s", cmd); /* the helper is our child */
+    s->f = popen(exec_cmd, "r");
+    s->n_words = 0;
+    if (s->f == NULL || fgets(line, sizeof(line), s->f) == NULL)
+        bench_remote_fail(why_not);
+    int off = 0, used;
+    if (sscanf(line, "%d%n", &s->pid, &used) != 1)
+        bench_remote_fail(why_not);
+    off += used;
+    while (s->n_words < n_words && s->n_words < 4 &&
+           sscanf(line + off, " %255s%n", s->word[s->n_words], &used) == 1) {
+        s->n_words++;
+        off += used;
+    }
+    if (s->n_words != n_words)
+        bench_remote_fail(why_not);
+}
+
+void
+bench_server_stop(struct bench_server *s)
+{
+    if (s->f == NULL)
+        return;
+    kill(s->pid, SIGTERM);
+    pclose(s->f);
+    s->f = NULL;
+}
+
+static void
+proxy_do(const char *what, const char *control, struct bench_lines *l)
+{
+    char cmd[1024], args[512];
+    snprintf(args, sizeof(args), "%s %s", what, control);
+    bench_peer_cmd(cmd, sizeof(cmd), args);
+    bench_helper_run(cmd, NULL, l);
+}
+
+void
+bench_proxy_delay(const char *control, double ms)
+{
+    char cmd[1024], args[512];
+    struct bench_lines l;
+    snprintf(args, sizeof(args), "delay %s %g", control, ms);
+    bench_peer_cmd(cmd, sizeof(cmd), args);
+    bench_helper_run(cmd, NULL, &l);
+}
+
+void
+bench_proxy_clear(const char *control)
+{
+    struct bench_lines l;
+    proxy_do("clear", control, &l);
+}
+
+void
+bench_proxy_log(const char *control, struct bench_lines *l)
+{
+    proxy_do("log", control, l);
+}
+
+double
+bench_bandwidth(const char *dir, const char *url)
+{
+    char cmd[1024], args[768];
+    struct bench_lines l;
+    snprintf(args, sizeof(args), "bandwidth %s %s 3", dir, url);
+    bench_peer_cmd(cmd, sizeof(cmd), args);
+    bench_helper_run(cmd, NULL, &l);
+    return bench_lines_need(&l, "bandwidth", cmd);
+}
+
+double
+bench_child_run(const char *cmd, double *rss_mib, double *cpu_s)
+{
+    double t0 = sl_bench_now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "%s: failed: %s\n", g_prog, cmd);
+        exit(1);
+    }
+    *rss_mib = (double)ru.ru_maxrss / 1024;
+    if (cpu_s != NULL)
+        *cpu_s = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    return sl_bench_now() - t0;
+}
+
+/* utime + stime of one process, in clock ticks; 0 when it is gone. */
+static double
+proc_ticks(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    unsigned long long utime, stime;
+    /* After the name: state, then fields 4..13, then utime and stime. */
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                            &stime) != 2)
+        return 0;
+    return (double)(utime + stime);
+}
+
+double
+bench_tree_cpu(int pid)
+{
+    double ticks = proc_ticks(pid);
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+    FILE *f = fopen(path, "r");
+    int child;
+    while (f != NULL && fscanf(f, "%d", &child) == 1)
+        ticks += bench_tree_cpu(child) * (double)sysconf(_SC_CLK_TCK);
+    if (f != NULL)
+        fclose(f);
+    return ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
+void
+bench_ds512_make(const char *exe, const char *dir)
+{
+    char path[4096], cmd[8192];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/remote_ds512.zarr", dir);
+    if (stat(path, &st) == 0)
+        return;
+    snprintf(cmd, sizeof(cmd),
+             "%s generate %s --shape 512,512,512 --chunks 64,64,64 --dtype uint16 "
+             ">/dev/null 2>&1",
+             exe, path);
+    if (system(cmd) != 0)
+        bench_remote_fail(cmd);
+}
