@@ -59,6 +59,11 @@ sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other)
     s->bytes_read += other->bytes_read;
     s->bytes_written += other->bytes_written;
     s->objects_written += other->objects_written;
+    s->remote_requests += other->remote_requests;
+    s->remote_retries += other->remote_retries;
+    s->remote_max_in_flight = other->remote_max_in_flight > s->remote_max_in_flight
+                                  ? other->remote_max_in_flight
+                                  : s->remote_max_in_flight;
     s->peak_bytes = other->peak_bytes > s->peak_bytes ? other->peak_bytes : s->peak_bytes;
     s->elapsed_s = other->elapsed_s > s->elapsed_s ? other->elapsed_s : s->elapsed_s;
     if (s->first_error == SL_OK)

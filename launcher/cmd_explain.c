@@ -32,8 +32,8 @@ const struct cmd cmd_explain = {
              "\n"
              "Options:\n"
              "  --dot FILE           also write the plan as Graphviz DOT to FILE\n"
-             "  --memory SIZE        plan for this budget instead of the file's\n" GRAPH_FILE_HELP
-             "  --help               print this help\n",
+             "  --memory SIZE        plan for this budget instead of the file's\n" REMOTE_OPTS_HELP
+                 GRAPH_FILE_HELP "  --help               print this help\n",
     .run = run_explain,
 };
 
@@ -82,8 +82,14 @@ run_explain(int argc, char **argv)
     const char *path = NULL, *dot = NULL;
     bool allow_outside = false;
     size_t memory = 0;
+    struct run_opts ro = RUN_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int used = remote_opts_parse(&cmd_explain, &ro, argc, argv, &i);
+        if (used == 2)
+            return 2;
+        if (used == 1)
+            continue;
         if (strcmp(a, "--allow-outside") == 0) {
             allow_outside = true;
         } else if (strcmp(a, "--dot") == 0 || strcmp(a, "--memory") == 0) {
@@ -106,8 +112,9 @@ run_explain(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_explain, "GRAPH.json is missing");
     sl_graph_json *doc;
-    int rc =
-        graph_file_load(&cmd_explain, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, NULL, &doc);
+    /* The remote options open the arrays read (and look at S3 outputs);
+     * --memory stays the budget planned for. */
+    int rc = graph_file_load(&cmd_explain, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc);
     if (rc != 0)
         return rc;
     rc = explain_doc(doc, memory, dot, path);

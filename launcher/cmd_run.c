@@ -11,6 +11,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "dist.h"
 #include "graph_file.h"
 #include "runner.h"
 
@@ -44,6 +45,45 @@ const struct cmd cmd_run = {
 };
 
 /* The file's "run" settings under what the command line said. */
+static void merge_run_opts(const sl_graph_json *doc, struct run_opts *o);
+
+/*
+ * Load the graph file for a real run.  It is rehearsed in memory first, so
+ * that a budget too small is refused before the file's nodes are begun (on
+ * disk, or on S3 where an old node is deleted first, or in place).  Across
+ * processes rank 0 alone rehearses and creates the new arrays and pyramid
+ * groups (their metadata), then the others open them, once rank 0 says it
+ * has: nothing is created twice, and no rank looks at a node while rank 0
+ * replaces it.
+ * @return 0 with `*doc`, or the exit status (the same on every rank).
+ */
+static int
+load_real(const char *path, bool allow_outside, const struct run_opts *ro, sl_graph_json **doc)
+{
+    int rc = 0;
+    *doc = NULL;
+    if (dist_rank() == 0) {
+        rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, ro, doc);
+        if (rc == 0) {
+            struct run_opts mine = *ro;
+            merge_run_opts(*doc, &mine);
+            rc = plan_check(&cmd_run, sl_graph_json_graph(*doc), &mine, path);
+            sl_graph_json_destroy(*doc);
+            *doc = NULL;
+        }
+        if (rc == 0)
+            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, ro, doc);
+    }
+    rc = dist_exit_status(rc);
+    if (rc == 0 && dist_rank() != 0)
+        rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_OPEN, allow_outside, ro, doc);
+    if (rc != 0) {
+        sl_graph_json_destroy(*doc); /* removes what it began */
+        *doc = NULL;
+    }
+    return rc;
+}
+
 static void
 merge_run_opts(const sl_graph_json *doc, struct run_opts *o)
 {
@@ -84,27 +124,15 @@ run_run(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_run, "GRAPH.json is missing");
     const char *name = path;
-    sl_graph_json *doc;
-    /* Rehearse in memory first: a budget too small is refused before the
-     * file's arrays are begun on disk (and, in place, before old ones are
-     * emptied). */
+    sl_graph_json *doc = NULL;
     const char *nodes[1] = {path};
     if (run_files_check(&cmd_run, &ro, nodes, 1) != 0)
         return 2;
-    int rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc);
+    int rc =
+        dry_run ? graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc)
+                : load_real(path, allow_outside, &ro, &doc);
     if (rc != 0)
         return rc;
-    if (!dry_run) {
-        struct run_opts mine = ro;
-        merge_run_opts(doc, &mine);
-        rc = plan_check(&cmd_run, sl_graph_json_graph(doc), &mine, name);
-        sl_graph_json_destroy(doc);
-        doc = NULL;
-        if (rc == 0)
-            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, &ro, &doc);
-        if (rc != 0)
-            return rc;
-    }
     merge_run_opts(doc, &ro);
     sl_graph *g = sl_graph_json_graph(doc);
     if (dry_run) {
@@ -112,6 +140,9 @@ run_run(int argc, char **argv)
             rc = 1;
         rc |= dry_run_graph(&cmd_run, g, &ro, name);
     } else {
+        /* Across processes every rank has written its part once run_graph
+         * returns (it gathers the results); rank 0, which began the new
+         * local nodes, puts them in place. */
         rc = run_graph(&cmd_run, g, &ro, name);
         struct sl_error err = SL_ERROR_INIT;
         /* Refused (2): destroying the document removes what it wrote. */
@@ -120,6 +151,7 @@ run_run(int argc, char **argv)
                     err.text);
             rc = 1;
         }
+        rc = dist_exit_status(rc);
     }
     sl_graph_json_destroy(doc);
     return rc;

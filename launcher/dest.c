@@ -1,48 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Output nodes of commands: aliasing refused, existing nodes replaced whole
- * and atomically (or in place when asked), nothing left behind by a refused
- * run.  See dest.h.
+ * and atomically (or in place when asked, and always on S3), nothing left
+ * behind by a refused run.  See dest.h.
  */
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "dest.h"
 #include "dist.h"
 #include "runner.h"
 
-/* Whether `path` names an S3 node (written through the S3 store). */
-static bool
-is_s3(const char *path)
-{
-    return strncasecmp(path, "s3://", 5) == 0;
-}
-
-/* Whether S3 URLs `a` and `b` name one node or one inside the other. */
-static bool
-s3_overlap(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    while (na > 5 && a[na - 1] == '/')
-        na--;
-    while (nb > 5 && b[nb - 1] == '/')
-        nb--;
-    size_t n = na < nb ? na : nb;
-    return strncasecmp(a, b, 5) == 0 && strncmp(a + 5, b + 5, n - 5) == 0 &&
-           (na == nb || (na < nb ? b[na] : a[nb]) == '/');
-}
-
 int
 dest_check_alias(const struct cmd *c, const char *src, const char *dst)
 {
-    if (is_s3(dst) && src != NULL && is_s3(src) && s3_overlap(src, dst))
+    if (src != NULL && sl_s3_url_overlap(src, dst) != SL_FS_APART)
         return cmd_usage_error(c,
                                "SRC \"%s\" and DST \"%s\" are the same S3 node or one lies "
                                "inside the other: writing DST would destroy its input; write to "
                                "another prefix",
                                src, dst);
-    if (is_s3(dst))
+    if (sl_url_is_s3(dst))
         return 0;
     if (strstr(dst, "://") != NULL)
         return cmd_usage_error(c,
@@ -145,66 +123,43 @@ dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, st
     return real ? dist_create_array(out, "", spec, err) : sl_array_create(out, "", spec, NULL, err);
 }
 
-/* Count listed keys; stop at the first. */
-static sl_status
-s3_count_key(void *arg, const char *key, uint64_t bytes)
-{
-    (void)key, (void)bytes;
-    ++*(uint64_t *)arg;
-    return SL_ECANCELED;
-}
-
 /* Make room for the node at the root of S3 store `out` (`path`): nothing
  * there, or, as `ao` allows, a Zarr node deleted first (S3 cannot rename a
- * prefix, so --overwrite replaces in place there).  0, or 2 after a
- * message. */
+ * prefix, so --overwrite replaces in place there).  Done by rank 0 alone;
+ * every rank learns the outcome.  0, or 2 after a message (rank 0's). */
 static int
 s3_make_room(const struct cmd *c, sl_store *out, const char *path, const struct array_opts *ao)
 {
     struct sl_error err = SL_ERROR_INIT;
-    sl_zarr_kind kind = SL_ZARR_NONE;
-    int format = 0;
-    if (sl_zarr_probe(out, "", &kind, &format, &err) != SL_OK)
-        return cmd_fail(c->name, path, &err);
-    if (kind == SL_ZARR_NONE) {
-        uint64_t n = 0;
-        sl_status st = sl_store_list(out, "", s3_count_key, &n, &err);
-        if (st != SL_OK && st != SL_ECANCELED)
-            return cmd_fail(c->name, path, &err);
-        if (n == 0)
-            return 0;
-        fprintf(stderr,
-                "sluice %s: %s holds objects that are not a Zarr node; sluice replaces only "
-                "Zarr nodes: write to another prefix\n",
-                c->name, path);
-        return 2;
+    bool existed = false;
+    sl_status st = SL_OK;
+    if (dist_rank() == 0)
+        st = sl_zarr_make_room(out, "", ao->overwrite || ao->overwrite_in_place, true, &existed,
+                               &err);
+    st = dist_share(st, &err);
+    if (st == SL_OK) {
+        if (existed)
+            fprintf(stderr, "sluice %s: %s: the old Zarr node was deleted (S3 replaces in place)\n",
+                    c->name, path);
+        return 0;
     }
-    if (!ao->overwrite && !ao->overwrite_in_place) {
-        fprintf(stderr,
-                "sluice %s: %s already holds a Zarr v%d %s; replacing it needs the overwrite "
-                "option (pass --overwrite: on S3 the old node is deleted before the run)\n",
-                c->name, path, format, kind == SL_ZARR_GROUP ? "group" : "array");
+    if (dist_rank() != 0)
         return 2;
-    }
-    if (sl_store_delete_tree(out, "", &err) != SL_OK)
+    if (st != SL_EEXIST)
         return cmd_fail(c->name, path, &err);
-    fprintf(stderr, "sluice %s: %s: the old Zarr node was deleted (S3 replaces in place)\n",
-            c->name, path);
-    return 0;
+    bool may = strstr(err.text, "overwrite option") != NULL;
+    fprintf(stderr, "sluice %s: %s %s%s\n", c->name, path, err.text,
+            may ? " (pass --overwrite: on S3 the old node is deleted before the run)" : "");
+    return 2;
 }
 
-/* dest_write for an s3:// output: written where it is, in place. */
+/* dest_write for an s3:// output: written where it is, in place.  Under
+ * mpirun rank 0 makes room and creates the metadata (dest_create_array),
+ * then every rank writes its own shards. */
 static int
 dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao,
               graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
 {
-    if (dist_size() > 1) {
-        fprintf(stderr,
-                "sluice %s: %s: s3:// outputs are written by one process; run without "
-                "mpirun\n",
-                c->name, path);
-        return 2;
-    }
     struct sl_error err = SL_ERROR_INIT;
     sl_store *out = open_output_store(path, ro, &err);
     if (out == NULL)
@@ -228,7 +183,7 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
         rehearse(c, build, ctx, ro, what) != 0)
         return 2;
-    if (is_s3(path))
+    if (sl_url_is_s3(path))
         return dest_write_s3(c, path, ao, build, ctx, ro, what);
     struct dest d;
     if (dest_begin(c, &d, path, ao) != 0)

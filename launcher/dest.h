@@ -3,7 +3,10 @@
  * Where a command writes its output node (an array, or a pyramid's group):
  * refused when it aliases the input; otherwise written beside what is at
  * the path and put in place after the run (sl_fs_replace), so that a
- * refused, failed or killed run leaves the destination as it was.
+ * refused, failed or killed run leaves the destination as it was.  An
+ * s3:// node is written in place instead (S3 cannot rename a prefix): rank
+ * 0 refuses an old node, or deletes it with --overwrite (sl_zarr_make_room),
+ * and writes the metadata; then every rank writes its shards.
  */
 #ifndef SL_LAUNCHER_DEST_H
 #define SL_LAUNCHER_DEST_H

@@ -11,18 +11,24 @@
 /*
  * The positions [lo, hi) of put stage `stage` that this part runs: the
  * chunks split into n_parts runs of about equal count, cut at box (shard)
- * boundaries when there are several boxes, so no shard is written by two
- * parts.
+ * boundaries when the put is sharded (a single shard going whole to one
+ * part), so no shard is written by two parts.
  */
 void
 sl__exec_part_range(const struct sl__exec *ex, uint32_t stage, uint64_t *lo, uint64_t *hi)
 {
     const struct sl_grid *bg = &ex->boxes[stage];
-    uint64_t total = sl__graph_node(ex->graph, ex->fusion->stages[stage].root)->grid.n_total;
+    const struct sl__node *root = sl__graph_node(ex->graph, ex->fusion->stages[stage].root);
+    uint64_t total = root->grid.n_total;
     uint32_t n = ex->plan->opts.n_parts, p = ex->plan->opts.part;
     uint64_t want_lo = (uint64_t)((double)total * p / n);
     uint64_t want_hi = p + 1 == n ? total : (uint64_t)((double)total * (p + 1) / n);
-    if (n == 1 || bg->n_total <= 1) {
+    /* One box of an unsharded put is the whole grid, every chunk its own
+     * object: any cut will do.  One shard is one part's alone. */
+    bool sharded = false;
+    for (uint32_t d = 0; d < root->grid.rank; d++)
+        sharded = sharded || root->shard_chunks[d] > 0;
+    if (n == 1 || (bg->n_total <= 1 && !sharded)) {
         *lo = want_lo;
         *hi = want_hi;
         return;

@@ -7,9 +7,11 @@
  * names (reading from inside a node being replaced destroys the input), and
  * two names for one array read are a mistake too; so each is refused at its
  * "path" (or "group"), naming both as written, before anything is created.
+ * s3:// URLs are compared with each other as written (bucket and prefix).
  * The same *name* twice is the links' business (load_json_links.c).
  */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sluice/fs.h>
@@ -29,6 +31,14 @@ struct alias_entry {
     size_t real_bytes; /* its allocation */
 };
 
+/* Whether `full` is an http(s) URL: read only (a group there is refused
+ * when checked), and no other path names it. */
+static bool
+alias_http(const char *full)
+{
+    return sl_url_is_remote(full) && !sl_url_is_s3(full);
+}
+
 /* Count the entries with a path, filling `e` when not NULL. */
 static size_t
 alias_collect(const sl_graph_json *doc, struct alias_entry *e)
@@ -36,8 +46,8 @@ alias_collect(const sl_graph_json *doc, struct alias_entry *e)
     size_t n = 0;
     for (size_t i = 0; i < doc->n_arrays; i++) {
         const struct sl__jarray *a = &doc->arrays[i];
-        if (a->full_path == NULL || sl_url_is_remote(a->full_path))
-            continue; /* a remote array is read only, and no local path names it */
+        if (a->full_path == NULL || alias_http(a->full_path))
+            continue; /* read only, and no other path names it */
         if (e != NULL)
             e[n] = (struct alias_entry){.path = a->path,
                                         .full = a->full_path,
@@ -48,7 +58,8 @@ alias_collect(const sl_graph_json *doc, struct alias_entry *e)
     }
     for (size_t i = 0; i < doc->n_nodes; i++) {
         const struct sl__jnode *node = &doc->nodes[i];
-        if (node->kind != SL__JNODE_PYRAMID || node->pyramid.full_path == NULL)
+        if (node->kind != SL__JNODE_PYRAMID || node->pyramid.full_path == NULL ||
+            alias_http(node->pyramid.full_path))
             continue;
         if (e != NULL)
             e[n] = (struct alias_entry){.path = node->pyramid.group,
@@ -68,7 +79,9 @@ alias_resolve(sl_graph_json *doc, struct alias_entry *e)
     char at[SL__JPTR_MAX], real[PATH_MAX];
     sl__jptr_key(at, e->owner, e->key);
     struct sl_error err = SL_ERROR_INIT;
-    if (sl_fs_path_resolve(e->full, real, sizeof(real), &err) != SL_OK) {
+    if (sl_url_is_s3(e->full)) /* compared as written (sl_s3_url_overlap) */
+        snprintf(real, sizeof(real), "%s", e->full);
+    else if (sl_fs_path_resolve(e->full, real, sizeof(real), &err) != SL_OK) {
         sl__jdiag_add(&doc->diag, err.code, at, "cannot resolve \"%s\": %s", e->path, err.text);
         return false;
     }
@@ -100,7 +113,9 @@ alias_spelled_alike(const struct alias_entry *e, size_t j)
 static bool
 alias_report(sl_graph_json *doc, const struct alias_entry *a, const struct alias_entry *b)
 {
-    sl_fs_overlap o = sl_fs_path_overlap(b->real, a->real);
+    bool s3 = sl_url_is_s3(a->real) || sl_url_is_s3(b->real);
+    sl_fs_overlap o =
+        s3 ? sl_s3_url_overlap(b->real, a->real) : sl_fs_path_overlap(b->real, a->real);
     if (o == SL_FS_APART || (o != SL_FS_SAME && !a->written && !b->written))
         return false;
     char at[SL__JPTR_MAX];

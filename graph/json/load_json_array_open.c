@@ -20,22 +20,18 @@
 
 /* ---- the document pass ------------------------------------------------------------ */
 
-/* An array that must exist: open it from disk (for writing too when
- * `writable`). */
-static void
-array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
+sl_store *
+sl__jstore_open_url(sl_graph_json *doc, const char *full_path, const char *endpoint,
+                    const char *region, bool missing_on_403, bool writable, struct sl_error *err)
 {
-    sl_array_unref(a->array);
-    sl_store_unref(a->store);
-    a->array = NULL;
     struct sl_url_store_opts so = SL_URL_STORE_OPTS_DEFAULT;
     so.fs.create = false;
     so.fs.read_only = !writable;
     so.fs.alloc = &doc->alloc;
     so.http.alloc = &doc->alloc;
-    so.http.missing_on_403 = a->missing_on_403 || doc->opts.missing_on_403;
-    so.s3.endpoint = a->endpoint != NULL ? a->endpoint : doc->opts.endpoint;
-    so.s3.region = a->region != NULL ? a->region : doc->opts.region;
+    so.http.missing_on_403 = missing_on_403 || doc->opts.missing_on_403;
+    so.s3.endpoint = endpoint != NULL ? endpoint : doc->opts.endpoint;
+    so.s3.region = region != NULL ? region : doc->opts.region;
     so.s3.anonymous = doc->opts.no_sign_request;
     so.s3.read_only = !writable;
     if (doc->opts.io_concurrency > 0 || doc->run.io_concurrency > 0)
@@ -49,18 +45,30 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
             doc->opts.io_deadline_s > 0 ? doc->opts.io_deadline_s : doc->run.io_deadline_s;
     sl_http_store_opts_fit_budget(&so.http,
                                   doc->opts.memory > 0 ? doc->opts.memory : doc->run.memory_budget);
+    return sl_store_open_url(full_path, &so, err);
+}
+
+/* An array that must exist: open it (for writing too when `writable`). */
+static void
+array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
+{
+    sl_array_unref(a->array);
+    sl_store_unref(a->store);
+    a->array = NULL;
+    a->store = NULL;
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");
-    if (writable && sl_url_is_remote(a->full_path)) {
+    if (writable && sl_url_is_remote(a->full_path) && !sl_url_is_s3(a->full_path)) {
         sl__jdiag_add(&doc->diag, SL_EACCES, at,
-                      "array \"%s\" at %s is remote, and remote arrays are read here, not "
-                      "written",
+                      "array \"%s\" at %s is written by a put, but http(s) arrays are read "
+                      "here, not written (write to a path or an s3:// URL)",
                       a->name, a->path);
         a->bad = true;
         return;
     }
-    a->store = sl_store_open_url(a->full_path, &so, &err);
+    a->store = sl__jstore_open_url(doc, a->full_path, a->endpoint, a->region, a->missing_on_403,
+                                   writable, &err);
     struct sl_array_opts ao = SL_ARRAY_OPTS_DEFAULT;
     ao.alloc = &doc->alloc;
     a->array = a->store != NULL ? sl_array_open(a->store, "", &ao, &err) : NULL;
@@ -74,32 +82,77 @@ array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)
     a->writable = writable;
 }
 
-bool
-sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path, const char *ptr,
-                     bool overwrite, bool *exists)
+/* sl__jpath_check_free for an s3:// node: nothing there, or a Zarr node
+ * that "overwrite" allows replacing (deleted, in place, when the node is
+ * begun for real).  Only reads. */
+static bool
+s3_check_free(sl_graph_json *doc, const struct sl__jdest *d, bool *exists)
 {
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s =
+        sl__jstore_open_url(doc, d->full_path, d->endpoint, d->region, false, false, &err);
+    sl_status st =
+        s != NULL ? sl_zarr_make_room(s, "", d->overwrite, false, exists, &err) : err.code;
+    sl_store_unref(s);
+    if (st == SL_OK)
+        return true;
+    if (st == SL_EEXIST && *exists)
+        sl__jdiag_add(&doc->diag, st, d->ptr,
+                      "\"%s\" %s (set \"overwrite\": true; on S3 the old node is deleted "
+                      "before the run and the new one written in place, not atomically)",
+                      d->path, err.text);
+    else
+        sl__jdiag_add(&doc->diag, st, d->ptr, "cannot write \"%s\": %s", d->path, err.text);
+    return false;
+}
+
+bool
+sl__jpath_check_free(sl_graph_json *doc, const struct sl__jdest *d, bool *exists)
+{
+    *exists = false;
+    if (sl_url_is_remote(d->full_path) && !sl_url_is_s3(d->full_path)) {
+        sl__jdiag_add(&doc->diag, SL_EACCES, d->ptr,
+                      "\"%s\" cannot be created: http(s) stores are read here, not written "
+                      "(write to a path or an s3:// URL)",
+                      d->path);
+        return false;
+    }
+    if (sl_url_is_s3(d->full_path))
+        return doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || s3_check_free(doc, d, exists);
     struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
     so.create = false;
     so.read_only = true;
     so.alloc = &doc->alloc;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *s = sl_store_open_fs(full_path, &so, &err);
+    sl_store *s = sl_store_open_fs(d->full_path, &so, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
     sl_status st = s != NULL ? sl_zarr_probe(s, "", &kind, NULL, &err) : err.code;
     sl_store_unref(s);
     if (st == SL_EPARSE) {
         kind = SL_ZARR_ARRAY; /* unreadable metadata: something is there */
     } else if (st != SL_OK && st != SL_ENOTFOUND) {
-        sl__jdiag_add(&doc->diag, st, ptr, "cannot look at \"%s\": %s", path, err.text);
+        sl__jdiag_add(&doc->diag, st, d->ptr, "cannot look at \"%s\": %s", d->path, err.text);
         return false;
     }
     *exists = kind != SL_ZARR_NONE;
-    if (!*exists || overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
+    if (!*exists || d->overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
         return true;
-    sl__jdiag_add(&doc->diag, SL_EEXIST, ptr,
+    sl__jdiag_add(&doc->diag, SL_EEXIST, d->ptr,
                   "%s already exists at \"%s\"; set \"overwrite\": true to replace it",
-                  kind == SL_ZARR_GROUP ? "a group" : "an array", path);
+                  kind == SL_ZARR_GROUP ? "a group" : "an array", d->path);
     return false;
+}
+
+struct sl__jdest
+sl__jarray_dest(const struct sl__jarray *a, const char *ptr)
+{
+    return (struct sl__jdest){.full_path = a->full_path,
+                              .path = a->path,
+                              .ptr = ptr,
+                              .endpoint = a->endpoint,
+                              .region = a->region,
+                              .overwrite = a->overwrite,
+                              .in_place = a->in_place};
 }
 
 void
@@ -111,14 +164,12 @@ sl__jarrays_open(sl_graph_json *doc)
             continue;
         char at[SL__JPTR_MAX];
         sl__jptr_key(at, a->ptr, "path");
-        if (a->role == SL__JARRAY_READ)
+        if (a->role == SL__JARRAY_READ) {
             array_open_existing(doc, a, false);
-        else if (sl_url_is_remote(a->full_path))
-            sl__jdiag_add(&doc->diag, SL_EACCES, at,
-                          "array \"%s\" at %s cannot be created: remote arrays are read here, "
-                          "not written",
-                          a->name, a->path);
-        else if (!sl__jpath_check_free(doc, a->full_path, a->path, at, a->overwrite, &a->exists))
+            continue;
+        }
+        struct sl__jdest dest = sl__jarray_dest(a, at);
+        if (!sl__jpath_check_free(doc, &dest, &a->exists))
             a->bad = true;
     }
 }
@@ -330,8 +381,8 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
     bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");
-    a->store =
-        sl__jnode_store(doc, a->full_path, a->path, at, a->overwrite, a->in_place, on_disk, &err);
+    struct sl__jdest dest = sl__jarray_dest(a, at);
+    a->store = sl__jnode_store(doc, &dest, on_disk, &err);
     if (a->store == NULL && err.code == SL_OK)
         return false; /* refused, and reported */
     struct sl_array_opts ao = SL_ARRAY_OPTS_DEFAULT;

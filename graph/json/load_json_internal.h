@@ -253,27 +253,51 @@ char *sl__jpath_join(sl_graph_json *doc, const char *path, const char *ptr);
  * written (load_json_alias.c). */
 void sl__jpaths_check_alias(sl_graph_json *doc);
 
+/* Where a new node of the file (an array or a pyramid's group) is written,
+ * and what may be replaced there. */
+struct sl__jdest {
+    const char *full_path; /* the base directory joined with `path`, or the s3:// URL */
+    const char *path;      /* as written */
+    const char *ptr;       /* where it is reported: the JSON pointer of its "path" or "group" */
+    const char *endpoint;  /* s3://: the array's "endpoint"; NULL: the document's */
+    const char *region;    /* s3://: the array's "region"; NULL: the document's */
+    bool overwrite;        /* "overwrite" */
+    bool in_place;         /* "overwrite": "in-place" (local nodes; S3 is always in place) */
+};
+
+/* The destination of created array `a`, reported at `ptr`. */
+struct sl__jdest sl__jarray_dest(const struct sl__jarray *a, const char *ptr);
+
 /*
- * Begin writing a new node (array or pyramid group) at `full_path`
- * ("path" `path` as written, reported at `ptr`): beside what is there,
- * replacing it at sl_graph_json_commit when `overwrite` allows, or in place
+ * Open the store at `full_path` (a path or URL) with the document's remote
+ * options (endpoint and region: these when not NULL, else the document's;
+ * credentials, io_* settings, the budget), for writing when `writable`.
+ * @return the store, or NULL with `err` set.
+ */
+sl_store *sl__jstore_open_url(sl_graph_json *doc, const char *full_path, const char *endpoint,
+                              const char *region, bool missing_on_403, bool writable,
+                              struct sl_error *err);
+
+/*
+ * Begin writing a new local node (array or pyramid group) at
+ * `d->full_path`: beside what is there, replacing it at
+ * sl_graph_json_commit when `overwrite` allows, or in place
  * (load_json_replace.c).
  * @return the directory to write into (valid while `doc` lives), or NULL
  * after reporting why.
  */
-const char *sl__jreplace_begin(sl_graph_json *doc, const char *full_path, const char *path,
-                               const char *ptr, bool overwrite, bool in_place);
+const char *sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d);
 
 /*
- * The store a new node (array or pyramid group) at `full_path` is written
- * into: on disk (`on_disk`) beside its path, begun with
- * sl__jreplace_begin, or for SL_GRAPH_JSON_OPEN where the creating process
- * writes it; else a memory store.
+ * The store a new node is written into: on disk (`on_disk`) beside its
+ * path, begun with sl__jreplace_begin, or for SL_GRAPH_JSON_OPEN where the
+ * creating process writes it; on S3 at its URL, the old node deleted first
+ * when "overwrite" allows (not for SL_GRAPH_JSON_OPEN: the creating process
+ * did); else a memory store.
  * @return the store, or NULL: with `err` set when a store could not open,
- * with `err` untouched when the replacement was refused (already reported).
+ * with `err` untouched when the node was refused (already reported).
  */
-sl_store *sl__jnode_store(sl_graph_json *doc, const char *full_path, const char *path,
-                          const char *ptr, bool overwrite, bool in_place, bool on_disk,
+sl_store *sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk,
                           struct sl_error *err);
 
 /* Where to open a node another process of the run is writing for
@@ -285,13 +309,13 @@ const char *sl__jreplace_find(sl_graph_json *doc, const char *full_path);
 void sl__jreplace_fini(sl_graph_json *doc);
 
 /*
- * Check what is stored at `full_path` (`path` as written, reported at
- * `ptr`): `*exists` when a Zarr array or group is there, which is an error
- * (SL_EEXIST) unless `overwrite` or the new arrays are opened, not
- * created.  @return false after reporting.
+ * Check what is stored at `d->full_path`: `*exists` when a Zarr array or
+ * group is there, which is an error (SL_EEXIST) unless "overwrite" or the
+ * new arrays are opened, not created; on S3 objects that are no Zarr node
+ * are refused too; http(s) URLs are refused (SL_EACCES: read only).  Reads
+ * only.  @return false after reporting.
  */
-bool sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path,
-                          const char *ptr, bool overwrite, bool *exists);
+bool sl__jpath_check_free(sl_graph_json *doc, const struct sl__jdest *d, bool *exists);
 
 /* Parse a "create" object at `ptr` into `c`; `allowed` names the keys
  * accepted.  @return false after reporting. */

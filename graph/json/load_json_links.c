@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/remote.h>
+
 #include "core_internal.h"
 #include "load_json_internal.h"
 
@@ -198,6 +200,13 @@ link_array(sl_graph_json *doc, struct sl__jnode *n)
                       "array \"%s\" exists and is not created here; set \"overwrite\": true "
                       "in %s to write into it",
                       a->name, a->ptr);
+        n->bad = true;
+    } else if (a->role == SL__JARRAY_READ && sl_url_is_remote(a->full_path) &&
+               !sl_url_is_s3(a->full_path)) {
+        sl__jdiag_add(&doc->diag, SL_EACCES, at,
+                      "array \"%s\" at %s is http(s), read here, not written; a put writes a "
+                      "path or an s3:// URL",
+                      a->name, a->path);
         n->bad = true;
     }
 }

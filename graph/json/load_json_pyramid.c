@@ -153,6 +153,17 @@ pyramid_parse_fields(sl_graph_json *doc, struct sl__jnode *n)
         (void)sl__jget_overwrite(d, v, at, &p->overwrite, &p->in_place);
 }
 
+/* Where the group is written: at "group", with the document's S3 settings. */
+static struct sl__jdest
+pyramid_dest(const struct sl__jpyramid *p, const char *ptr)
+{
+    return (struct sl__jdest){.full_path = p->full_path,
+                              .path = p->group,
+                              .ptr = ptr,
+                              .overwrite = p->overwrite,
+                              .in_place = p->in_place};
+}
+
 void
 sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n)
 {
@@ -179,8 +190,8 @@ sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n)
         return;
     pyramid_check_ranks(doc, n);
     sl__jptr_key(at, n->ptr, "group");
-    if (d->count != before ||
-        !sl__jpath_check_free(doc, p->full_path, p->group, at, p->overwrite, &p->exists))
+    struct sl__jdest dest = pyramid_dest(p, at);
+    if (d->count != before || !sl__jpath_check_free(doc, &dest, &p->exists))
         return;
 }
 
@@ -241,8 +252,8 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, "group");
-    sl_store *store =
-        sl__jnode_store(doc, p->full_path, p->group, at, p->overwrite, p->in_place, on_disk, &err);
+    struct sl__jdest dest = pyramid_dest(p, at);
+    sl_store *store = sl__jnode_store(doc, &dest, on_disk, &err);
     if (store == NULL && err.code == SL_OK)
         return false; /* refused, and reported */
     /* The level arrays keep the store; the graph keeps the arrays. */

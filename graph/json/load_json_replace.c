@@ -3,18 +3,22 @@
  * The nodes a graph file creates on disk are written beside their paths
  * (sl_fs_replace) and put in place by sl_graph_json_commit after the run,
  * so that a refused, failed or killed run leaves every path as it was;
- * "overwrite": "in-place" empties an existing node first instead.
+ * "overwrite": "in-place" empties an existing node first instead.  S3 has
+ * no rename of a prefix: an s3:// node is written where it is, its old
+ * node (when "overwrite" allows) deleted first, so a failed or killed run
+ * leaves the new node's metadata with the chunks written so far.
  */
 #include <string.h>
 
 #include <sluice/alloc.h>
+#include <sluice/remote.h>
 
 #include "load_json_internal.h"
 
 const char *
-sl__jreplace_begin(sl_graph_json *doc, const char *full_path, const char *path, const char *ptr,
-                   bool overwrite, bool in_place)
+sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d)
 {
+    const char *path = d->path, *ptr = d->ptr;
     size_t old = doc->n_reps * sizeof(sl_fs_replace *);
     sl_fs_replace **grown = sl_alloc(&doc->alloc, old + sizeof(sl_fs_replace *), 0);
     if (grown == NULL) {
@@ -25,11 +29,11 @@ sl__jreplace_begin(sl_graph_json *doc, const char *full_path, const char *path, 
         memcpy(grown, doc->reps, old);
     sl_free(&doc->alloc, doc->reps, old);
     doc->reps = grown;
-    sl_fs_replace_mode mode = in_place    ? SL_FS_REPLACE_IN_PLACE
-                              : overwrite ? SL_FS_REPLACE_STAGED
-                                          : SL_FS_REPLACE_REFUSE;
+    sl_fs_replace_mode mode = d->in_place    ? SL_FS_REPLACE_IN_PLACE
+                              : d->overwrite ? SL_FS_REPLACE_STAGED
+                                             : SL_FS_REPLACE_REFUSE;
     struct sl_error err = SL_ERROR_INIT;
-    sl_fs_replace *r = sl_fs_replace_begin(full_path, mode, &err);
+    sl_fs_replace *r = sl_fs_replace_begin(d->full_path, mode, &err);
     if (r == NULL) {
         bool may = err.code == SL_EEXIST && mode == SL_FS_REPLACE_REFUSE &&
                    strstr(err.text, "needs the overwrite") != NULL;
@@ -50,18 +54,41 @@ sl__jreplace_find(sl_graph_json *doc, const char *full_path)
     return doc->found;
 }
 
+/* sl__jnode_store for an s3:// node: written where it is.  Creating (not
+ * opening) makes room first: the check of the document pass again, since
+ * time has passed, then the old node's keys deleted when "overwrite"
+ * allows. */
+static sl_store *
+s3_node_store(sl_graph_json *doc, const struct sl__jdest *d, struct sl_error *err)
+{
+    sl_store *s = sl__jstore_open_url(doc, d->full_path, d->endpoint, d->region, false, true, err);
+    if (s == NULL || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
+        return s;
+    struct sl_error e = SL_ERROR_INIT;
+    bool existed = false;
+    if (sl_zarr_make_room(s, "", d->overwrite, true, &existed, &e) == SL_OK)
+        return s;
+    sl_store_unref(s);
+    if (e.code == SL_EEXIST && existed)
+        sl__jdiag_add(&doc->diag, e.code, d->ptr, "\"%s\" %s (set \"overwrite\": true)", d->path,
+                      e.text);
+    else
+        sl__jdiag_add(&doc->diag, e.code, d->ptr, "cannot write \"%s\": %s", d->path, e.text);
+    return NULL;
+}
+
 sl_store *
-sl__jnode_store(sl_graph_json *doc, const char *full_path, const char *path, const char *ptr,
-                bool overwrite, bool in_place, bool on_disk, struct sl_error *err)
+sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk, struct sl_error *err)
 {
     if (!on_disk) {
         struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
         mo.alloc = &doc->alloc;
         return sl_store_create_memory(&mo, err);
     }
+    if (sl_url_is_s3(d->full_path))
+        return s3_node_store(doc, d, err);
     bool open = doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
-    const char *dir = open ? sl__jreplace_find(doc, full_path)
-                           : sl__jreplace_begin(doc, full_path, path, ptr, overwrite, in_place);
+    const char *dir = open ? sl__jreplace_find(doc, d->full_path) : sl__jreplace_begin(doc, d);
     if (dir == NULL)
         return NULL;
     struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;

@@ -222,6 +222,25 @@ SL_API SL_NODISCARD sl_status sl_zarr_probe(sl_store *store, const char *path, s
                                             int *zarr_format, struct sl_error *err);
 
 /**
+ * Make room for a new node at `path` of `store` where it is written in
+ * place (an s3:// store, which cannot rename a prefix): nothing stored
+ * under `path` is room; a Zarr array or group there is room only when
+ * `overwrite`, and is then deleted key by key when `clear` (with `clear`
+ * false this only checks, as a validation pass that must write nothing
+ * does); any other object under `path` is never room.  Not atomic: the old
+ * node is gone before the new one is written.
+ * @param existed  may be NULL; set when a Zarr node was there.
+ * @return SL_OK, SL_EEXIST (a Zarr node and not `overwrite`: the text says
+ * "already holds a Zarr v3 array; replacing it needs the overwrite
+ * option"; or objects that are no Zarr node), SL_EPARSE (an unreadable
+ * zarr.json) or the store's error (listing or deleting: SL_EACCES,
+ * SL_EIO, SL_ENOMEM); a failed delete may leave part of the old node.
+ * Thread-safety: any thread; nothing else may write under `path` meanwhile.
+ */
+SL_API SL_NODISCARD sl_status sl_zarr_make_room(sl_store *store, const char *path, bool overwrite,
+                                                bool clear, bool *existed, struct sl_error *err);
+
+/**
  * Create a group at `path` (zarr.json with node_type "group", or v2
  * .zgroup and .zattrs).  `attributes_json` may be NULL.
  * @return SL_OK, SL_EINVAL (not a JSON object), SL_EEXIST or a store error

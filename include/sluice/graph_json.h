@@ -46,11 +46,13 @@ typedef struct sl_graph_json sl_graph_json;
 typedef enum sl_graph_json_arrays {
     SL_GRAPH_JSON_IN_MEMORY, /* create them in memory only, so validating, explaining
                                 and dry runs touch nothing on disk */
-    SL_GRAPH_JSON_CREATE,    /* create them on disk once the whole file is valid (what
-                                `sluice run` does) */
-    SL_GRAPH_JSON_OPEN,      /* open them from disk, where another process of the same
-                                run created them (ranks of a run across processes after
-                                the first); their "overwrite" is not checked again */
+    SL_GRAPH_JSON_CREATE,    /* create them on disk (or on S3, where an old node that
+                                "overwrite" allows is deleted first) once the whole file
+                                is valid (what `sluice run` does) */
+    SL_GRAPH_JSON_OPEN,      /* open them from disk or S3, where another process of the
+                                same run created them (ranks of a run across processes
+                                after the first); their "overwrite" is not checked
+                                again and nothing is deleted */
 } sl_graph_json_arrays;
 
 /* How to load a graph file. */
@@ -79,7 +81,7 @@ struct sl_graph_json_opts {
     const char *region;               /* s3:// arrays' region unless an array's "region"
                                          says otherwise; NULL: AWS's rules.  Borrowed for
                                          the load */
-    bool no_sign_request;             /* s3:// arrays are read anonymously */
+    bool no_sign_request;             /* s3:// arrays are read and written anonymously */
     bool local_only;                  /* refuse remote paths (SL_EACCES) instead of reading
                                          them: validation that must not touch the network */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
@@ -129,11 +131,12 @@ struct sl_graph_json_errors {
  * SL_EINVAL (a field's meaning, a reference that names nothing, a cycle,
  * shapes or dtypes that do not fit: JSON pointer), SL_ENOTFOUND (the file,
  * or an array that must exist, does not), SL_EEXIST (an array to create
- * exists and overwriting is not allowed), SL_EACCES (a path that leaves
- * the base directory), SL_EUNSUPPORTED (a format version or node this
+ * exists and overwriting is not allowed, or objects that are no Zarr node
+ * lie under an s3:// output), SL_EACCES (a path that leaves the base
+ * directory, an http(s) output), SL_EUNSUPPORTED (a format version or node this
  * build lacks), SL_ENOMEM, or the io error of opening or creating an
  * array (SL_EPARSE for its metadata, SL_EIO, ...), at the array's "path".
- * Nothing is created on disk unless the whole file is valid.
+ * Nothing is created on disk or S3 unless the whole file is valid.
  * Thread-safety: any thread; loads of different files are independent.
  */
 SL_API sl_graph_json *sl_graph_json_load_file(const char *path,
@@ -163,7 +166,9 @@ SL_API void sl_graph_json_destroy(sl_graph_json *doc);
  * whose path held nothing is still put in place (its failed chunks were
  * reported) and one that would replace a node is removed, leaving the old
  * node as it was.  Destroying a document without committing removes them
- * all, so a refused run leaves nothing behind.  Call once; afterwards the
+ * all, so a refused run leaves nothing behind.  s3:// nodes are written in
+ * place, not atomically, and are not touched here: what the run wrote
+ * stays.  Call once; afterwards the
  * document's arrays must not be read or written, only destroyed.
  * @return SL_OK, or the first failure to put a node in place (SL_EEXIST:
  * something appeared at its path meanwhile; SL_EIO), naming the path; the

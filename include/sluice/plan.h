@@ -240,8 +240,9 @@ SL_API SL_NODISCARD sl_status sl_plan_merge_codes(sl_plan *plan, uint32_t node,
 SL_API void sl_plan_merge_errors(sl_plan *plan, const struct sl_chunk_error *errors, size_t n);
 
 /**
- * Add another part's summary: bytes and tasks add, peak and elapsed time
- * take the larger, the first error is kept if this plan has none; the chunk
+ * Add another part's summary: bytes, tasks, objects written and remote
+ * requests and retries add; peak, elapsed time and remote requests in
+ * flight take the larger; the first error is kept if this plan has none; the chunk
  * counts are recounted from the merged status arrays.
  * Thread-safety: one thread, not while the plan runs.
  */

@@ -20,6 +20,7 @@
 #include <sluice/alloc.h>
 #include <sluice/common.h>
 #include <sluice/error.h>
+#include <sluice/fs.h>
 #include <sluice/store.h>
 
 #ifdef __cplusplus
@@ -181,6 +182,25 @@ struct sl_url_store_opts {
  * Thread-safety: any thread.
  */
 SL_API bool sl_url_is_remote(const char *text);
+
+/**
+ * Whether `text` is an s3:// URL, the one remote scheme sluice writes.
+ * @return true for "s3://..." (the scheme case-insensitive).
+ * Thread-safety: any thread.
+ */
+SL_API bool sl_url_is_s3(const char *text);
+
+/**
+ * How the S3 nodes at URLs `a` and `b` relate, as sl_fs_path_overlap says
+ * for resolved paths: the same bucket and prefix (trailing slashes
+ * ignored), one prefix inside the other at a "/", or apart (also when
+ * either is not an s3:// URL).  Compared as written: two endpoints serving
+ * one bucket are not recognised.
+ * @return SL_FS_SAME, SL_FS_INSIDE (`a` inside `b`), SL_FS_CONTAINS (`b`
+ * inside `a`) or SL_FS_APART.
+ * Thread-safety: any thread.
+ */
+SL_API sl_fs_overlap sl_s3_url_overlap(const char *a, const char *b);
 
 /**
  * Open the store `text` names, choosing it by scheme: http:// and https://

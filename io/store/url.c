@@ -19,6 +19,38 @@ sl_url_is_remote(const char *text)
             strncasecmp(text, "s3://", 5) == 0);
 }
 
+bool
+sl_url_is_s3(const char *text)
+{
+    return text != NULL && strncasecmp(text, "s3://", 5) == 0;
+}
+
+/* The length of s3:// URL `u` without its trailing slashes. */
+static size_t
+s3_url_trimmed(const char *u)
+{
+    size_t n = strlen(u);
+    while (n > 5 && u[n - 1] == '/')
+        n--;
+    return n;
+}
+
+sl_fs_overlap
+sl_s3_url_overlap(const char *a, const char *b)
+{
+    if (!sl_url_is_s3(a) || !sl_url_is_s3(b))
+        return SL_FS_APART;
+    size_t na = s3_url_trimmed(a), nb = s3_url_trimmed(b);
+    size_t n = na < nb ? na : nb;
+    if (strncmp(a + 5, b + 5, n - 5) != 0)
+        return SL_FS_APART;
+    if (na == nb)
+        return SL_FS_SAME;
+    if (na < nb)
+        return b[na] == '/' ? SL_FS_CONTAINS : SL_FS_APART;
+    return a[nb] == '/' ? SL_FS_INSIDE : SL_FS_APART;
+}
+
 /* see store_internal.h: the scheme of `text` ("s3" for "s3://b/k"), in `out`; false for none. */
 bool
 sl__url_scheme(const char *text, char *out, size_t size)

@@ -186,6 +186,32 @@ Test(graph_load_json_paths, a_pyramid_group_through_a_link_out_is_refused)
     free(far);
 }
 
+/* ---- remote outputs ------------------------------------------------------------- */
+
+Test(graph_load_json_paths, http_outputs_are_refused_before_anything_is_requested)
+{
+    char *dir = scratch("paths-http");
+    make_array(dir, "raw.zarr");
+    char text[4096];
+    copy_graph(text, sizeof(text), "raw.zarr", "http://127.0.0.1:1/out.zarr", "");
+    struct errs e;
+    cr_assert_null(load(dir, text, false, &e));
+    cr_assert_eq(e.list.count, 1, "%zu errors, first %s", e.list.count, e.rec[0].text);
+    cr_assert_eq(e.rec[0].code, SL_EACCES, "%s", e.rec[0].text);
+    cr_assert_str_eq(e.rec[0].path, "/arrays/dst/path");
+    assert_has(&e.rec[0], "http(s) stores are read here, not written");
+    const char *pyr =
+        "{\"sluice\": 1, \"arrays\": {\"src\": {\"path\": \"raw.zarr\"}},\n"
+        " \"nodes\": {\"r\": {\"op\": \"get\", \"array\": \"src\"}, \"p\": {\"op\": \"pyramid\", "
+        "\"input\": \"r\", \"group\": \"https://127.0.0.1:1/g.zarr\", \"levels\": 2, "
+        "\"factors\": [2, 2, 2]}}}";
+    cr_assert_null(load(dir, pyr, false, &e));
+    cr_assert_eq(e.rec[0].code, SL_EACCES, "%s", e.rec[0].text);
+    cr_assert_str_eq(e.rec[0].path, "/nodes/p/group");
+    sl_test_rmtree(dir);
+    free(dir);
+}
+
 Test(graph_load_json_paths, a_link_that_stays_inside_is_accepted)
 {
     char *dir = scratch("paths-in");

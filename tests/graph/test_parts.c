@@ -128,6 +128,45 @@ Test(graph_parts, parts_cover_every_chunk_once_along_shards)
     sl_pool_destroy(pool);
 }
 
+Test(graph_parts, a_single_shard_goes_whole_to_one_part)
+{
+    sl_pool *pool = sl_test_pool(2);
+    sl_store *s = sl_store_create_memory(NULL, NULL);
+    const uint64_t shape[] = {30, 20}, chunk[] = {5, 5}, shard[] = {40, 40};
+    sl_array *dst = make_array(s, "out", shape, chunk, shard);
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t src = sl_test_add_getter(g, "src", 2, shape, chunk);
+    uint32_t put;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_put(g, "put", src, dst, &put, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    uint64_t owned[3] = {0}, written[3] = {0};
+    for (uint32_t p = 0; p < 3; p++) {
+        struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
+        o.n_parts = 3;
+        o.part = p;
+        sl_plan *plan = sl_plan_create(g, &o, &err);
+        cr_assert_not_null(plan, "%s", err.text);
+        cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "part %u: %s", p, err.text);
+        struct sl_run_summary sum;
+        sl_plan_summary(plan, &sum);
+        owned[p] = sum.n_ok;
+        written[p] = sum.objects_written;
+        sl_plan_destroy(plan);
+    }
+    cr_assert_eq(owned[0], 6 * 4, "part 0 runs the shard's 24 chunks, ran %llu",
+                 (unsigned long long)owned[0]);
+    cr_assert(owned[1] == 0 && owned[2] == 0, "parts 1 and 2 ran %llu and %llu chunks",
+              (unsigned long long)owned[1], (unsigned long long)owned[2]);
+    cr_assert(written[0] == 1 && written[1] == 0 && written[2] == 0,
+              "the shard is written once: %llu, %llu, %llu", (unsigned long long)written[0],
+              (unsigned long long)written[1], (unsigned long long)written[2]);
+    sl_graph_unref(g);
+    sl_array_unref(dst);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
+
 Test(graph_parts, failures_of_other_parts_merge_into_the_report)
 {
     sl_pool *pool = sl_test_pool(2);

@@ -437,6 +437,51 @@ Test(io_array, stored_objects_are_counted)
     sl_store_unref(s);
 }
 
+/* Whether `key` is stored in `s`. */
+static bool
+has_key(sl_store *s, const char *key)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    sl_status st = sl_store_get(s, key, NULL, &b, NULL, NULL);
+    sl_buf_fini(&b);
+    cr_assert(st == SL_OK || st == SL_ENOTFOUND, "%s: %d", key, (int)st);
+    return st == SL_OK;
+}
+
+Test(io_array, making_room_refuses_a_node_unless_overwritten_and_never_foreign_objects)
+{
+    sl_store *s = mem_store();
+    bool existed = true;
+    cr_assert_eq(sl_zarr_make_room(s, "new", false, true, &existed, NULL), SL_OK);
+    cr_assert(!existed, "nothing there is room");
+    struct sl_array_spec sp = odd_spec(2, SL_DTYPE_U8, false);
+    sl_array *a = sl_array_create(s, "arr", &sp, NULL, NULL);
+    cr_assert_not_null(a);
+    const uint8_t chunk[4 * 3 * 2] = {1};
+    const uint64_t at[3] = {0, 0, 0};
+    cr_assert_eq(sl_array_write_chunk(a, at, chunk, sizeof(chunk), NULL, NULL), SL_OK);
+    sl_array_unref(a);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_zarr_make_room(s, "arr", false, true, &existed, &err), SL_EEXIST);
+    cr_assert(existed);
+    cr_assert_not_null(strstr(err.text, "already holds a Zarr v2 array; replacing it needs the "
+                                        "overwrite option"),
+                       "%s", err.text);
+    cr_assert_eq(sl_zarr_make_room(s, "arr", true, false, &existed, NULL), SL_OK);
+    cr_assert(existed);
+    cr_assert(has_key(s, "arr/.zarray"), "checking alone deletes nothing");
+    cr_assert_eq(sl_zarr_make_room(s, "arr", true, true, &existed, NULL), SL_OK);
+    cr_assert(!has_key(s, "arr/.zarray"), "overwritten: the metadata is deleted");
+    cr_assert(!has_key(s, "arr/0.0.0"), "overwritten: the chunks are deleted");
+    cr_assert_eq(sl_store_set(s, "notes/readme.txt", "hi", 2, NULL), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_zarr_make_room(s, "notes", true, true, &existed, &err), SL_EEXIST);
+    cr_assert(!existed);
+    cr_assert_not_null(strstr(err.text, "not a Zarr node"), "%s", err.text);
+    cr_assert(has_key(s, "notes/readme.txt"), "objects of no Zarr node are never deleted");
+    sl_store_unref(s);
+}
+
 Test(io_array, groups_and_probing)
 {
     sl_store *s = mem_store();

@@ -273,3 +273,16 @@ Test(io_s3_url, bad_urls_regions_and_endpoints_are_refused_naming_the_url)
         SL_EINVAL);
     cr_assert_not_null(strstr(err.text, "the key prefix exceeds 1023 bytes"), "%s", err.text);
 }
+
+Test(io_s3_url, nodes_overlap_by_bucket_and_prefix_at_a_slash)
+{
+    cr_assert_eq(sl_s3_url_overlap("s3://b/x.zarr", "s3://b/x.zarr/"), SL_FS_SAME);
+    cr_assert_eq(sl_s3_url_overlap("S3://b/x.zarr", "s3://b/x.zarr"), SL_FS_SAME);
+    cr_assert_eq(sl_s3_url_overlap("s3://b/x.zarr/0", "s3://b/x.zarr"), SL_FS_INSIDE);
+    cr_assert_eq(sl_s3_url_overlap("s3://b/x.zarr", "s3://b/x.zarr/0"), SL_FS_CONTAINS);
+    cr_assert_eq(sl_s3_url_overlap("s3://b", "s3://b/x.zarr"), SL_FS_CONTAINS);
+    cr_assert_eq(sl_s3_url_overlap("s3://b/x.zarr2", "s3://b/x.zarr"), SL_FS_APART);
+    cr_assert_eq(sl_s3_url_overlap("s3://c/x.zarr", "s3://b/x.zarr"), SL_FS_APART);
+    cr_assert_eq(sl_s3_url_overlap("x.zarr", "s3://b/x.zarr"), SL_FS_APART);
+    cr_assert(sl_url_is_s3("S3://b") && !sl_url_is_s3("https://b") && !sl_url_is_s3(NULL));
+}

@@ -8,7 +8,13 @@ its s3:// URL (with --endpoint and credentials from the environment, then
 from a profile in AWS's files) give what they give on the local directory;
 a wrong secret fails every chunk with S3's SignatureDoesNotMatch and never
 prints the secret; --no-sign-request is refused by the signing server; a
-graph file reads an s3:// array with a per-array "endpoint".
+graph file reads an s3:// array with a per-array "endpoint".  Graph files
+write s3:// outputs: an array created from a local one (the same checksum),
+a pyramid group (each level's checksum equal to a local run's), an existing
+node refused without "overwrite" (nothing touched) and replaced with it, a
+put into an existing s3:// array, a chunk whose PUT is denied reported
+alone while the others are written, two outputs one inside the other
+refused, and `run --dry-run` and `explain` of such a file writing nothing.
 
     check_s3.py    (SL_SLUICE_EXE names the sluice binary)
 Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
@@ -82,6 +88,116 @@ def aws_env(tmp, secret="S3RVER", profile=False):
         env["AWS_SECRET_ACCESS_KEY"] = secret
         env["AWS_REGION"] = "us-east-1"
     return env
+
+
+def write_graph(tmp, name, doc):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def copy_graph(src, dst, **dst_fields):
+    return {"sluice": 1,
+            "arrays": {"src": {"path": src}, "out": dict({"path": dst}, **dst_fields)},
+            "nodes": {"read": {"op": "get", "array": "src"},
+                      "write": {"op": "put", "input": "read", "array": "out"}}}
+
+
+def check_graph_writes(s, tmp):
+    """Graph files writing s3:// arrays and pyramid groups."""
+    env = aws_env(tmp)
+    ep = ("--endpoint", s.proxy_url)
+    v3s, v2 = os.path.join(tmp, "v3s.zarr"), os.path.join(tmp, "v2.zarr")
+    want_v3s = run("checksum", v3s).stdout.split()[0]
+    want_v2 = run("checksum", v2).stdout.split()[0]
+    base = "s3://%s/graph" % s.bucket
+
+    # Rehearsals write nothing: --dry-run and explain of a file creating one.
+    url = base + "/made.zarr"
+    g = write_graph(tmp, "make.json", copy_graph("v3s.zarr", url, like="src"))
+    p = run("run", g, "--dry-run", *ep, env=env)
+    expect("create " + url in p.stdout, f"dry run: the s3:// array is not listed: {p.stdout}")
+    run("explain", g, *ep, env=env)
+    p = run("checksum", url, *ep, env=env, want=1)
+    expect("ENOTFOUND" in p.stderr, f"--dry-run or explain wrote {url}: {p.stderr}")
+
+    # Created from a local array: the same checksum.
+    run("run", g, "--no-progress", *ep, env=env)
+    got = run("checksum", url, *ep, env=env).stdout.split()
+    expect(got and got[0] == want_v3s, f"graph file to s3://: checksum {got[:1]}, local {want_v3s}")
+
+    # There now: refused in the document pass (nothing touched), then
+    # replaced with "overwrite" by another array's content.
+    g = write_graph(tmp, "remake.json", copy_graph("v2.zarr", url, like="src"))
+    p = run("run", g, "--no-progress", *ep, env=env, want=2)
+    expect("EEXIST" in p.stderr and url in p.stderr and "overwrite" in p.stderr,
+           f"graph file over an S3 node: {p.stderr}")
+    got = run("checksum", url, *ep, env=env).stdout.split()
+    expect(got and got[0] == want_v3s, f"a refused graph file changed {url}: {got[:1]}")
+    g = write_graph(tmp, "remake.json", copy_graph("v2.zarr", url, like="src", overwrite=True))
+    run("run", g, "--no-progress", *ep, env=env)
+    got = run("checksum", url, *ep, env=env).stdout.split()
+    expect(got and got[0] == want_v2, f"\"overwrite\" on s3://: checksum {got[:1]}, want {want_v2}")
+
+    # A put into an existing s3:// array (no "create"): v3s's data over an
+    # array of its layout holding other values ("overwrite" lets a put write
+    # into a stored array).
+    into = base + "/into.zarr"
+    other = os.path.join(tmp, "other.zarr")
+    run("generate", other, "--shape", "150,200", "--chunks", "32,32", "--shards", "64,64",
+        "--seed", "7", "--no-progress")
+    run("copy", other, into, *ep, "--no-progress", env=env)
+    g = write_graph(tmp, "into.json", copy_graph("v3s.zarr", into, overwrite=True))
+    p = run("run", g, "--dry-run", *ep, env=env)
+    expect("write " + into in p.stdout, f"dry run: the put target is not listed: {p.stdout}")
+    run("run", g, "--no-progress", *ep, env=env)
+    got = run("checksum", into, *ep, env=env).stdout.split()
+    expect(got and got[0] == want_v3s, f"put into s3://: checksum {got[:1]}, want {want_v3s}")
+
+    # A chunk whose PUT is denied fails alone; the others are written.
+    bad = base + "/denied.zarr"
+    s.set_rules([{"method": "PUT", "path": "/%s/graph/denied.zarr/c/1/2" % s.bucket,
+                  "s3_error": "AccessDenied"}])
+    report = os.path.join(tmp, "denied.json")
+    g = write_graph(tmp, "denied-graph.json",
+                    copy_graph("v2.zarr", bad, create={"format": 3}, like="src"))
+    run("run", g, "--no-progress", "--io-attempts", "1", "--report", report, *ep, env=env, want=1)
+    s.set_rules([])
+    rep = json.load(open(report))
+    fails = rep["puts"][0]["failures"]
+    expect([f["chunk"] for f in fails] == [[1, 2]],
+           f"denied PUT: the failures are {[f['chunk'] for f in fails]}, not [[1, 2]]")
+    expect(rep["summary"]["ok"] == rep["summary"]["chunks"] - 1,
+           f"denied PUT: the other chunks are not ok: {rep['summary']}")
+
+    # Two S3 outputs of one file, one inside the other: refused before
+    # anything is written.
+    nested = copy_graph("v2.zarr", base + "/nest.zarr", like="src")
+    nested["arrays"]["out2"] = {"path": base + "/nest.zarr/inner", "like": "src"}
+    nested["nodes"]["write2"] = {"op": "put", "input": "read", "array": "out2"}
+    p = run("run", write_graph(tmp, "nested.json", nested), "--no-progress", *ep, env=env, want=2)
+    expect("lies inside" in p.stderr, f"nested S3 outputs: {p.stderr}")
+    p = run("checksum", base + "/nest.zarr", *ep, env=env, want=1)
+    expect("ENOTFOUND" in p.stderr, f"a refused file wrote {base}/nest.zarr: {p.stderr}")
+
+    # A pyramid group on S3, level by level equal to the same file's local run.
+    pyr = {"sluice": 1, "arrays": {"src": {"path": "v3s.zarr"}},
+           "nodes": {"read": {"op": "get", "array": "src"},
+                     "pyr": {"op": "pyramid", "input": "read", "group": base + "/pyr.zarr",
+                             "levels": 3, "factors": [2, 2],
+                             "create": {"chunks": [16, 16], "shards": [32, 32]}}}}
+    run("run", write_graph(tmp, "pyr-s3.json", pyr), "--no-progress", *ep, env=env)
+    pyr["nodes"]["pyr"]["group"] = "pyr.zarr"
+    run("run", write_graph(tmp, "pyr-local.json", pyr), "--no-progress")
+    for level in range(3):
+        want = run("checksum", os.path.join(tmp, "pyr.zarr", str(level))).stdout.split()[0]
+        got = run("checksum", "%s/pyr.zarr/%d" % (base, level), *ep, env=env).stdout.split()
+        expect(got and got[0] == want, f"pyramid level {level} on s3://: {got[:1]}, local {want}")
+    info = run("info", base + "/pyr.zarr", *ep, env=env).stdout
+    expect("group" in info, f"the pyramid's group on s3:// is not a group: {info}")
+    print("  graph files write s3:// arrays, puts and pyramids; refusal, overwrite, a denied "
+          "chunk and rehearsals as for local outputs")
 
 
 def main():
@@ -166,6 +282,7 @@ def main():
         got = run("checksum", os.path.join(tmp, "g-out.zarr")).stdout.split()[0]
         want = run("checksum", os.path.join(tmp, "v2.zarr")).stdout.split()[0]
         expect(got == want, f"graph file over s3://: checksum {got}, local {want}")
+        check_graph_writes(s, tmp)
     print(f"check_s3: {len(failures)} failures")
     return 1 if failures else 0
 
