@@ -324,6 +324,7 @@ sl_graph_node_info(const sl_graph *g, uint32_t id, struct sl_node_info *out, str
         .inputs = n->inputs,
         .n_consumers = n->n_consumers,
         .fusable = n->fusable,
+        .array = n->kind == SL_NODE_GET || n->kind == SL_NODE_PUT ? n->u.io.array : NULL,
     };
     return SL_OK;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <sluice/plan.h>
+#include <sluice/remote.h>
 
 #include "core_internal.h"
 #include "graph_internal.h"
@@ -79,6 +80,28 @@ report_summary(const struct sl_run_summary *s, FILE *out)
         fprintf(out, "\"%s\"},\n", sl_status_name(s->first_error));
 }
 
+/* How a put's writes went to an S3 store: "honoured" (conditional),
+ * "ignored" (the server ignores conditions: unconditional, the last
+ * writer wins), "off" (unconditional by choice), "not known" (nothing
+ * written yet); NULL where conditions do not apply (not S3). */
+static const char *
+conditional_name(const sl_array *a)
+{
+    switch (sl_store_conditional_writes(a != NULL ? sl_array_store(a) : NULL)) {
+    case SL_STORE_CONDITIONAL_NOT_KNOWN:
+        return "not known";
+    case SL_STORE_CONDITIONAL_HONOURED:
+        return "honoured";
+    case SL_STORE_CONDITIONAL_IGNORED:
+        return "ignored";
+    case SL_STORE_CONDITIONAL_OFF:
+        return "off";
+    case SL_STORE_CONDITIONAL_NOT_APPLICABLE:
+    default:
+        return NULL;
+    }
+}
+
 /* The failures of one put, with messages looked up in `index`. */
 static void
 report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct report_index *index,
@@ -90,10 +113,16 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
         return;
     fputs("    {\"name\": ", out);
     json_string(out, n->name);
-    fprintf(out,
-            ", \"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"failed\": %" PRIu64
-            ", \"failures\": [",
+    fprintf(out, ", \"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"failed\": %" PRIu64,
             ps->n_chunks, st.n_ok, st.n_failed);
+    fputs(", \"grid\": [", out);
+    for (uint32_t d = 0; d < n->grid.rank; d++)
+        fprintf(out, "%s%" PRIu64, d ? ", " : "", n->grid.n_chunks[d]);
+    fputs("]", out);
+    const char *cond = conditional_name(n->kind == SL_NODE_PUT ? n->u.io.array : NULL);
+    if (cond != NULL)
+        fprintf(out, ", \"conditional_writes\": \"%s\"", cond);
+    fputs(", \"failures\": [", out);
     bool first = true;
     for (uint64_t k = 0; k < ps->n_chunks; k++) {
         uint8_t code = st.codes[k];

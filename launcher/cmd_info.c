@@ -103,21 +103,12 @@ node_count_stored(struct node *n)
     n->stored_note = error_text(&err);
 }
 
-/* Fill in a group's attributes, or an array's facts (`array` given, or
- * opened here from `store` at n->path). */
+/* Fill in an array's facts (`array` given, or opened here from `store` at
+ * n->path). */
 static void
 node_read(struct node *n, sl_store *store, sl_array *array, bool stored)
 {
     struct sl_error err = SL_ERROR_INIT;
-    if (n->kind == SL_ZARR_GROUP) {
-        struct sl_buf b = SL_BUF_INIT;
-        if (sl_group_attributes(store, n->path, &b, &err) == SL_OK)
-            n->attributes = dup_text((const char *)b.data);
-        else
-            n->problem = error_text(&err);
-        sl_buf_fini(&b);
-        return;
-    }
     n->array = array != NULL ? array : sl_array_open(store, n->path, NULL, &err);
     if (n->array == NULL) {
         n->problem = error_text(&err);
@@ -164,7 +155,12 @@ collect_member(void *arg, const struct sl_group_member *m)
         else
             node_read(n, m->store, a, ms->stored);
     } else if (m->kind == SL_ZARR_GROUP) {
-        node_read(n, m->store, NULL, false);
+        struct sl_buf b = SL_BUF_INIT;
+        if (sl_group_member_attributes(m, &b, &err) == SL_OK)
+            n->attributes = dup_text((const char *)b.data);
+        else
+            n->problem = error_text(&err);
+        sl_buf_fini(&b);
     } else {
         n->problem = dup_text("unreadable metadata");
     }
@@ -369,12 +365,14 @@ text_image(const struct sl_ome_multiscale *m, const struct members *ms)
 
 /* The group's OME-Zarr multiscale images, when its attributes have some. */
 static void
-text_multiscales(sl_store *store, const struct members *ms)
+text_multiscales(const struct node *g, const struct members *ms)
 {
     struct sl_ome_multiscale *m = malloc(sizeof(*m));
     uint32_t n = 0;
     struct sl_error err = SL_ERROR_INIT;
-    sl_status s = m != NULL ? sl_ome_multiscale_read(store, "", 0, m, &n, &err) : SL_ENOMEM;
+    const char *src = g->zarr_format == 3 ? "zarr.json" : ".zattrs";
+    sl_status s =
+        m != NULL ? sl_ome_multiscale_parse(g->attributes, src, 0, m, &n, &err) : SL_ENOMEM;
     if (s == SL_ENOTFOUND && n == 0) {
         free(m);
         return;
@@ -382,7 +380,7 @@ text_multiscales(sl_store *store, const struct members *ms)
     printf("%-12s %u image%s\n", "multiscales:", (unsigned)n, n == 1 ? "" : "s");
     for (uint32_t i = 0; i < n && s == SL_OK; i++) {
         if (i > 0)
-            s = sl_ome_multiscale_read(store, "", i, m, NULL, &err);
+            s = sl_ome_multiscale_parse(g->attributes, src, i, m, NULL, &err);
         if (s == SL_OK)
             text_image(m, ms);
     }
@@ -395,12 +393,11 @@ text_multiscales(sl_store *store, const struct members *ms)
 }
 
 static void
-text_group(sl_store *store, const struct node *g, const struct members *ms, bool tree,
-           const char *not_listed)
+text_group(const struct node *g, const struct members *ms, bool tree, const char *not_listed)
 {
     printf("%-12s Zarr v%d group\n", "format:", g->zarr_format);
-    printf("%-12s %s\n", "attributes:", g->attributes != NULL ? g->attributes : "{}");
-    text_multiscales(store, ms);
+    printf("%-12s %s\n", "attributes:", g->attributes);
+    text_multiscales(g, ms);
     printf("members:\n");
     if (not_listed != NULL) {
         printf("  (not listed: the store cannot list and the group has no consolidated "
@@ -560,15 +557,13 @@ json_group(const struct node *g, const struct members *ms, const char *not_liste
 enum output { OUT_TEXT, OUT_TREE, OUT_JSON };
 
 static int
-info_group(sl_store *store, const char *path, int format, enum output out, bool stored)
+info_group(sl_store *store, const char *path, int format, const char *attrs, enum output out,
+           bool stored)
 {
-    struct node g = {.path = dup_text(""), .kind = SL_ZARR_GROUP, .zarr_format = format};
-    node_read(&g, store, NULL, false);
-    if (g.problem != NULL) {
-        fprintf(stderr, "sluice info: %s: %s\n", path, g.problem);
-        node_fini(&g);
-        return 1;
-    }
+    struct node g = {.path = dup_text(""),
+                     .kind = SL_ZARR_GROUP,
+                     .zarr_format = format,
+                     .attributes = dup_text(attrs)};
     struct members ms = {.stored = stored && out != OUT_TEXT};
     struct sl_error err = SL_ERROR_INIT;
     sl_status s = sl_group_members(store, "", collect_member, &ms, &err);
@@ -587,7 +582,7 @@ info_group(sl_store *store, const char *path, int format, enum output out, bool 
             json_group(&g, &ms, not_listed);
         } else {
             printf("%-12s %s\n", "path:", path);
-            text_group(store, &g, &ms, out == OUT_TREE, not_listed);
+            text_group(&g, &ms, out == OUT_TREE, not_listed);
         }
     }
     free(not_listed);
@@ -657,14 +652,17 @@ run_info(int argc, char **argv)
     sl_store *store = open_input_store(path, &ro, &err);
     if (store == NULL)
         return cmd_fail("info", path, &err);
+    /* One request for a remote v3 group: its kind and attributes at once. */
     sl_zarr_kind kind = SL_ZARR_NONE;
     int format = 0, rc;
-    if (sl_zarr_probe(store, "", &kind, &format, &err) != SL_OK)
+    struct sl_buf attrs = SL_BUF_INIT;
+    if (sl_zarr_read_node(store, "", &kind, &format, &attrs, &err) != SL_OK)
         rc = cmd_fail("info", path, &err);
     else if (kind == SL_ZARR_GROUP)
-        rc = info_group(store, path, format, out, stored);
+        rc = info_group(store, path, format, (const char *)attrs.data, out, stored);
     else
         rc = info_array(store, path, format, out, stored);
+    sl_buf_fini(&attrs);
     sl_store_unref(store);
     return rc;
 }

@@ -334,6 +334,26 @@ print_failures(const sl_plan *plan, const struct run_opts *o)
                                   : "(write every failure with --report FILE)");
 }
 
+/* Say so when a put's S3 server ignored conditional writes: two writers
+ * of one object there were not told apart (the report says it per put). */
+static void
+warn_unconditional(const struct cmd *c, const sl_plan *plan)
+{
+    const sl_graph *g = sl_plan_graph(plan);
+    for (uint32_t id = 0; id < sl_graph_node_count(g); id++) {
+        struct sl_node_info info;
+        if (sl_graph_node_info(g, id, &info, NULL) != SL_OK || info.kind != SL_NODE_PUT ||
+            info.array == NULL ||
+            sl_store_conditional_writes(sl_array_store(info.array)) != SL_STORE_CONDITIONAL_IGNORED)
+            continue;
+        fprintf(stderr,
+                "sluice %s: put \"%s\": the S3 server ignores conditional writes "
+                "(If-None-Match, If-Match), so they were unconditional: another writer of the "
+                "same objects would have won silently\n",
+                c->name, info.name);
+    }
+}
+
 static int
 write_report(const sl_plan *plan, const char *path)
 {
@@ -476,6 +496,7 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
         cmd_fail(c->name, what, &err);
     else if (st != SL_OK)
         print_failures(plan, o);
+    warn_unconditional(c, plan);
     if (o->report != NULL)
         rc |= write_report(plan, o->report);
     if (o->status_map != NULL)

@@ -251,6 +251,18 @@ SL_API SL_NODISCARD sl_status sl_group_create(sl_store *store, const char *path,
                                               const char *attributes_json, struct sl_error *err);
 
 /**
+ * sl_zarr_probe, and for a group also its attributes (as
+ * sl_group_attributes gives them) into `attrs` (may be NULL), from the same
+ * read of a v3 zarr.json (v2: one more, of .zattrs), so that looking at a
+ * remote group costs one request.
+ * @return as sl_zarr_probe; for a group, also sl_group_attributes' SL_EPARSE.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_zarr_read_node(sl_store *store, const char *path,
+                                                sl_zarr_kind *kind, int *zarr_format,
+                                                struct sl_buf *attrs, struct sl_error *err);
+
+/**
  * A group's own attributes (v3 zarr.json "attributes", v2 .zattrs) as
  * compact JSON object text in `out` (replacing its contents; NUL
  * terminated past `out->size`), "{}" when it has none.
@@ -306,6 +318,19 @@ SL_API SL_NODISCARD sl_status sl_group_members(sl_store *store, const char *path
  */
 SL_API sl_array *sl_group_member_open(const struct sl_group_member *m,
                                       const struct sl_array_opts *opts, struct sl_error *err);
+
+/**
+ * The attributes of member `m` (inside sl_group_members' callback) as
+ * sl_group_attributes gives them: from its consolidated entry without
+ * reading the store, else read.  For arrays the same text as
+ * sl_array_attributes.
+ * @return SL_OK; SL_EPARSE for attributes that are not an object (the
+ * consolidated document's key, the entry's pointer); as
+ * sl_group_attributes when read.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_group_member_attributes(const struct sl_group_member *m,
+                                                         struct sl_buf *out, struct sl_error *err);
 
 #ifdef __cplusplus
 }

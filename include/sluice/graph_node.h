@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sluice/array.h>
 #include <sluice/block.h>
 #include <sluice/common.h>
 #include <sluice/dtype.h>
@@ -146,6 +147,8 @@ struct sl_node_info {
     const uint32_t *inputs;     /* their node ids */
     uint32_t n_consumers;       /* nodes reading this one */
     bool fusable;               /* false when marked unfusable */
+    const sl_array *array;      /* get and put nodes: the array read or written;
+                                   else NULL */
 };
 
 #ifdef __cplusplus

@@ -67,6 +67,18 @@ SL_API SL_NODISCARD sl_status sl_ome_multiscale_read(sl_store *store, const char
                                                      uint32_t index, struct sl_ome_multiscale *out,
                                                      uint32_t *n_images, struct sl_error *err);
 
+/**
+ * sl_ome_multiscale_read on attributes already read: `attributes_json`, a
+ * JSON object as sl_group_attributes gives it; `source` names it in
+ * errors (NULL: "attributes").
+ * @return as sl_ome_multiscale_read, without the store's errors.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_ome_multiscale_parse(const char *attributes_json,
+                                                      const char *source, uint32_t index,
+                                                      struct sl_ome_multiscale *out,
+                                                      uint32_t *n_images, struct sl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,17 +88,19 @@ probe_v3(const struct sl_buf *doc, const char *key, sl_zarr_kind *kind, struct s
     return SL_OK;
 }
 
+/* see zarr_internal.h */
 sl_status
-sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
-              struct sl_error *err)
+sl__zarr_read_node(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
+                   struct sl_buf *attrs, char *source, size_t source_size, struct sl_error *err)
 {
     SL_TRY(sl__node_path_check(path, err));
     static const char *const names[] = {"zarr.json", ".zarray", ".zgroup"};
     struct sl_buf doc = SL_BUF_INIT;
     sl_status st = SL_OK;
     *kind = SL_ZARR_NONE;
+    int format = 0;
+    char key[SL_STORE_KEY_MAX + 16];
     for (int i = 0; i < 3 && st == SL_OK && *kind == SL_ZARR_NONE; i++) {
-        char key[SL_STORE_KEY_MAX + 16];
         bool found;
         st = sl__node_key(path, names[i], key, sizeof(key), err);
         if (st == SL_OK)
@@ -109,11 +111,40 @@ sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_f
             st = probe_v3(&doc, key, kind, err);
         else
             *kind = i == 1 ? SL_ZARR_ARRAY : SL_ZARR_GROUP;
-        if (zarr_format != NULL)
-            *zarr_format = i == 0 ? 3 : 2;
+        format = i == 0 ? 3 : 2;
+    }
+    if (zarr_format != NULL)
+        *zarr_format = format;
+    /* A group's attributes: from the zarr.json just read, or v2's .zattrs. */
+    if (st == SL_OK && *kind == SL_ZARR_GROUP && attrs != NULL) {
+        if (format == 3) {
+            snprintf(source, source_size, "%s", key);
+            st = sl__group_parse_v3((const char *)doc.data, doc.size, key, attrs, err);
+        } else {
+            st = sl__node_key(path, ".zattrs", source, source_size, err);
+            if (st == SL_OK)
+                st = sl__v2_group_attributes(store, source, attrs, err);
+        }
     }
     sl_buf_fini(&doc);
     return st;
+}
+
+sl_status
+sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
+              struct sl_error *err)
+{
+    return sl__zarr_read_node(store, path, kind, zarr_format, NULL, NULL, 0, err);
+}
+
+sl_status
+sl_zarr_read_node(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
+                  struct sl_buf *attrs, struct sl_error *err)
+{
+    if (store == NULL || kind == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store or kind is missing");
+    char source[SL_STORE_KEY_MAX + 16];
+    return sl__zarr_read_node(store, path, kind, zarr_format, attrs, source, sizeof(source), err);
 }
 
 /* ---- construction ------------------------------------------------------------------ */

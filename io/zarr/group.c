@@ -82,7 +82,7 @@ walk_emit(const struct group_walk *w, const char *rel, sl_zarr_kind kind, int fo
                                 .kind = kind,
                                 .zarr_format = format,
                                 .consolidated = true,
-                                .internal_ = kind == SL_ZARR_ARRAY ? e : NULL};
+                                .internal_ = e};
     return w->fn(w->arg, &m);
 }
 
@@ -165,15 +165,13 @@ v2_entry(const struct group_walk *w, const json_t *md, const char *key, const js
         return walk_fail(w, SL_EPARSE, e.pointer, "a member's name is too long", err);
     memcpy(rel, key, n);
     rel[n] = '\0';
-    if (array) {
-        char attrs_key[SL_STORE_KEY_MAX + 32];
-        snprintf(attrs_key, sizeof(attrs_key), "%s/.zattrs", rel);
-        e.attrs = json_object_get(md, attrs_key);
-        if (e.attrs != NULL && !json_is_object(e.attrs)) {
-            char at[128] = "/metadata";
-            pointer_append(at, sizeof(at), attrs_key);
-            return walk_fail(w, SL_EPARSE, at, "expected an object", err);
-        }
+    char attrs_key[SL_STORE_KEY_MAX + 32];
+    snprintf(attrs_key, sizeof(attrs_key), "%s/.zattrs", rel);
+    e.attrs = json_object_get(md, attrs_key);
+    if (e.attrs != NULL && !json_is_object(e.attrs)) {
+        char at[128] = "/metadata";
+        pointer_append(at, sizeof(at), attrs_key);
+        return walk_fail(w, SL_EPARSE, at, "expected an object", err);
     }
     return walk_emit(w, rel, array ? SL_ZARR_ARRAY : SL_ZARR_GROUP, 2, &e, e.pointer, err);
 }
@@ -341,9 +339,9 @@ sl_group_member_open(const struct sl_group_member *m, const struct sl_array_opts
 
 /* ---- a group's own attributes --------------------------------------------------------- */
 
-/* v2: .zattrs (at `key`) checked to be an object and written back compact. */
-static sl_status
-v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out, struct sl_error *err)
+/* see zarr_internal.h */
+sl_status
+sl__v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out, struct sl_error *err)
 {
     struct sl_buf text = SL_BUF_INIT;
     bool found = false;
@@ -372,26 +370,13 @@ sl__group_attributes(sl_store *store, const char *path, struct sl_buf *out, char
 {
     if (store == NULL || path == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store, path or output buffer is missing");
-    SL_TRY(sl__node_path_check(path, err));
     sl_zarr_kind kind = SL_ZARR_NONE;
-    int format = 0;
-    SL_TRY(sl_zarr_probe(store, path, &kind, &format, err));
+    SL_TRY(sl__zarr_read_node(store, path, &kind, NULL, out, source, source_size, err));
     if (kind != SL_ZARR_GROUP)
         return sl_error_set(err, kind == SL_ZARR_NONE ? SL_ENOTFOUND : SL_EINVAL, NULL,
                             "\"%s\" is %s, not a group", path[0] != '\0' ? path : "/",
                             kind == SL_ZARR_NONE ? "no Zarr node" : "an array");
-    SL_TRY(sl__node_key(path, format == 2 ? ".zattrs" : "zarr.json", source, source_size, err));
-    if (format == 2)
-        return v2_group_attributes(store, source, out, err);
-    struct sl_buf text = SL_BUF_INIT;
-    bool found = false;
-    sl_status st = sl__meta_get_optional(store, source, &text, &found, err);
-    if (st == SL_OK && !found) /* deleted since the probe */
-        st = sl_error_set(err, SL_ENOTFOUND, NULL, "%s is gone (the group was removed)", source);
-    if (st == SL_OK)
-        st = sl__group_parse_v3((const char *)text.data, text.size, source, out, err);
-    sl_buf_fini(&text);
-    return st;
+    return SL_OK;
 }
 
 sl_status
@@ -399,4 +384,43 @@ sl_group_attributes(sl_store *store, const char *path, struct sl_buf *out, struc
 {
     char source[SL_STORE_KEY_MAX + 16];
     return sl__group_attributes(store, path, out, source, sizeof(source), err);
+}
+
+sl_status
+sl_group_member_attributes(const struct sl_group_member *m, struct sl_buf *out,
+                           struct sl_error *err)
+{
+    if (m == NULL || m->store == NULL || m->path == NULL || out == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "member or output buffer is missing");
+    const struct group_entry *e = m->internal_;
+    if (e == NULL && m->kind == SL_ZARR_ARRAY) {
+        sl_array *a = sl_array_open(m->store, m->path, NULL, err);
+        if (a == NULL)
+            return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
+        const char *text = sl_array_attributes(a);
+        out->size = 0;
+        sl_status st = sl_buf_append(out, text, strlen(text) + 1, err);
+        if (st == SL_OK)
+            out->size = strlen(text);
+        sl_array_unref(a);
+        return st;
+    }
+    if (e == NULL)
+        return sl_group_attributes(m->store, m->path, out, err);
+    /* From the consolidated entry: v3's "attributes" of the member's
+     * zarr.json, v2's .zattrs beside it; checked as entry_parse does. */
+    const json_t *a = m->zarr_format == 3 ? json_object_get(e->doc, "attributes") : e->attrs;
+    if (a != NULL && !json_is_object(a)) {
+        char at[sizeof(e->pointer) + 16];
+        snprintf(at, sizeof(at), "%s%s", e->pointer, m->zarr_format == 3 ? "/attributes" : "");
+        sl_error_set_path(err, SL_EPARSE, at, "consolidated metadata: expected an object");
+        sl_error_set_source(err, e->source);
+        return SL_EPARSE;
+    }
+    if (a != NULL)
+        return sl__json_dump(a, JSON_COMPACT, out, err);
+    out->size = 0;
+    SL_TRY(sl_buf_append(out, "{}", 3, err));
+    out->size = 2;
+    return SL_OK;
 }

@@ -188,26 +188,25 @@ ome_image(struct ome_read *r, const json_t *list, const char *version, uint32_t 
 }
 
 sl_status
-sl_ome_multiscale_read(sl_store *store, const char *path, uint32_t index,
-                       struct sl_ome_multiscale *out, uint32_t *n_images, struct sl_error *err)
+sl_ome_multiscale_parse(const char *attributes_json, const char *source, uint32_t index,
+                        struct sl_ome_multiscale *out, uint32_t *n_images, struct sl_error *err)
 {
     if (n_images != NULL)
         *n_images = 0;
-    if (out == NULL)
-        return sl_error_set(err, SL_EINVAL, NULL, "output is missing");
-    char source[SL_STORE_KEY_MAX + 16];
-    struct sl_buf text = SL_BUF_INIT;
-    SL_TRY(sl__group_attributes(store, path, &text, source, sizeof(source), err));
+    if (out == NULL || attributes_json == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "attributes or output is missing");
+    if (source == NULL)
+        source = "attributes";
     json_t *attrs = NULL;
-    sl_status st = sl__json_parse((const char *)text.data, text.size, source, &attrs, err);
-    sl_buf_fini(&text);
-    if (st != SL_OK)
-        return st;
+    SL_TRY(sl__json_parse(attributes_json, strlen(attributes_json), source, &attrs, err));
+    sl_status st = SL_OK;
     struct ome_read r = {.source = source, .err = err};
+    if (!json_is_object(attrs))
+        st = ome_fail(&r, SL_EPARSE, "", "expected a JSON object of attributes");
     const json_t *ome = json_object_get(attrs, "ome");
     const json_t *list = json_object_get(attrs, "multiscales");
     char version[16] = "";
-    if (json_is_object(ome)) {
+    if (st == SL_OK && json_is_object(ome)) {
         struct ome_read rv = {.source = source, .at = "/ome", .err = err};
         const json_t *v = json_object_get(ome, "version");
         if (v != NULL)
@@ -224,10 +223,27 @@ sl_ome_multiscale_read(sl_store *store, const char *path, uint32_t index,
         *n_images = (uint32_t)n;
     if (st == SL_OK && index >= n)
         st = sl_error_set(err, SL_ENOTFOUND, NULL,
-                          "the group at \"%s\" describes %zu multiscale image%s; no image %u",
-                          path[0] != '\0' ? path : "/", n, n == 1 ? "" : "s", (unsigned)index);
+                          "%s describes %zu multiscale image%s; no image %u", source, n,
+                          n == 1 ? "" : "s", (unsigned)index);
     if (st == SL_OK)
         st = ome_image(&r, list, version, index, out);
     json_decref(attrs);
+    return st;
+}
+
+sl_status
+sl_ome_multiscale_read(sl_store *store, const char *path, uint32_t index,
+                       struct sl_ome_multiscale *out, uint32_t *n_images, struct sl_error *err)
+{
+    if (n_images != NULL)
+        *n_images = 0;
+    if (out == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "output is missing");
+    char source[SL_STORE_KEY_MAX + 16];
+    struct sl_buf text = SL_BUF_INIT;
+    sl_status st = sl__group_attributes(store, path, &text, source, sizeof(source), err);
+    if (st == SL_OK)
+        st = sl_ome_multiscale_parse((const char *)text.data, source, index, out, n_images, err);
+    sl_buf_fini(&text);
     return st;
 }

@@ -95,6 +95,17 @@ sl_status sl__meta_parse_v2(const char *zarray, size_t n, const char *zattrs, si
 sl_status sl__meta_write_v2(const struct sl__meta *m, struct sl_buf *zarray, struct sl_buf *zattrs,
                             struct sl_error *err);
 
+/* sl_zarr_read_node, and the key a group's attributes came from
+ * (zarr.json or .zattrs) in `source` (when `attrs` is given). */
+sl_status sl__zarr_read_node(sl_store *store, const char *path, sl_zarr_kind *kind,
+                             int *zarr_format, struct sl_buf *attrs, char *source,
+                             size_t source_size, struct sl_error *err);
+
+/* A v2 group's .zattrs at `key`, checked to be an object, as compact JSON
+ * text in `out` ("{}" when absent). */
+sl_status sl__v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out,
+                                  struct sl_error *err);
+
 /* sl_group_attributes, and the key the attributes came from (zarr.json
  * or .zattrs) in `source`, for messages. */
 sl_status sl__group_attributes(sl_store *store, const char *path, struct sl_buf *out, char *source,

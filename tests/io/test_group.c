@@ -266,3 +266,67 @@ Test(io_group, group_attributes_of_arrays_absent_nodes_and_bad_zattrs_are_errors
     sl_buf_fini(&b);
     sl_store_unref(st);
 }
+
+/* "path=attributes;" of every member, from sl_group_member_attributes. */
+static sl_status
+collect_attrs(void *arg, const struct sl_group_member *m)
+{
+    char *text = arg;
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status st = sl_group_member_attributes(m, &b, &err);
+    size_t n = strlen(text);
+    snprintf(text + n, 1024 - n, "%s=%s;", m->path, st == SL_OK ? (const char *)b.data : err.text);
+    sl_buf_fini(&b);
+    return SL_OK;
+}
+
+Test(io_group, consolidated_members_attributes_cost_no_read)
+{
+    sl_store *st =
+        store_with(".zmetadata", "{\"zarr_consolidated_format\": 1, \"metadata\": {"
+                                 "\".zgroup\": {\"zarr_format\": 2}, \".zattrs\": {\"r\": 0},"
+                                 "\"a/.zarray\": " ZARRAY_V2 ", \"a/.zattrs\": {\"k\": 1},"
+                                 "\"g/.zgroup\": {\"zarr_format\": 2}, \"g/.zattrs\": {\"t\": 2},"
+                                 "\"h/.zgroup\": {\"zarr_format\": 2}}}");
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_buf b = SL_BUF_INIT;
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    int format = 0;
+    /* sl_zarr_read_node: the root group's kind, format and attributes. */
+    cr_assert_eq(sl_store_set(st, ".zgroup", "{\"zarr_format\": 2}", 18, &err), SL_OK);
+    cr_assert_eq(sl_store_set(st, ".zattrs", "{\"r\": 0}", 8, &err), SL_OK);
+    cr_assert_eq(sl_zarr_read_node(st, "", &kind, &format, &b, &err), SL_OK, "%s", err.text);
+    cr_expect(kind == SL_ZARR_GROUP && format == 2);
+    cr_expect_str_eq((const char *)b.data, "{\"r\":0}");
+    char text[1024] = "";
+    uint64_t before = gets_of(st);
+    cr_assert_eq(sl_group_members(st, "", collect_attrs, text, &err), SL_OK, "%s", err.text);
+    cr_expect_str_eq(text, "a={\"k\":1};g={\"t\":2};h={};");
+    cr_expect_eq(gets_of(st) - before, 1); /* .zmetadata alone */
+    sl_buf_fini(&b);
+    sl_store_unref(st);
+
+    st = store_with("zarr.json", "{\"zarr_format\": 3, \"node_type\": \"group\", \"attributes\": "
+                                 "{\"o\": 1}, \"consolidated_metadata\": {\"kind\": \"inline\", "
+                                 "\"must_understand\": false, \"metadata\": {"
+                                 "\"x\": " ZARR_JSON_V3 ","
+                                 "\"h\": {\"zarr_format\": 3, \"node_type\": \"group\", "
+                                 "\"attributes\": {\"u\": [1]}},"
+                                 "\"bad\": {\"zarr_format\": 3, \"node_type\": \"group\", "
+                                 "\"attributes\": 5}}}}");
+    b = SL_BUF_INIT;
+    before = gets_of(st);
+    cr_assert_eq(sl_zarr_read_node(st, "", &kind, &format, &b, &err), SL_OK, "%s", err.text);
+    cr_expect(kind == SL_ZARR_GROUP && format == 3);
+    cr_expect_str_eq((const char *)b.data, "{\"o\":1}");
+    cr_expect_eq(gets_of(st) - before, 1); /* kind and attributes in one read */
+    text[0] = '\0';
+    cr_assert_eq(sl_group_members(st, "", collect_attrs, text, &err), SL_OK, "%s", err.text);
+    cr_expect(strstr(text, "x={\"units\":\"m\"};") != NULL, "%s", text);
+    cr_expect(strstr(text, "h={\"u\":[1]};") != NULL, "%s", text);
+    cr_expect(strstr(text, "bad=consolidated metadata: expected an object") != NULL, "%s", text);
+    cr_expect_eq(gets_of(st) - before, 2);
+    sl_buf_fini(&b);
+    sl_store_unref(st);
+}

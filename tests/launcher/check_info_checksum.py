@@ -169,7 +169,7 @@ def check_group_attributes(tmp):
     json.dump({"zarr_format": 2}, open(os.path.join(bad, ".zgroup"), "w"))
     open(os.path.join(bad, ".zattrs"), "w").write("[1, 2]")
     rc, _, err = run("info", "--json", bad)
-    expect(rc == 1 and "EPARSE" in err and ".zattrs" in err,
+    expect(rc == 2 and "EPARSE" in err and ".zattrs" in err,
            f"a group's .zattrs that is not an object is an error naming it: {err}")
 
 

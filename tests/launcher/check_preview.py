@@ -9,7 +9,9 @@ blocks), percentile contrast, the level a multiscale group is read at, and
 usage errors.  `--status-map`: a copy and a pyramid with a corrupt and an
 absent input chunk draw each chunk's square in its outcome's colour at its
 grid position (the panels' geometry read from the run's stderr), the levels
-above a failure in the upstream colour, and a legend.
+above a failure in the upstream colour, and a legend; the run's --report
+validates against docs/report.schema.json and names the same chunks in the
+same grid.
 """
 import re
 import json
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import zlib
 
+import jsonschema
 import numpy as np
 import zarr
 
@@ -116,8 +119,20 @@ def check_status_map(tmp):
     open(os.path.join(src, "1.2.3"), "wb").write(b"garbage")
     os.remove(os.path.join(src, "0.0.5"))
     png = os.path.join(tmp, "map.png")
+    report = os.path.join(tmp, "report.json")
     rc, _, err = run("copy", src, os.path.join(tmp, "c.zarr"), "--missing-is-error",
-                     "--status-map", png)
+                     "--status-map", png, "--report", report)
+    schema = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                         "docs", "report.schema.json")))
+    rep = json.load(open(report)) if os.path.exists(report) else {}
+    problems = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(rep)]
+    expect(not problems, f"the report validates against docs/report.schema.json: {problems[:3]}")
+    if not problems:
+        put = rep["puts"][0]
+        got = sorted((tuple(f["chunk"]), f["code"]) for f in put["failures"])
+        expect(put["grid"] == [2, 4, 6] and got == [((0, 0, 5), "ENOTFOUND"),
+                                                   ((1, 2, 3), "ECORRUPT")],
+               f"the report names the map's failed chunks in its grid: {put}")
     panels = panels_of(err)
     expect(rc == 1 and "output" in panels, f"copy with 2 failed chunks draws a map: {err}")
     if "output" in panels:
