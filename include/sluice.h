@@ -23,6 +23,7 @@
 #include <sluice/graph_json.h>
 #include <sluice/graph_node.h>
 #include <sluice/grid.h>
+#include <sluice/journal.h>
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/parallel.h>

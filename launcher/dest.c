@@ -4,9 +4,11 @@
  * and atomically (or in place when asked), nothing left behind by a refused
  * run.  See dest.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "dest.h"
 #include "dist.h"
@@ -122,11 +124,23 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
     bool keep = rc == 0 || (rc == 1 && (!d->existed || d->in_place));
     if (keep) {
         struct sl_error err = SL_ERROR_INIT;
+        char at[4096];
         if (sl_fs_replace_commit(d->rep, &err) != SL_OK) {
             fprintf(stderr, "sluice %s: %s: the new node was not put in place: %s\n", c->name,
                     d->given, err.text);
             rc = 1;
+        } else if (d->journal != NULL &&
+                   (sl_fs_path_resolve(d->given, at, sizeof(at), &err) != SL_OK ||
+                    sl_journal_note_moved(d->journal, at, &err) != SL_OK)) {
+            fprintf(stderr, "sluice %s: %s\n", c->name, err.text);
         }
+    } else if (d->journal != NULL && (rc == 1 || d->resumed)) {
+        /* What was written stays for --resume (a refused resume keeps it too). */
+        fprintf(stderr,
+                "sluice %s: %s: left as it was; this run's output is kept in %s for "
+                "--resume\n",
+                c->name, d->given, d->at);
+        sl_fs_replace_keep(d->rep);
     } else {
         sl_fs_replace_abort(d->rep);
         if (rc == 1)
@@ -142,7 +156,17 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
 sl_array *
 dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, struct sl_error *err)
 {
+    /* Only a resumed run finds its array made (dest_begin starts empty). */
+    if (real && dest_has_node(out))
+        return sl_array_open(out, "", NULL, err);
     return real ? dist_create_array(out, "", spec, err) : sl_array_create(out, "", spec, NULL, err);
+}
+
+bool
+dest_has_node(sl_store *out)
+{
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    return sl_zarr_probe(out, "", &kind, NULL, NULL) == SL_OK && kind != SL_ZARR_NONE;
 }
 
 /* Count listed keys; stop at the first. */
@@ -220,6 +244,31 @@ dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao
     return dist_exit_status(rc);
 }
 
+/* dest_begin for --resume: take over where the journal says the earlier
+ * run wrote.  0, or 2 after a message. */
+static int
+dest_resume(const struct cmd *c, struct dest *d, const char *path, const char *journal)
+{
+    memset(d, 0, sizeof(*d));
+    d->given = path;
+    struct sl_error err = SL_ERROR_INIT;
+    char staging[4096];
+    if (sl_journal_read_staging(journal, staging, sizeof(staging), &err) != SL_OK) {
+        fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
+        return 2;
+    }
+    d->rep = sl_fs_replace_resume(path, staging, &err);
+    if (d->rep == NULL) {
+        fprintf(stderr, "sluice %s: --resume refused: %s (run without --resume to start afresh)\n",
+                c->name, err.text);
+        return 2;
+    }
+    snprintf(d->at, sizeof(d->at), "%s", sl_fs_replace_path(d->rep));
+    d->existed = sl_fs_replace_existed(d->rep);
+    d->resumed = true;
+    return 0;
+}
+
 int
 dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
            graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
@@ -228,17 +277,31 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
         rehearse(c, build, ctx, ro, what) != 0)
         return 2;
+    if (is_s3(path) && ro->resume)
+        return cmd_usage_error(c, "--resume: s3:// outputs cannot be resumed yet");
     if (is_s3(path))
         return dest_write_s3(c, path, ao, build, ctx, ro, what);
     struct dest d;
-    if (dest_begin(c, &d, path, ao) != 0)
+    char jbuf[4096];
+    const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
+    /* A run killed before its journal was made left nothing to go on with. */
+    bool fresh = ro->resume && access(journal, F_OK) != 0 && errno == ENOENT;
+    if (fresh)
+        fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
+                journal);
+    if ((ro->resume && !fresh ? dest_resume(c, &d, path, journal) : dest_begin(c, &d, path, ao)) !=
+        0)
         return 2;
+    d.journal = journal;
+    struct run_opts rs = *ro;
+    rs.staging = d.at;
+    rs.resume = ro->resume && !fresh;
     struct sl_error err = SL_ERROR_INIT;
     sl_store *out = dest_open_store(&d, &err);
     sl_graph *g = NULL;
     int rc = out != NULL ? build(ctx, out, true, &g) : cmd_fail(c->name, path, &err);
     if (rc == 0)
-        rc = run_graph(c, g, ro, what);
+        rc = run_graph(c, g, &rs, what);
     sl_graph_unref(g);
     sl_store_unref(out);
     return dest_finish(c, &d, rc);

@@ -32,6 +32,11 @@ struct run_opts {
     const char *endpoint;    /* --endpoint URL: an S3-compatible server; NULL = AWS's rules */
     const char *region;      /* --region NAME: S3's region; NULL = AWS's rules */
     bool no_sign_request;    /* --no-sign-request: anonymous S3 requests */
+    const char *journal;     /* --journal FILE: the run's journal; NULL: REPORT.journal
+                                when --report is given, else none */
+    bool resume;             /* --resume: skip the units the journal holds */
+    const char *staging;     /* where the outputs are written (set by the command, kept
+                                in the journal for --resume); NULL: none */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
 
@@ -61,7 +66,9 @@ struct run_opts {
     "  --no-progress        draw no progress\n"                                                 \
     "  --trace FILE         write a Chrome trace (Perfetto) of every task (under mpirun:\n"     \
     "                       FILE.rank<N> for each rank)\n"                                      \
-    "  --report FILE        write the JSON report of failed chunks\n" REMOTE_OPTS_HELP
+    "  --report FILE        write the JSON report of failed chunks\n"                           \
+    "  --journal FILE       record shards written, for --resume (default REPORT.journal)\n"     \
+    "  --resume             skip the shards the journal holds\n" REMOTE_OPTS_HELP
 
 /*
  * Consume the shared option at argv[*i] (and its value, advancing *i).
@@ -94,6 +101,10 @@ bool parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n);
  */
 int run_files_check(const struct cmd *c, const struct run_opts *o, const char *const *nodes,
                     size_t n);
+
+/* The journal file of a run with `o`: --journal, else REPORT.journal with
+ * --report (in `buf`), else NULL. */
+const char *journal_path(const struct run_opts *o, char *buf, size_t size);
 
 /* Open the directory store at `path` (read-only or created for writing). */
 sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);

@@ -129,6 +129,30 @@ SL_API SL_NODISCARD sl_status sl_fs_replace_find(const char *dest, char *out, si
                                                  struct sl_error *err);
 
 /**
+ * Go on with a replacement of `dest` that a killed (or failed) run began:
+ * `staging` is where it wrote (sl_fs_replace_path then), either a hidden
+ * sibling of `dest` made by sl_fs_replace_begin, taken over (renamed as
+ * this process's, so that it is not removed as a killed run's leftover)
+ * and committed as begin's would be, or `dest` itself (the node was
+ * written in place, or put in place already), written where it is.
+ * @return the replacement, or NULL with SL_ENOTFOUND (`staging` is gone),
+ * SL_EINVAL (`staging` is not a sibling of `dest` sl_fs_replace_begin
+ * makes), SL_EEXIST (a process of this host that still runs owns it, or
+ * `dest` holds what begin refuses to replace), SL_EIO or SL_ENOMEM.
+ * Thread-safety: any thread; one replacement per destination at a time.
+ */
+SL_API sl_fs_replace *sl_fs_replace_resume(const char *dest, const char *staging,
+                                           struct sl_error *err);
+
+/**
+ * Stop without putting the new node in place or removing it: it stays
+ * where it was written (sl_fs_replace_path), for sl_fs_replace_resume, and
+ * `r` is freed.  NULL is a no-op.
+ * Thread-safety: the thread that owns `r`.
+ */
+SL_API void sl_fs_replace_keep(sl_fs_replace *r);
+
+/**
  * Give up: remove the new node and any parents begin made, leave the old
  * node as it was (in place mode: as emptied), and free `r`.  NULL is a
  * no-op.

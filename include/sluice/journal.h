@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run journals: a small append-only file beside a long run that records
+ * each unit its puts completed (a shard, or a chunk of an unsharded array),
+ * so that a later run of the same computation skips them.
+ *
+ * The journal's header carries a fingerprint of the computation, item by
+ * item: the graph (nodes, operations and their parameters, grids, stages),
+ * the metadata of every array it reads ("input:<node>") and writes
+ * ("output:<node>"), and the options that change output bytes
+ * ("option:missing").  A journal is only applied to a plan whose
+ * fingerprint is the same, and a refusal names the items that differ.
+ *
+ * Every line of the file ends with a checksum of the line (16 hex digits of
+ * its SHA-256), so a file truncated or damaged at any byte is detected: a
+ * damaged header refuses the journal; records after the first damaged line
+ * are not trusted, and their units run again.  A unit is recorded only
+ * after the store's write of it returned, with every chunk of it ok; it is
+ * written to the file at once (a killed process loses none), and the file
+ * is made durable (fdatasync, against a crash of the machine) at most every
+ * `sync_interval_s` and when the journal is closed.
+ */
+#ifndef SL_JOURNAL_H
+#define SL_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sluice/common.h>
+#include <sluice/error.h>
+#include <sluice/plan.h>
+#include <sluice/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_journal sl_journal;
+
+/* How sl_journal_open treats the file. */
+struct sl_journal_opts {
+    bool resume;            /* read the units an earlier run recorded and skip them;
+                               false: start a new journal, replacing any file there */
+    const char *staging;    /* the directory the run's outputs are written into, kept
+                               in the header for sl_journal_read_staging; NULL: none */
+    double sync_interval_s; /* most seconds between fdatasyncs while records come */
+};
+#define SL_JOURNAL_OPTS_DEFAULT \
+    ((struct sl_journal_opts){.resume = false, .staging = NULL, .sync_interval_s = 2.0})
+
+/* What sl_journal_open found in an earlier run's journal. */
+struct sl_journal_info {
+    uint64_t units_done;      /* units recorded and trusted: their runs are skipped */
+    uint64_t units_dropped;   /* recorded units not trusted, as a unit they read from
+                                 an earlier put was not recorded: they run again */
+    int64_t damaged_at;       /* byte offset of the first damaged line; -1 if none */
+    uint64_t records_ignored; /* lines from the damaged one on, not trusted */
+};
+
+/**
+ * Open the journal at `path` for `plan` and attach it: until
+ * sl_journal_close, every run of the plan skips the units the journal
+ * holds (their chunks count as ok, SL_OK, and as resumed in the summary)
+ * and records the units it completes.  Without `opts->resume` a new
+ * journal is written (an existing file is replaced).  With it the file
+ * must hold a journal whose fingerprint is the plan's; its trusted records
+ * are kept and the file is rewritten (atomically, through a temporary
+ * file) with the new `staging`, ready for appending.
+ * @param plan  borrowed; must outlive the journal; one journal at a time.
+ * @return the journal, or NULL with `err`: SL_ENOTFOUND (resume and no
+ * file), SL_ECORRUPT (not a journal, or its header is damaged: the byte
+ * offset is named), SL_ECONFLICT (the fingerprint differs: the text names
+ * the items that changed), SL_ESTATE (the plan already has a journal),
+ * SL_EIO (the file cannot be read or written), SL_ENOMEM.
+ * Thread-safety: not while the plan runs.
+ */
+SL_API sl_journal *sl_journal_open(sl_plan *plan, const char *path,
+                                   const struct sl_journal_opts *opts, struct sl_error *err);
+
+/** What the earlier run's journal held (zeros for a new journal). */
+SL_API void sl_journal_get_info(const sl_journal *j, struct sl_journal_info *out);
+
+/**
+ * Make every record durable, detach the journal from its plan and free it.
+ * NULL is a no-op returning SL_OK.
+ * @return SL_OK, or SL_EIO when a write or sync failed since the journal
+ * was opened (the records may then be lost; the run's output is not).
+ * Thread-safety: not while the plan runs.
+ */
+SL_API sl_status sl_journal_close(sl_journal *j, struct sl_error *err);
+
+/**
+ * Read where the run that wrote the journal at `path` writes its outputs:
+ * the header's staging directory, or the directory of the last
+ * sl_journal_note_moved.  Checks the header's checksums only.
+ * @return SL_OK with the path in `out` ("" when none was given);
+ * SL_ENOTFOUND (no file), SL_ECORRUPT (damaged header), SL_EINVAL (`size`
+ * too small), SL_EIO.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_journal_read_staging(const char *path, char *out, size_t size,
+                                                      struct sl_error *err);
+
+/**
+ * Append a record to the closed journal at `path` saying that its run's
+ * outputs now lie in directory `dir` (they were put in place there), and
+ * make it durable.
+ * @return SL_OK, or SL_EIO, SL_EINVAL (`dir` holds a newline).
+ * Thread-safety: any thread; not while a journal of `path` is open.
+ */
+SL_API SL_NODISCARD sl_status sl_journal_note_moved(const char *path, const char *dir,
+                                                    struct sl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SL_JOURNAL_H */
