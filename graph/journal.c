@@ -10,11 +10,11 @@
  *
  *     sluice-journal 1
  *     fp <item> <64 hex digits>      one per fingerprint item
- *     staging <directory>            where the outputs are written
+ *     staging <dev> <ino> <directory>  where the outputs are written, and
+ *                                    that directory's identity (stat(2))
  *     begin                          the header ends
  *     u <put> <unit>                 unit <unit> (C-order index in the put's
  *                                    shard grid) of the plan's put <put> is done
- *     moved <directory>              the outputs were put in place there
  *
  * DESIGN: a record is formatted into a fixed buffer under `mu` (writers of
  * transactions and pool workers report units at once) and written at once
@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -334,14 +335,14 @@ fingerprint_compare(const struct fp_item *old, uint32_t n_old, const struct fing
 
 /* What a journal file holds. */
 struct journal_read {
-    char *data;             /* the file, NUL-terminated; owned */
-    size_t size;            /* its bytes */
-    struct fp_item *items;  /* its fingerprint; owned */
-    uint32_t n_items;       /* items */
-    uint32_t cap_items;     /* allocated */
-    char staging[PATH_MAX]; /* the header's staging directory, or the last "moved" one */
-    size_t body;            /* offset of the first record after "begin" */
-    int64_t damaged_at;     /* first damaged line's offset, or -1 */
+    char *data;                        /* the file, NUL-terminated; owned */
+    size_t size;                       /* its bytes */
+    struct fp_item *items;             /* its fingerprint; owned */
+    uint32_t n_items;                  /* items */
+    uint32_t cap_items;                /* allocated */
+    struct sl_journal_staging staging; /* the header's staging directory */
+    size_t body;                       /* offset of the first record after "begin" */
+    int64_t damaged_at;                /* first damaged line's offset, or -1 */
 };
 
 static void
@@ -431,6 +432,26 @@ add_item(struct journal_read *r, const char *text, const char *path, size_t at,
     return SL_OK;
 }
 
+/* "<dev> <ino> <path>" into `out`; false when malformed. */
+static bool
+staging_parse(const char *p, struct sl_journal_staging *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long dev = strtoull(p, &end, 10);
+    if (errno != 0 || end == p || *end != ' ')
+        return false;
+    const char *q = end + 1;
+    unsigned long long ino = strtoull(q, &end, 10);
+    if (errno != 0 || end == q || (*end != ' ' && *end != '\0') ||
+        strlen(end) >= sizeof(out->path) + 1)
+        return false;
+    out->dev = dev;
+    out->ino = ino;
+    sl__strlcpy(out->path, *end == ' ' ? end + 1 : "", sizeof(out->path));
+    return true;
+}
+
 /* Read the file and its header; the body is left for journal_read_units. */
 static sl_status
 journal_read_header(const char *path, struct journal_read *r, struct sl_error *err)
@@ -456,9 +477,11 @@ journal_read_header(const char *path, struct journal_read *r, struct sl_error *e
                                 path, at_end ? "cut short" : "damaged", at);
         if (strncmp(p, "fp ", 3) == 0)
             SL_TRY(add_item(r, p + 3, path, at, err));
-        else if (strncmp(p, "staging ", 8) == 0)
-            sl__strlcpy(r->staging, p + 8, sizeof(r->staging));
-        else if (strcmp(p, "begin") == 0)
+        else if (strncmp(p, "staging ", 8) == 0) {
+            if (!staging_parse(p + 8, &r->staging))
+                return sl_error_set(err, SL_ECORRUPT, NULL,
+                                    "journal %s: malformed staging line at byte %zu", path, at);
+        } else if (strcmp(p, "begin") == 0)
             break;
         else
             return sl_error_set(err, SL_ECORRUPT, NULL,
@@ -515,10 +538,6 @@ journal_read_units(sl_journal *j, struct journal_read *r)
             return;
         uint32_t put;
         uint64_t unit;
-        if (p != NULL && strncmp(p, "moved ", 6) == 0) {
-            sl__strlcpy(r->staging, p + 6, sizeof(r->staging));
-            continue;
-        }
         if (p == NULL || strncmp(p, "u ", 2) != 0 || !unit_parse(p, j, &put, &unit)) {
             r->damaged_at = (int64_t)at;
             j->info.damaged_at = (int64_t)at;
@@ -649,7 +668,14 @@ journal_write_start(sl_journal *j, const char *path, const struct fingerprint *f
     if (staging != NULL && strchr(staging, '\n') != NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "journal %s: a newline in the directory path",
                             path);
-    snprintf(line, sizeof(line), "staging %s", staging != NULL ? staging : "");
+    struct stat sb;
+    if (staging != NULL && stat(staging, &sb) != 0)
+        return sl_error_set(err, SL_EIO, NULL, "journal %s: cannot look at \"%s\": %s", path,
+                            staging, strerror(errno));
+    snprintf(line, sizeof(line), "staging %llu %llu %s",
+             staging != NULL ? (unsigned long long)sb.st_dev : 0ull,
+             staging != NULL ? (unsigned long long)sb.st_ino : 0ull,
+             staging != NULL ? staging : "");
     const char *tail[2] = {line, "begin"};
     for (int t = 0; t < 2; t++)
         if (!line_put(j->buf, sizeof(j->buf), &j->len, tail[t])) {
@@ -771,47 +797,13 @@ sl_journal_close(sl_journal *j, struct sl_error *err)
 }
 
 sl_status
-sl_journal_read_staging(const char *path, char *out, size_t size, struct sl_error *err)
+sl_journal_read_staging(const char *path, struct sl_journal_staging *out, struct sl_error *err)
 {
     struct journal_read r;
     sl_status st = journal_read_header(path, &r, err);
-    if (st == SL_OK) {
-        /* The last "moved" record wins; records are not checked here. */
-        size_t pos = r.body;
-        bool at_end = false;
-        while (!at_end) {
-            char *p = next_line(&r, &pos, &at_end);
-            if (p != NULL && strncmp(p, "moved ", 6) == 0)
-                sl__strlcpy(r.staging, p + 6, sizeof(r.staging));
-        }
-        if (strlen(r.staging) >= size)
-            st = sl_error_set(err, SL_EINVAL, NULL, "journal %s: its directory path is too long",
-                              path);
-        else
-            memcpy(out, r.staging, strlen(r.staging) + 1);
-    }
+    if (st == SL_OK)
+        *out = r.staging;
     journal_read_fini(&r);
-    return st;
-}
-
-sl_status
-sl_journal_note_moved(const char *path, const char *dir, struct sl_error *err)
-{
-    if (strchr(dir, '\n') != NULL || strlen(dir) > PATH_MAX)
-        return sl_error_set(err, SL_EINVAL, NULL, "journal %s: bad directory path", path);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0)
-        return sl_error_set(err, SL_EIO, NULL, "journal %s: cannot open it: %s", path,
-                            strerror(errno));
-    char line[LINE_MAX_BYTES], buf[LINE_MAX_BYTES + SUM_HEX + 2];
-    size_t len = 0;
-    snprintf(line, sizeof(line), "moved %s", dir);
-    (void)line_put(buf, sizeof(buf), &len, line);
-    sl_status st = write_all(fd, buf, len, path, err);
-    if (st == SL_OK && fdatasync(fd) != 0)
-        st = sl_error_set(err, SL_EIO, NULL, "journal %s: cannot sync it: %s", path,
-                          strerror(errno));
-    close(fd);
     return st;
 }
 

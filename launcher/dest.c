@@ -124,15 +124,10 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
     bool keep = rc == 0 || (rc == 1 && (!d->existed || d->in_place));
     if (keep) {
         struct sl_error err = SL_ERROR_INIT;
-        char at[4096];
         if (sl_fs_replace_commit(d->rep, &err) != SL_OK) {
             fprintf(stderr, "sluice %s: %s: the new node was not put in place: %s\n", c->name,
                     d->given, err.text);
             rc = 1;
-        } else if (d->journal != NULL &&
-                   (sl_fs_path_resolve(d->given, at, sizeof(at), &err) != SL_OK ||
-                    sl_journal_note_moved(d->journal, at, &err) != SL_OK)) {
-            fprintf(stderr, "sluice %s: %s\n", c->name, err.text);
         }
     } else if (d->journal != NULL && (rc == 1 || d->resumed)) {
         /* What was written stays for --resume (a refused resume keeps it too). */
@@ -252,12 +247,12 @@ dest_resume(const struct cmd *c, struct dest *d, const char *path, const char *j
     memset(d, 0, sizeof(*d));
     d->given = path;
     struct sl_error err = SL_ERROR_INIT;
-    char staging[4096];
-    if (sl_journal_read_staging(journal, staging, sizeof(staging), &err) != SL_OK) {
+    struct sl_journal_staging js;
+    if (sl_journal_read_staging(journal, &js, &err) != SL_OK) {
         fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
         return 2;
     }
-    d->rep = sl_fs_replace_resume(path, staging, &err);
+    d->rep = sl_fs_replace_resume(path, js.path, js.dev, js.ino, &err);
     if (d->rep == NULL) {
         fprintf(stderr, "sluice %s: --resume refused: %s (run without --resume to start afresh)\n",
                 c->name, err.text);

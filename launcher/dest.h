@@ -23,7 +23,7 @@ struct dest {
     char at[4096];       /* the directory the new node is written into */
     bool existed;        /* a Zarr node was there */
     bool in_place;       /* --overwrite-in-place */
-    const char *journal; /* the run's journal, told where the node went; NULL: none */
+    const char *journal; /* the run's journal; NULL: none */
     bool resumed;        /* --resume took over an earlier run's output */
 };
 

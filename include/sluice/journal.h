@@ -43,7 +43,8 @@ struct sl_journal_opts {
     bool resume;            /* read the units an earlier run recorded and skip them;
                                false: start a new journal, replacing any file there */
     const char *staging;    /* the directory the run's outputs are written into, kept
-                               in the header for sl_journal_read_staging; NULL: none */
+                               in the header with its identity for
+                               sl_journal_read_staging; NULL: none */
     double sync_interval_s; /* most seconds between fdatasyncs while records come */
 };
 #define SL_JOURNAL_OPTS_DEFAULT \
@@ -90,27 +91,23 @@ SL_API void sl_journal_get_info(const sl_journal *j, struct sl_journal_info *out
  */
 SL_API sl_status sl_journal_close(sl_journal *j, struct sl_error *err);
 
-/**
- * Read where the run that wrote the journal at `path` writes its outputs:
- * the header's staging directory, or the directory of the last
- * sl_journal_note_moved.  Checks the header's checksums only.
- * @return SL_OK with the path in `out` ("" when none was given);
- * SL_ENOTFOUND (no file), SL_ECORRUPT (damaged header), SL_EINVAL (`size`
- * too small), SL_EIO.
- * Thread-safety: any thread.
- */
-SL_API SL_NODISCARD sl_status sl_journal_read_staging(const char *path, char *out, size_t size,
-                                                      struct sl_error *err);
+/* Where the run that wrote a journal writes its outputs. */
+struct sl_journal_staging {
+    char path[4096]; /* the directory given as opts.staging then; "" if none */
+    uint64_t dev;    /* its identity then (st_dev, st_ino), which a rename keeps: */
+    uint64_t ino;    /* the directory is found under its final name too */
+};
 
 /**
- * Append a record to the closed journal at `path` saying that its run's
- * outputs now lie in directory `dir` (they were put in place there), and
- * make it durable.
- * @return SL_OK, or SL_EIO, SL_EINVAL (`dir` holds a newline).
- * Thread-safety: any thread; not while a journal of `path` is open.
+ * Read the staging directory of the journal at `path` from its header
+ * (whose checksums alone are checked).
+ * @return SL_OK; SL_ENOTFOUND (no file), SL_ECORRUPT (damaged header),
+ * SL_EIO.
+ * Thread-safety: any thread.
  */
-SL_API SL_NODISCARD sl_status sl_journal_note_moved(const char *path, const char *dir,
-                                                    struct sl_error *err);
+SL_API SL_NODISCARD sl_status sl_journal_read_staging(const char *path,
+                                                      struct sl_journal_staging *out,
+                                                      struct sl_error *err);
 
 #ifdef __cplusplus
 }

@@ -504,8 +504,18 @@ replace_adopt(struct sl_fs_replace *r, const char *staging, struct sl_error *err
     return SL_OK;
 }
 
+/* Whether `path` is the directory (`dev`, `ino`). */
+static bool
+dir_is(const char *path, uint64_t dev, uint64_t ino)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && (uint64_t)sb.st_dev == dev &&
+           (uint64_t)sb.st_ino == ino;
+}
+
 sl_fs_replace *
-sl_fs_replace_resume(const char *dest, const char *staging, struct sl_error *err)
+sl_fs_replace_resume(const char *dest, const char *staging, uint64_t dev, uint64_t ino,
+                     struct sl_error *err)
 {
     struct sl_fs_replace *r = calloc(1, sizeof(*r));
     if (r == NULL) {
@@ -515,20 +525,20 @@ sl_fs_replace_resume(const char *dest, const char *staging, struct sl_error *err
     r->mode = SL_FS_REPLACE_STAGED;
     sl__strlcpy(r->given, dest, sizeof(r->given));
     char st_path[PATH_MAX];
-    struct stat sb;
     sl_status st = sl_fs_path_resolve(dest, r->dest, sizeof(r->dest), err);
     if (st == SL_OK)
         st = sl_fs_path_resolve(staging, st_path, sizeof(st_path), err);
-    if (st == SL_OK && (stat(st_path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        st = sl_error_set(err, SL_ENOTFOUND, NULL,
-                          "\"%s\", where the earlier run wrote \"%s\", is gone", staging, dest);
-    if (st == SL_OK && strcmp(st_path, r->dest) == 0) {
+    if (st == SL_OK && dir_is(r->dest, dev, ino)) {
         /* Written where it is: commit has nothing to move. */
         r->mode = SL_FS_REPLACE_IN_PLACE;
         r->existed = true;
         sl__strlcpy(r->staging, r->dest, sizeof(r->staging));
-    } else if (st == SL_OK) {
+    } else if (st == SL_OK && dir_is(st_path, dev, ino)) {
         st = replace_adopt(r, st_path, err);
+    } else if (st == SL_OK) {
+        st = sl_error_set(err, SL_ENOTFOUND, NULL,
+                          "the directory where the earlier run wrote \"%s\" (\"%s\") is gone", dest,
+                          staging);
     }
     if (st != SL_OK) {
         free(r);
