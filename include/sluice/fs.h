@@ -136,10 +136,11 @@ SL_API SL_NODISCARD sl_status sl_fs_replace_find(const char *dest, char *out, si
  * `staging` is still that directory, a hidden sibling of `dest` made by
  * sl_fs_replace_begin, it is taken over (renamed as this process's, so
  * that it is not removed as a killed run's leftover) and committed as
- * begin's would be.  When `dest` is that directory (the node was written
- * in place, or put in place already), it is written where it is.  A
- * directory by either name that is not the one begun (an old node that a
- * commit swapped out, another run's node) is never taken.
+ * begin's would be; so is a hidden sibling of `dest` by another name that
+ * is that directory (an earlier resume took it over).  When `dest` is that directory (the node was
+ * written in place, or put in place already), it is written where it is.  A directory by either
+ * name that is not the one begun (an old node that a commit swapped out, another run's node) is
+ * never taken.
  * @return the replacement, or NULL with SL_ENOTFOUND (neither path is the
  * directory begun), SL_EINVAL (`staging` is not a sibling of `dest` that
  * sl_fs_replace_begin makes), SL_EEXIST (a process of this host that

@@ -513,6 +513,31 @@ dir_is(const char *path, uint64_t dev, uint64_t ino)
            (uint64_t)sb.st_ino == ino;
 }
 
+/* Find the hidden sibling of `dest` (resolved) that is the directory
+ * (`dev`, `ino`), whatever process's name it has; its path in `out`. */
+static bool
+sibling_find(const char *dest, uint64_t dev, uint64_t ino, char *out, size_t size)
+{
+    char parent[PATH_MAX];
+    const char *base;
+    path_split(dest, parent, sizeof(parent), &base);
+    DIR *d = opendir(parent);
+    if (d == NULL)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        long pid;
+        char owner[HOST_NAME_MAX + 1];
+        if (sibling_parse(e->d_name, base, &pid, owner, sizeof(owner)) != SIBLING_NEW)
+            continue;
+        int n = snprintf(out, size, "%s/%s", strcmp(parent, "/") == 0 ? "" : parent, e->d_name);
+        found = n > 0 && (size_t)n < size && dir_is(out, dev, ino);
+    }
+    closedir(d);
+    return found;
+}
+
 sl_fs_replace *
 sl_fs_replace_resume(const char *dest, const char *staging, uint64_t dev, uint64_t ino,
                      struct sl_error *err)
@@ -534,6 +559,9 @@ sl_fs_replace_resume(const char *dest, const char *staging, uint64_t dev, uint64
         r->existed = true;
         sl__strlcpy(r->staging, r->dest, sizeof(r->staging));
     } else if (st == SL_OK && dir_is(st_path, dev, ino)) {
+        st = replace_adopt(r, st_path, err);
+    } else if (st == SL_OK && sibling_find(r->dest, dev, ino, st_path, sizeof(st_path))) {
+        /* A resume refused after it took the directory over renamed it. */
         st = replace_adopt(r, st_path, err);
     } else if (st == SL_OK) {
         st = sl_error_set(err, SL_ENOTFOUND, NULL,
