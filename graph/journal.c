@@ -335,14 +335,15 @@ fingerprint_compare(const struct fp_item *old, uint32_t n_old, const struct fing
 
 /* What a journal file holds. */
 struct journal_read {
-    char *data;                        /* the file, NUL-terminated; owned */
-    size_t size;                       /* its bytes */
-    struct fp_item *items;             /* its fingerprint; owned */
-    uint32_t n_items;                  /* items */
-    uint32_t cap_items;                /* allocated */
-    struct sl_journal_staging staging; /* the header's staging directory */
-    size_t body;                       /* offset of the first record after "begin" */
-    int64_t damaged_at;                /* first damaged line's offset, or -1 */
+    char *data;                         /* the file, NUL-terminated; owned */
+    size_t size;                        /* its bytes */
+    struct fp_item *items;              /* its fingerprint; owned */
+    uint32_t n_items;                   /* items */
+    uint32_t cap_items;                 /* allocated */
+    struct sl_journal_staging *staging; /* the header's staging directories; owned */
+    uint32_t n_staging;                 /* how many */
+    size_t body;                        /* offset of the first record after "begin" */
+    int64_t damaged_at;                 /* first damaged line's offset, or -1 */
 };
 
 static void
@@ -350,6 +351,7 @@ journal_read_fini(struct journal_read *r)
 {
     free(r->data);
     free(r->items);
+    free(r->staging);
 }
 
 static sl_status
@@ -443,12 +445,11 @@ staging_parse(const char *p, struct sl_journal_staging *out)
         return false;
     const char *q = end + 1;
     unsigned long long ino = strtoull(q, &end, 10);
-    if (errno != 0 || end == q || (*end != ' ' && *end != '\0') ||
-        strlen(end) >= sizeof(out->path) + 1)
+    if (errno != 0 || end == q || *end != ' ' || strlen(end + 1) >= sizeof(out->path))
         return false;
     out->dev = dev;
     out->ino = ino;
-    sl__strlcpy(out->path, *end == ' ' ? end + 1 : "", sizeof(out->path));
+    sl__strlcpy(out->path, end + 1, sizeof(out->path));
     return true;
 }
 
@@ -478,7 +479,12 @@ journal_read_header(const char *path, struct journal_read *r, struct sl_error *e
         if (strncmp(p, "fp ", 3) == 0)
             SL_TRY(add_item(r, p + 3, path, at, err));
         else if (strncmp(p, "staging ", 8) == 0) {
-            if (!staging_parse(p + 8, &r->staging))
+            if (r->staging == NULL)
+                r->staging = calloc(SL_JOURNAL_MAX_STAGING, sizeof(*r->staging));
+            if (r->staging == NULL)
+                return sl_error_set(err, SL_ENOMEM, NULL, "journal %s: no memory", path);
+            if (r->n_staging == SL_JOURNAL_MAX_STAGING ||
+                !staging_parse(p + 8, &r->staging[r->n_staging++]))
                 return sl_error_set(err, SL_ECORRUPT, NULL,
                                     "journal %s: malformed staging line at byte %zu", path, at);
         } else if (strcmp(p, "begin") == 0)
@@ -645,7 +651,7 @@ journal_puts_init(sl_journal *j, struct sl_error *err)
  * rename it over `path`; the file stays open for appending. */
 static sl_status
 journal_write_start(sl_journal *j, const char *path, const struct fingerprint *fp,
-                    const char *staging, struct sl_error *err)
+                    const char *const *staging, uint32_t n_staging, struct sl_error *err)
 {
     char tmp[PATH_MAX + 16];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
@@ -665,24 +671,25 @@ journal_write_start(sl_journal *j, const char *path, const struct fingerprint *f
             (void)line_put(j->buf, sizeof(j->buf), &j->len, line);
         }
     }
-    if (staging != NULL && strchr(staging, '\n') != NULL)
-        return sl_error_set(err, SL_EINVAL, NULL, "journal %s: a newline in the directory path",
-                            path);
-    struct stat sb;
-    if (staging != NULL && stat(staging, &sb) != 0)
-        return sl_error_set(err, SL_EIO, NULL, "journal %s: cannot look at \"%s\": %s", path,
-                            staging, strerror(errno));
-    snprintf(line, sizeof(line), "staging %llu %llu %s",
-             staging != NULL ? (unsigned long long)sb.st_dev : 0ull,
-             staging != NULL ? (unsigned long long)sb.st_ino : 0ull,
-             staging != NULL ? staging : "");
-    const char *tail[2] = {line, "begin"};
-    for (int t = 0; t < 2; t++)
-        if (!line_put(j->buf, sizeof(j->buf), &j->len, tail[t])) {
+    for (uint32_t i = 0; i < n_staging; i++) {
+        struct stat sb;
+        if (strchr(staging[i], '\n') != NULL || stat(staging[i], &sb) != 0)
+            return sl_error_set(
+                err, SL_EIO, NULL, "journal %s: cannot look at \"%s\": %s", path, staging[i],
+                strchr(staging[i], '\n') ? "a newline in its name" : strerror(errno));
+        snprintf(line, sizeof(line), "staging %llu %llu %s", (unsigned long long)sb.st_dev,
+                 (unsigned long long)sb.st_ino, staging[i]);
+        if (!line_put(j->buf, sizeof(j->buf), &j->len, line)) {
             SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
             j->len = 0;
-            (void)line_put(j->buf, sizeof(j->buf), &j->len, tail[t]);
+            (void)line_put(j->buf, sizeof(j->buf), &j->len, line);
         }
+    }
+    if (!line_put(j->buf, sizeof(j->buf), &j->len, "begin")) {
+        SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
+        j->len = 0;
+        (void)line_put(j->buf, sizeof(j->buf), &j->len, "begin");
+    }
     for (uint32_t p = 0; p < j->plan->n_puts; p++)
         for (uint64_t u = 0; u < j->puts[p].units.n_total; u++) {
             if (!bit_get(&j->puts[p], u))
@@ -709,6 +716,11 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
     struct sl_journal_opts o = opts != NULL ? *opts : SL_JOURNAL_OPTS_DEFAULT;
     if (plan == NULL || path == NULL || path[0] == '\0') {
         sl_error_set(err, SL_EINVAL, NULL, "sl_journal_open needs a plan and a path");
+        return NULL;
+    }
+    if (o.n_staging > SL_JOURNAL_MAX_STAGING) {
+        sl_error_set(err, SL_EINVAL, NULL, "journal %s: %" PRIu32 " directories; at most %d", path,
+                     o.n_staging, SL_JOURNAL_MAX_STAGING);
         return NULL;
     }
     if (plan->journal != NULL) {
@@ -745,7 +757,7 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
         }
     }
     if (st == SL_OK)
-        st = journal_write_start(j, path, &fp, o.staging, err);
+        st = journal_write_start(j, path, &fp, o.staging, o.n_staging, err);
     journal_read_fini(&r);
     free(fp.items);
     if (st != SL_OK) {
@@ -797,13 +809,38 @@ sl_journal_close(sl_journal *j, struct sl_error *err)
 }
 
 sl_status
-sl_journal_read_staging(const char *path, struct sl_journal_staging *out, struct sl_error *err)
+sl_journal_read_staging(const char *path, struct sl_journal_staging *out, uint32_t cap, uint32_t *n,
+                        struct sl_error *err)
 {
     struct journal_read r;
+    *n = 0;
     sl_status st = journal_read_header(path, &r, err);
-    if (st == SL_OK)
-        *out = r.staging;
+    if (st == SL_OK && r.n_staging > cap)
+        st = sl_error_set(err, SL_ECORRUPT, NULL,
+                          "journal %s names %" PRIu32 " directories; at most %" PRIu32, path,
+                          r.n_staging, cap);
+    if (st == SL_OK) {
+        for (uint32_t i = 0; i < r.n_staging; i++)
+            out[i] = r.staging[i];
+        *n = r.n_staging;
+    }
     journal_read_fini(&r);
+    return st;
+}
+
+sl_status
+sl_journal_check(const sl_plan *plan, const char *path, struct sl_error *err)
+{
+    struct fingerprint fp = {0};
+    struct journal_read r;
+    memset(&r, 0, sizeof(r));
+    sl_status st = fingerprint_make(plan, &fp, err);
+    if (st == SL_OK)
+        st = journal_read_header(path, &r, err);
+    if (st == SL_OK)
+        st = fingerprint_compare(r.items, r.n_items, &fp, path, err);
+    journal_read_fini(&r);
+    free(fp.items);
     return st;
 }
 

@@ -6,6 +6,7 @@
  * list the input chunks that are missing, creating and writing nothing.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sluice.h>
@@ -89,19 +90,50 @@ run_run(int argc, char **argv)
      * file's arrays are begun on disk (and, in place, before old ones are
      * emptied). */
     const char *nodes[1] = {path};
-    if (run_files_check(&cmd_run, &ro, nodes, 1) != 0)
+    /* The file's "run"/"journal" is known once it is loaded: checked then. */
+    struct run_opts early = ro;
+    early.resume = false;
+    if (run_files_check(&cmd_run, &early, nodes, 1) != 0)
         return 2;
     int rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc);
     if (rc != 0)
         return rc;
+    /* The file's journal path, kept past the document that holds it. */
+    char journal[4096];
+    struct sl_graph_json_run file_run;
+    sl_graph_json_run_opts(doc, &file_run);
+    if (ro.journal == NULL && file_run.journal != NULL) {
+        snprintf(journal, sizeof(journal), "%s", file_run.journal);
+        ro.journal = journal;
+    }
+    if ((ro.journal != NULL || ro.resume) && run_files_check(&cmd_run, &ro, nodes, 1) != 0) {
+        sl_graph_json_destroy(doc);
+        return 2;
+    }
+    struct sl_journal_staging *dirs = NULL;
     if (!dry_run) {
         struct run_opts mine = ro;
         merge_run_opts(doc, &mine);
         rc = plan_check(&cmd_run, sl_graph_json_graph(doc), &mine, name);
+        bool fresh = false;
+        if (rc == 0 && ro.resume) {
+            /* The journal is checked against the graph as this file makes
+             * it before the earlier run's output is touched. */
+            dirs = calloc(SL_JOURNAL_MAX_STAGING, sizeof(*dirs));
+            rc = dirs != NULL
+                     ? journal_resume_check(&cmd_run, sl_graph_json_graph(doc), &mine, dirs,
+                                            SL_JOURNAL_MAX_STAGING, &ro.n_resume_dirs, &fresh)
+                     : cmd_usage_error(&cmd_run, "out of memory");
+            ro.resume_dirs = dirs;
+            ro.resume = !fresh;
+        }
         sl_graph_json_destroy(doc);
         doc = NULL;
         if (rc == 0)
             rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, &ro, &doc);
+        ro.resume_dirs = NULL;
+        ro.n_resume_dirs = 0;
+        free(dirs);
         if (rc != 0)
             return rc;
     }
@@ -112,9 +144,25 @@ run_run(int argc, char **argv)
             rc = 1;
         rc |= dry_run_graph(&cmd_run, g, &ro, name);
     } else {
-        rc = run_graph(&cmd_run, g, &ro, name);
+        const char *staging[SL_JOURNAL_MAX_STAGING];
+        size_t n = sl_graph_json_staging(doc, staging, SL_JOURNAL_MAX_STAGING);
+        ro.staging = staging;
+        ro.n_staging = n < SL_JOURNAL_MAX_STAGING ? (uint32_t)n : SL_JOURNAL_MAX_STAGING;
+        char jbuf[4096];
+        if (n > SL_JOURNAL_MAX_STAGING && journal_path(&ro, jbuf, sizeof(jbuf)) != NULL) {
+            fprintf(stderr,
+                    "sluice run: %s: a journal names at most %d new nodes; this file "
+                    "makes %zu\n",
+                    path, SL_JOURNAL_MAX_STAGING, n);
+            rc = 2;
+        } else {
+            rc = run_graph(&cmd_run, g, &ro, name);
+        }
         struct sl_error err = SL_ERROR_INIT;
-        /* Refused (2): destroying the document removes what it wrote. */
+        /* Refused (2): destroying the document removes what it wrote,
+         * except what a refused --resume took over from the earlier run. */
+        if (rc == 2 && ro.resume)
+            sl_graph_json_keep(doc);
         if (rc != 2 && sl_graph_json_commit(doc, rc == 0, &err) != SL_OK) {
             fprintf(stderr, "sluice run: %s: a new array was not put in place: %s\n", path,
                     err.text);

@@ -248,11 +248,14 @@ dest_resume(const struct cmd *c, struct dest *d, const char *path, const char *j
     d->given = path;
     struct sl_error err = SL_ERROR_INIT;
     struct sl_journal_staging js;
-    if (sl_journal_read_staging(journal, &js, &err) != SL_OK) {
+    uint32_t n = 0;
+    if (sl_journal_read_staging(journal, &js, 1, &n, &err) != SL_OK) {
         fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
         return 2;
     }
-    d->rep = sl_fs_replace_resume(path, js.path, js.dev, js.ino, &err);
+    d->rep = n == 1 ? sl_fs_replace_resume(path, js.path, js.dev, js.ino, &err) : NULL;
+    if (n != 1)
+        sl_error_set(&err, SL_EINVAL, NULL, "journal %s names no output directory", journal);
     if (d->rep == NULL) {
         fprintf(stderr, "sluice %s: --resume refused: %s (run without --resume to start afresh)\n",
                 c->name, err.text);
@@ -342,7 +345,9 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
         return 2;
     d.journal = journal;
     struct run_opts rs = *ro;
-    rs.staging = d.at;
+    const char *at = d.at;
+    rs.staging = &at;
+    rs.n_staging = 1;
     rs.resume = ro->resume && !fresh;
     struct sl_error err = SL_ERROR_INIT;
     sl_store *out = dest_open_store(&d, &err);

@@ -421,6 +421,36 @@ plan_check(const struct cmd *c, sl_graph *g, const struct run_opts *o, const cha
 }
 
 int
+journal_resume_check(const struct cmd *c, sl_graph *g, const struct run_opts *o,
+                     struct sl_journal_staging *dirs, uint32_t cap, uint32_t *n, bool *fresh)
+{
+    char jbuf[4096];
+    const char *path = journal_path(o, jbuf, sizeof(jbuf));
+    *n = 0;
+    *fresh = access(path, F_OK) != 0 && errno == ENOENT;
+    if (*fresh) {
+        fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
+                path);
+        return 0;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_graph_seal(g, &err) != SL_OK)
+        return cmd_fail(c->name, path, &err);
+    struct sl_plan_opts opts = plan_opts_of(o);
+    sl_plan *plan = sl_plan_create(g, &opts, &err);
+    if (plan == NULL)
+        return cmd_fail(c->name, path, &err);
+    sl_status st = sl_journal_check(plan, path, &err);
+    sl_plan_destroy(plan);
+    if (st == SL_OK)
+        st = sl_journal_read_staging(path, dirs, cap, n, &err);
+    if (st == SL_OK)
+        return 0;
+    fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
+    return 2;
+}
+
+int
 rehearse(const struct cmd *c, graph_build_fn *build, void *ctx, const struct run_opts *o,
          const char *what)
 {
@@ -453,6 +483,7 @@ journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_jo
     struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
     jo.resume = o->resume;
     jo.staging = o->staging;
+    jo.n_staging = o->n_staging;
     struct sl_error err = SL_ERROR_INIT;
     sl_journal *j = sl_journal_open(plan, path, &jo, &err);
     if (j == NULL) {

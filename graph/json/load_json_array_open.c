@@ -327,7 +327,8 @@ static bool
 array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
 {
     struct sl_error err = SL_ERROR_INIT;
-    bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
+    /* A resumed run opens the arrays its earlier run created. */
+    bool open = on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0);
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");
     a->store =

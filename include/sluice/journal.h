@@ -40,15 +40,20 @@ typedef struct sl_journal sl_journal;
 
 /* How sl_journal_open treats the file. */
 struct sl_journal_opts {
-    bool resume;            /* read the units an earlier run recorded and skip them;
-                               false: start a new journal, replacing any file there */
-    const char *staging;    /* the directory the run's outputs are written into, kept
-                               in the header with its identity for
-                               sl_journal_read_staging; NULL: none */
-    double sync_interval_s; /* most seconds between fdatasyncs while records come */
+    bool resume;                /* read the units an earlier run recorded and skip them;
+                                   false: start a new journal, replacing any file there */
+    const char *const *staging; /* the directories the run's outputs are written into,
+                                   kept in the header with their identities for
+                                   sl_journal_read_staging; borrowed for the call */
+    uint32_t n_staging;         /* how many; at most SL_JOURNAL_MAX_STAGING */
+    double sync_interval_s;     /* most seconds between fdatasyncs while records come */
 };
 #define SL_JOURNAL_OPTS_DEFAULT \
-    ((struct sl_journal_opts){.resume = false, .staging = NULL, .sync_interval_s = 2.0})
+    ((struct sl_journal_opts){  \
+        .resume = false, .staging = NULL, .n_staging = 0, .sync_interval_s = 2.0})
+
+/* The most staging directories a journal names. */
+#define SL_JOURNAL_MAX_STAGING 64
 
 /* What sl_journal_open found in an earlier run's journal. */
 struct sl_journal_info {
@@ -91,23 +96,36 @@ SL_API void sl_journal_get_info(const sl_journal *j, struct sl_journal_info *out
  */
 SL_API sl_status sl_journal_close(sl_journal *j, struct sl_error *err);
 
-/* Where the run that wrote a journal writes its outputs. */
+/* A directory where the run that wrote a journal writes its outputs. */
 struct sl_journal_staging {
-    char path[4096]; /* the directory given as opts.staging then; "" if none */
+    char path[4096]; /* as given in opts.staging then */
     uint64_t dev;    /* its identity then (st_dev, st_ino), which a rename keeps: */
     uint64_t ino;    /* the directory is found under its final name too */
 };
 
 /**
- * Read the staging directory of the journal at `path` from its header
- * (whose checksums alone are checked).
- * @return SL_OK; SL_ENOTFOUND (no file), SL_ECORRUPT (damaged header),
- * SL_EIO.
+ * Read the staging directories of the journal at `path` from its header
+ * (whose checksums alone are checked) into `out` (`cap` entries), their
+ * number into `*n`.
+ * @return SL_OK; SL_ENOTFOUND (no file), SL_ECORRUPT (damaged header, or
+ * more than `cap` directories), SL_EIO.
  * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_journal_read_staging(const char *path,
-                                                      struct sl_journal_staging *out,
-                                                      struct sl_error *err);
+                                                      struct sl_journal_staging *out, uint32_t cap,
+                                                      uint32_t *n, struct sl_error *err);
+
+/**
+ * Compare the fingerprint of the journal at `path` with `plan`'s, reading
+ * and changing nothing else: a check before an earlier run's output is
+ * touched.
+ * @return SL_OK, or as sl_journal_open with resume: SL_ENOTFOUND,
+ * SL_ECORRUPT, SL_ECONFLICT (naming the items that changed), SL_EIO,
+ * SL_ENOMEM.
+ * Thread-safety: not while the plan runs.
+ */
+SL_API SL_NODISCARD sl_status sl_journal_check(const sl_plan *plan, const char *path,
+                                               struct sl_error *err);
 
 #ifdef __cplusplus
 }
