@@ -67,13 +67,13 @@ run_parse_journal(sl_graph_json *doc, const char *journal)
 {
     size_t n = strlen(journal);
     if (n == 0 || journal[n - 1] == '/' || strchr(journal, '\n') != NULL) {
-        sl__jdiag_add(&doc->diag, SL_EINVAL, "/run/journal",
-                      "expected a file name, found \"%s\"", journal);
+        sl__jdiag_add(&doc->diag, SL_EINVAL, "/run/journal", "expected a file name, found \"%s\"",
+                      journal);
         return;
     }
-    int w = journal[0] == '/' ? snprintf(doc->journal, sizeof(doc->journal), "%s", journal)
-                              : snprintf(doc->journal, sizeof(doc->journal), "%s/%s",
-                                         doc->base_dir, journal);
+    int w = journal[0] == '/'
+                ? snprintf(doc->journal, sizeof(doc->journal), "%s", journal)
+                : snprintf(doc->journal, sizeof(doc->journal), "%s/%s", doc->base_dir, journal);
     if (w < 0 || (size_t)w >= sizeof(doc->journal)) {
         sl__jdiag_add(&doc->diag, SL_EINVAL, "/run/journal",
                       "the path is too long: %zu bytes; at most %zu", n, sizeof(doc->journal) - 1);
@@ -85,10 +85,9 @@ run_parse_journal(sl_graph_json *doc, const char *journal)
 static void
 run_parse(sl_graph_json *doc, const json_t *run)
 {
-    static const char *const keys[] = {"threads",     "memory",        "error_policy",
-                                       "missing",     "comment",       "io_concurrency",
-                                       "io_attempts", "io_deadline_s", "journal",
-                                       NULL};
+    static const char *const keys[] = {
+        "threads",        "memory",      "error_policy",  "missing", "comment",
+        "io_concurrency", "io_attempts", "io_deadline_s", "journal", NULL};
     static const char *const policies[] = {"collect", "fail_fast", NULL};
     static const char *const missing[] = {"fill", "error", NULL};
     struct sl__jdiag *d = &doc->diag;

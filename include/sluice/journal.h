@@ -84,7 +84,11 @@ struct sl_journal_info {
 SL_API sl_journal *sl_journal_open(sl_plan *plan, const char *path,
                                    const struct sl_journal_opts *opts, struct sl_error *err);
 
-/** What the earlier run's journal held (zeros for a new journal). */
+/**
+ * What the earlier run's journal held (zeros, damaged_at -1, for a new
+ * journal) into `out`.
+ * Thread-safety: any thread.
+ */
 SL_API void sl_journal_get_info(const sl_journal *j, struct sl_journal_info *out);
 
 /**
