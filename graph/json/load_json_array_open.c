@@ -94,7 +94,7 @@ sl__jpath_check_free(sl_graph_json *doc, const char *full_path, const char *path
         return false;
     }
     *exists = kind != SL_ZARR_NONE;
-    if (!*exists || overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
+    if (!*exists || overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.resuming)
         return true;
     sl__jdiag_add(&doc->diag, SL_EEXIST, ptr,
                   "%s already exists at \"%s\"; set \"overwrite\": true to replace it",

@@ -91,6 +91,9 @@ struct sl_graph_json_opts {
                                                 and its arrays opened there.  Borrowed for
                                                 the load */
     uint32_t n_resume;                       /* how many; 0: begin every node afresh */
+    bool resuming;                           /* a node at an output path may be the one an
+                                                earlier run put in place, which a resume
+                                                goes on with: not refused */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
     ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
@@ -109,7 +112,8 @@ struct sl_graph_json_opts {
                                  .local_only = false,                   \
                                  .alloc = NULL,                         \
                                  .resume = NULL,                        \
-                                 .n_resume = 0})
+                                 .n_resume = 0,                         \
+                                 .resuming = false})
 
 /*
  * Where the loader reports what is wrong with a file: the caller's array of

@@ -257,15 +257,19 @@ class Resume:
             fail(f"only {partial} resumes went on from a partial journal: the kills miss the runs")
 
     def killed_state(self, config, min_units=3):
-        """A killed run with at least `min_units` journaled, not all."""
+        """A killed run with at least `min_units` journaled, not all: the
+        kill comes later while too few are, earlier once all are."""
+        delay = 0.6 * self.full[config]
         for _ in range(200):
             self.clean()
-            self.kill_run(self.argv(config), self.rng.uniform(0.3, 0.9) * self.full[config])
+            self.kill_run(self.argv(config), delay * self.rng.uniform(0.9, 1.1))
+            n = 0
             if os.path.exists(self.journal):
                 with open(self.journal, "rb") as f:
                     ok, n = journal_trusted(f.read())
-                if ok and min_units <= n < self.units[config]:
-                    return n
+            if min_units <= n < self.units[config]:
+                return n
+            delay *= 0.8 if n >= self.units[config] else 1.25
         sys.exit("no kill left a partial journal in 200 tries")
 
     def refusals(self):
