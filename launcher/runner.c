@@ -571,9 +571,9 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
             s.n_upstream, s.n_canceled, rd, wr);
     if (s.n_resumed > 0)
         fprintf(stderr,
-                "sluice %s: %" PRIu64 " of the ok chunk%s %s written by the earlier run "
-                "(skipped)\n",
-                c->name, s.n_resumed, CMD_PLURAL(s.n_resumed), s.n_resumed == 1 ? "was" : "were");
+                "sluice %s: skipped %" PRIu64 " chunk%s that the earlier run wrote (counted "
+                "ok)\n",
+                c->name, s.n_resumed, CMD_PLURAL(s.n_resumed));
     if (s.remote_requests > 0)
         fprintf(stderr,
                 "sluice %s: remote: %" PRIu64 " request%s, %" PRIu64 " retr%s, at most %u in "
