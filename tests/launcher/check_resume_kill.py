@@ -18,7 +18,10 @@
    completes it.  `sluice run` of a graph file whose "run" names its
    journal is killed and resumed 10 times (SL_RESUME_GRAPH_KILLS), and a
    changed map parameter is refused naming the graph.
-3. A journal damaged at a byte (one bit flipped) or cut short at a byte:
+3. A run that failed in some units (a corrupt input chunk) is resumed once
+   the chunk is repaired: the failed units (and those reading them) run
+   again, the rest are skipped, and the output is right.
+4. A journal damaged at a byte (one bit flipped) or cut short at a byte:
    the resume is refused (exit 2, the header) or completes with the right
    bytes, having trusted exactly the records before the damaged line
    (never skipping a unit the damaged part named).  A sample of offsets
@@ -298,6 +301,41 @@ class Resume:
                 print(f"changed {name}: {said[0]}", flush=True)
         self.resume_and_check(config, "resume after the refusals")
 
+    def failed_units(self):
+        """A run with a corrupt input chunk fails in its units (exit 1);
+        with the chunk repaired, --resume runs them again (and whatever
+        reads them), skips the rest, and the output is right."""
+        config = "sharded"
+        self.clean()
+        chunk = os.path.join(self.src, "c", "1", "2", "1")
+        with open(chunk, "rb") as f:
+            good = f.read()
+        with open(chunk, "wb") as f:
+            f.write(b"not a zstd frame" * 4)
+        p = subprocess.run(self.argv(config, "--report", self.report), capture_output=True,
+                           text=True, timeout=120)
+        with open(chunk, "wb") as f:
+            f.write(good)
+        if p.returncode != 1:
+            fail(f"a run reading a corrupt chunk exits {p.returncode}, not 1: {p.stderr}")
+            return
+        with open(self.journal, "rb") as f:
+            ok, trusted = journal_trusted(f.read())
+        p = subprocess.run(self.argv(config, "--resume", "--report", self.report),
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            fail(f"--resume after failed units exits {p.returncode}: {p.stderr.strip()}")
+            return
+        with open(self.report) as f:
+            s = json.load(f)["summary"]
+        if not 0 < s["objects_written"] < self.units[config] or s["resumed"] == 0:
+            fail(f"--resume after failed units wrote {s['objects_written']} of "
+                 f"{self.units[config]} units and skipped {s['resumed']} chunks: it should redo "
+                 f"the failed ones only (and what reads them)")
+        self.check_output(config, "resume after failed units")
+        print(f"failed units: {self.units[config] - trusted} not journaled; the resume wrote "
+              f"{s['objects_written']}, skipped {s['resumed']} chunks", flush=True)
+
     def graph_file(self, n_kills):
         """`sluice run` of a graph file naming its journal ("run"/"journal"):
         killed and resumed like the pyramid; then a changed parameter of a
@@ -445,6 +483,7 @@ def main():
         r.kill_loop(n_kills, t0 + float(os.environ.get("SL_RESUME_MAX_SECONDS", "400")))
         print(f"kills took {time.monotonic() - t0:.1f} s", flush=True)
         r.refusals()
+        r.failed_units()
         r.graph_file(int(os.environ.get("SL_RESUME_GRAPH_KILLS", "10")))
         r.damage(os.environ.get("SL_RESUME_ALL_BYTES") == "1")
     finally:
