@@ -15,6 +15,7 @@
 #include <sluice/array_iter.h>
 #include <sluice/graph.h>
 #include <sluice/graph_node.h>
+#include <sluice/journal.h>
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/plan.h>
@@ -230,6 +231,8 @@ struct sl__put_state {
     uint64_t n_chunks;      /* chunks of its grid */
     _Atomic uint8_t *codes; /* sl_status per chunk (C-order linear index); owned.  Settled
                                during a run only by sl__exec_chunk_settle (graph/exec/) */
+    uint64_t n_resumed;     /* of the last run's ok chunks, those an earlier run wrote (the
+                               plan's journal held their units); the driver writes it */
 };
 /* The public sl_put_status shows `codes` as plain bytes once no run writes them. */
 _Static_assert(sizeof(_Atomic uint8_t) == sizeof(uint8_t) &&
@@ -271,6 +274,7 @@ struct sl_plan {
      * (sl_array_iter_shard_chunks).  A seam for faults, as struct
      * sl_io_table is for stores: tests replace it to make the listing fail. */
     sl__unit_chunks_fn *unit_chunks;
+    sl_journal *journal; /* attached by sl_journal_open (borrowed); NULL: none */
 };
 
 /* The put state of node `node`, or NULL when it is not a put. */
@@ -290,5 +294,22 @@ void sl__plan_reset(sl_plan *plan);
 
 /* Fill plan->summary's chunk counts from the status arrays (after a run). */
 void sl__plan_count(sl_plan *plan);
+
+/* ---- run journals (journal.c) ---------------------------------------------------- */
+
+/* Nanoseconds on the monotonic clock. */
+uint64_t sl__journal_now_ns(void);
+
+/* The unit grid of the plan's put `put` (index in plan->puts): its shard
+ * grid, its chunk grid when unsharded; n_total 0 for putters. */
+const struct sl_grid *sl__journal_units(const sl_journal *j, uint32_t put);
+
+/* Whether unit `unit` (C-order index) of put `put` was done by an earlier
+ * run and is trusted.  Thread-safety: any thread (read-only during runs). */
+bool sl__journal_done(const sl_journal *j, uint32_t put, uint64_t unit);
+
+/* Record that unit `unit` of put `put` is written, every chunk of it ok.
+ * Thread-safety: any thread. */
+void sl__journal_record(sl_journal *j, uint32_t put, uint64_t unit);
 
 #endif /* SL_GRAPH_INTERNAL_H */

@@ -69,11 +69,12 @@ report_summary(const struct sl_run_summary *s, FILE *out)
             ", \"objects_written\": %" PRIu64
             ", \"peak_bytes\": %zu, \"budget_bytes\": %zu, \"elapsed_s\": %.6f"
             ", \"errors_dropped\": %zu, \"remote_requests\": %" PRIu64
-            ", \"remote_retries\": %" PRIu64 ", \"remote_max_in_flight\": %u, \"first_error\": ",
+            ", \"remote_retries\": %" PRIu64 ", \"remote_max_in_flight\": %u"
+            ", \"resumed\": %" PRIu64 ", \"first_error\": ",
             s->n_chunks, s->n_ok, s->n_failed, s->n_upstream, s->n_canceled, s->n_tasks,
             s->bytes_read, s->bytes_written, s->objects_written, s->peak_bytes, s->budget_bytes,
             s->elapsed_s, s->errors_dropped, s->remote_requests, s->remote_retries,
-            s->remote_max_in_flight);
+            s->remote_max_in_flight, s->n_resumed);
     if (s->first_error == SL_OK)
         fputs("null},\n", out);
     else
@@ -113,8 +114,10 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
         return;
     fputs("    {\"name\": ", out);
     json_string(out, n->name);
-    fprintf(out, ", \"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"failed\": %" PRIu64,
-            ps->n_chunks, st.n_ok, st.n_failed);
+    fprintf(out,
+            ", \"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"resumed\": %" PRIu64
+            ", \"failed\": %" PRIu64,
+            ps->n_chunks, st.n_ok, ps->n_resumed, st.n_failed);
     fputs(", \"grid\": [", out);
     for (uint32_t d = 0; d < n->grid.rank; d++)
         fprintf(out, "%s%" PRIu64, d ? ", " : "", n->grid.n_chunks[d]);

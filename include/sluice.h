@@ -23,6 +23,7 @@
 #include <sluice/graph_json.h>
 #include <sluice/graph_node.h>
 #include <sluice/grid.h>
+#include <sluice/journal.h>
 #include <sluice/md5.h>
 #include <sluice/ome.h>
 #include <sluice/op_registry.h>

@@ -300,7 +300,8 @@ pyr_build(void *ctx, sl_store *out, bool real, sl_graph **g)
     *g = sl_graph_create(NULL, &err);
     uint32_t get, puts[SL_PYRAMID_MAX_LEVELS];
     struct sl_pyramid_opts mine = j->o;
-    bool first = !real || dist_rank() == 0;
+    /* A resumed run opens the levels its earlier run made. */
+    bool first = (!real || dist_rank() == 0) && !(real && dest_has_node(out));
     sl_status st = *g != NULL ? sl_graph_add_get(*g, "input", j->src, &get, &err) : SL_ENOMEM;
     if (st == SL_OK && first)
         st = sl_graph_add_pyramid(*g, "level", get, out, "", &mine, puts, &err);

@@ -6,6 +6,7 @@
  * list the input chunks that are missing, creating and writing nothing.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sluice.h>
@@ -31,6 +32,11 @@ const struct cmd cmd_run = {
              "\n"
              "Progress (chunks, bytes, rate, ETA) is a bar on a terminal and a plain line\n"
              "every 5 seconds otherwise; --no-progress turns it off.\n"
+             "\n"
+             "A run with a journal (--journal, the file's \"run\": {\"journal\": ...}, or\n"
+             "REPORT.journal with --report) that was killed goes on with --resume: the\n"
+             "shards it wrote are skipped, the rest run, the outputs are put in place.  A\n"
+             "resume of a changed graph, input or option is refused, naming what changed.\n"
              "\n"
              "Exit status: 0 when every chunk is ok (with --dry-run: no input chunk is\n"
              "missing), 1 when some chunks failed (with --dry-run: some are missing),\n"
@@ -58,21 +64,50 @@ static void merge_run_opts(const sl_graph_json *doc, struct run_opts *o);
  * @return 0 with `*doc`, or the exit status (the same on every rank).
  */
 static int
-load_real(const char *path, bool allow_outside, const struct run_opts *ro, sl_graph_json **doc)
+load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journal,
+          size_t journal_size, sl_graph_json **doc)
 {
     int rc = 0;
     *doc = NULL;
     if (dist_rank() == 0) {
         rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, ro, doc);
+        /* The file's journal path, kept past the document that holds it. */
+        if (rc == 0) {
+            struct sl_graph_json_run file_run;
+            sl_graph_json_run_opts(*doc, &file_run);
+            if (ro->journal == NULL && file_run.journal != NULL) {
+                snprintf(journal, journal_size, "%s", file_run.journal);
+                ro->journal = journal;
+            }
+            const char *nodes[1] = {path};
+            if ((ro->journal != NULL || ro->resume) && run_files_check(&cmd_run, ro, nodes, 1) != 0)
+                rc = 2;
+        }
+        struct sl_journal_staging *dirs = NULL;
         if (rc == 0) {
             struct run_opts mine = *ro;
             merge_run_opts(*doc, &mine);
             rc = plan_check(&cmd_run, sl_graph_json_graph(*doc), &mine, path);
-            sl_graph_json_destroy(*doc);
-            *doc = NULL;
+            bool fresh = false;
+            if (rc == 0 && ro->resume) {
+                /* The journal is checked against the graph as this file
+                 * makes it before the earlier run's output is touched. */
+                dirs = calloc(SL_JOURNAL_MAX_STAGING, sizeof(*dirs));
+                rc = dirs != NULL
+                         ? journal_resume_check(&cmd_run, sl_graph_json_graph(*doc), &mine, dirs,
+                                                SL_JOURNAL_MAX_STAGING, &ro->n_resume_dirs, &fresh)
+                         : cmd_usage_error(&cmd_run, "out of memory");
+                ro->resume_dirs = dirs;
+                ro->resume = !fresh;
+            }
         }
+        sl_graph_json_destroy(*doc);
+        *doc = NULL;
         if (rc == 0)
             rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, ro, doc);
+        ro->resume_dirs = NULL;
+        ro->n_resume_dirs = 0;
+        free(dirs);
     }
     rc = dist_exit_status(rc);
     if (rc == 0 && dist_rank() != 0)
@@ -126,11 +161,15 @@ run_run(int argc, char **argv)
     const char *name = path;
     sl_graph_json *doc = NULL;
     const char *nodes[1] = {path};
-    if (run_files_check(&cmd_run, &ro, nodes, 1) != 0)
+    /* The file's "run"/"journal" is known once it is loaded: checked then. */
+    struct run_opts early = ro;
+    early.resume = false;
+    if (run_files_check(&cmd_run, &early, nodes, 1) != 0)
         return 2;
+    char journal[4096];
     int rc =
         dry_run ? graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc)
-                : load_real(path, allow_outside, &ro, &doc);
+                : load_real(path, allow_outside, &ro, journal, sizeof(journal), &doc);
     if (rc != 0)
         return rc;
     merge_run_opts(doc, &ro);
@@ -143,9 +182,25 @@ run_run(int argc, char **argv)
         /* Across processes every rank has written its part once run_graph
          * returns (it gathers the results); rank 0, which began the new
          * local nodes, puts them in place. */
-        rc = run_graph(&cmd_run, g, &ro, name);
+        const char *staging[SL_JOURNAL_MAX_STAGING];
+        size_t n = sl_graph_json_staging(doc, staging, SL_JOURNAL_MAX_STAGING);
+        ro.staging = staging;
+        ro.n_staging = n < SL_JOURNAL_MAX_STAGING ? (uint32_t)n : SL_JOURNAL_MAX_STAGING;
+        char jbuf[4096];
+        if (n > SL_JOURNAL_MAX_STAGING && journal_path(&ro, jbuf, sizeof(jbuf)) != NULL) {
+            fprintf(stderr,
+                    "sluice run: %s: a journal names at most %d new nodes; this file "
+                    "makes %zu\n",
+                    path, SL_JOURNAL_MAX_STAGING, n);
+            rc = 2;
+        } else {
+            rc = run_graph(&cmd_run, g, &ro, name);
+        }
         struct sl_error err = SL_ERROR_INIT;
-        /* Refused (2): destroying the document removes what it wrote. */
+        /* Refused (2): destroying the document removes what it wrote,
+         * except what a refused --resume took over from the earlier run. */
+        if (rc == 2 && ro.resume)
+            sl_graph_json_keep(doc);
         if (rc != 2 && sl_graph_json_commit(doc, rc == 0, &err) != SL_OK) {
             fprintf(stderr, "sluice run: %s: a new array was not put in place: %s\n", path,
                     err.text);

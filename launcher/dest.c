@@ -4,8 +4,10 @@
  * and atomically (or in place when asked, and always on S3), nothing left
  * behind by a refused run.  See dest.h.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dest.h"
 #include "dist.h"
@@ -105,6 +107,13 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
                     d->given, err.text);
             rc = 1;
         }
+    } else if (d->journal != NULL && (rc == 1 || d->resumed)) {
+        /* What was written stays for --resume (a refused resume keeps it too). */
+        fprintf(stderr,
+                "sluice %s: %s: left as it was; this run's output is kept in %s for "
+                "--resume\n",
+                c->name, d->given, d->at);
+        sl_fs_replace_keep(d->rep);
     } else {
         sl_fs_replace_abort(d->rep);
         if (rc == 1)
@@ -120,7 +129,17 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
 sl_array *
 dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, struct sl_error *err)
 {
+    /* Only a resumed run finds its array made (dest_begin starts empty). */
+    if (real && dest_has_node(out))
+        return sl_array_open(out, "", NULL, err);
     return real ? dist_create_array(out, "", spec, err) : sl_array_create(out, "", spec, NULL, err);
+}
+
+bool
+dest_has_node(sl_store *out)
+{
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    return sl_zarr_probe(out, "", &kind, NULL, NULL) == SL_OK && kind != SL_ZARR_NONE;
 }
 
 /* Make room for the node at the root of S3 store `out` (`path`): nothing
@@ -175,6 +194,87 @@ dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao
     return dist_exit_status(rc);
 }
 
+/* dest_begin for --resume: take over where the journal says the earlier
+ * run wrote.  0, or 2 after a message. */
+static int
+dest_resume(const struct cmd *c, struct dest *d, const char *path, const char *journal)
+{
+    memset(d, 0, sizeof(*d));
+    d->given = path;
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_journal_staging js;
+    uint32_t n = 0;
+    if (sl_journal_read_staging(journal, &js, 1, &n, &err) != SL_OK) {
+        fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
+        return 2;
+    }
+    d->rep = n == 1 ? sl_fs_replace_resume(path, js.path, js.dev, js.ino, &err) : NULL;
+    if (n != 1)
+        sl_error_set(&err, SL_EINVAL, NULL, "journal %s names no output directory", journal);
+    if (d->rep == NULL) {
+        fprintf(stderr, "sluice %s: --resume refused: %s (run without --resume to start afresh)\n",
+                c->name, err.text);
+        return 2;
+    }
+    snprintf(d->at, sizeof(d->at), "%s", sl_fs_replace_path(d->rep));
+    d->existed = sl_fs_replace_existed(d->rep);
+    d->resumed = true;
+    return 0;
+}
+
+/* Comparing the metadata a build makes with a resumed run's output. */
+struct meta_cmp {
+    sl_store *mem;     /* what the build made */
+    sl_store *out;     /* the earlier run's output */
+    char differs[256]; /* the first key that differs; "" while none */
+};
+
+static sl_status
+meta_cmp_key(void *arg, const char *key, uint64_t bytes)
+{
+    struct meta_cmp *m = arg;
+    (void)bytes;
+    struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
+    if (sl_store_get(m->mem, key, NULL, &a, NULL, NULL) != SL_OK ||
+        sl_store_get(m->out, key, NULL, &b, NULL, NULL) != SL_OK || a.size != b.size ||
+        (a.size > 0 && memcmp(a.data, b.data, a.size) != 0))
+        snprintf(m->differs, sizeof(m->differs), "%s", key);
+    sl_buf_fini(&a);
+    sl_buf_fini(&b);
+    return m->differs[0] != '\0' ? SL_ECANCELED : SL_OK;
+}
+
+/*
+ * Refuse a resumed run whose options make other metadata (layouts,
+ * codecs, attributes) than the earlier run's output holds: build the graph
+ * over a memory store and compare every object it made.  0, or 2 after a
+ * message naming the first object that differs.
+ */
+static int
+dest_resume_check(const struct cmd *c, graph_build_fn *build, void *ctx, sl_store *out)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    struct meta_cmp m = {.mem = sl_store_create_memory(NULL, &err), .out = out};
+    if (m.mem == NULL)
+        return cmd_fail(c->name, "memory store", &err);
+    sl_graph *g = NULL;
+    int rc = build(ctx, m.mem, false, &g);
+    sl_graph_unref(g);
+    sl_status st = rc == 0 ? sl_store_list(m.mem, "", meta_cmp_key, &m, &err) : SL_OK;
+    if (st != SL_OK && st != SL_ECANCELED)
+        rc = cmd_fail(c->name, "memory store", &err);
+    sl_store_unref(m.mem);
+    if (rc == 0 && m.differs[0] != '\0') {
+        fprintf(stderr,
+                "sluice %s: --resume refused: the earlier run's output differs from what these "
+                "options make, in \"%s\" (a layout, codec or attribute changed; run without "
+                "--resume to start afresh)\n",
+                c->name, m.differs);
+        rc = 2;
+    }
+    return rc;
+}
+
 int
 dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
            graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
@@ -183,17 +283,37 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
         rehearse(c, build, ctx, ro, what) != 0)
         return 2;
+    if (sl_url_is_s3(path) && ro->resume)
+        return cmd_usage_error(c, "--resume: s3:// outputs cannot be resumed yet");
     if (sl_url_is_s3(path))
         return dest_write_s3(c, path, ao, build, ctx, ro, what);
     struct dest d;
-    if (dest_begin(c, &d, path, ao) != 0)
+    char jbuf[4096];
+    const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
+    /* A run killed before its journal was made left nothing to go on with. */
+    bool fresh = ro->resume && access(journal, F_OK) != 0 && errno == ENOENT;
+    if (fresh)
+        fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
+                journal);
+    if ((ro->resume && !fresh ? dest_resume(c, &d, path, journal) : dest_begin(c, &d, path, ao)) !=
+        0)
         return 2;
+    d.journal = journal;
+    struct run_opts rs = *ro;
+    const char *at = d.at;
+    rs.staging = &at;
+    rs.n_staging = 1;
+    rs.resume = ro->resume && !fresh;
     struct sl_error err = SL_ERROR_INIT;
     sl_store *out = dest_open_store(&d, &err);
     sl_graph *g = NULL;
-    int rc = out != NULL ? build(ctx, out, true, &g) : cmd_fail(c->name, path, &err);
+    int rc = out != NULL ? 0 : cmd_fail(c->name, path, &err);
+    if (rc == 0 && d.resumed)
+        rc = dest_resume_check(c, build, ctx, out);
     if (rc == 0)
-        rc = run_graph(c, g, ro, what);
+        rc = build(ctx, out, true, &g);
+    if (rc == 0)
+        rc = run_graph(c, g, &rs, what);
     sl_graph_unref(g);
     sl_store_unref(out);
     return dest_finish(c, &d, rc);

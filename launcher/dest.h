@@ -21,11 +21,13 @@
 
 /* One output node being written. */
 struct dest {
-    const char *given;  /* the path as the user gave it */
-    sl_fs_replace *rep; /* rank 0's replacement; NULL elsewhere and once finished */
-    char at[4096];      /* the directory the new node is written into */
-    bool existed;       /* a Zarr node was there */
-    bool in_place;      /* --overwrite-in-place */
+    const char *given;   /* the path as the user gave it */
+    sl_fs_replace *rep;  /* rank 0's replacement; NULL elsewhere and once finished */
+    char at[4096];       /* the directory the new node is written into */
+    bool existed;        /* a Zarr node was there */
+    bool in_place;       /* --overwrite-in-place */
+    const char *journal; /* the run's journal; NULL: none */
+    bool resumed;        /* --resume took over an earlier run's output */
 };
 
 /*
@@ -66,8 +68,13 @@ int dest_write(const struct cmd *c, const char *src, const char *path, const str
                graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what);
 
 /* Create the output array at the root of `out`: in the rehearsal plainly,
- * for real through dist (rank 0 creates, the others open). */
+ * for real through dist (rank 0 creates, the others open); for real where
+ * one is already (a resumed run's), open it. */
 sl_array *dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real,
                             struct sl_error *err);
+
+/* Whether a Zarr node is at the root of `out` already: the output of the
+ * earlier run that a --resume goes on with (a run begun afresh finds none). */
+bool dest_has_node(sl_store *out);
 
 #endif /* SL_LAUNCHER_DEST_H */

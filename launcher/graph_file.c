@@ -26,6 +26,9 @@ graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_
         opts.region = ro->region;
         opts.no_sign_request = ro->no_sign_request;
         opts.missing_on_403 = ro->missing_on_403;
+        opts.resume = ro->resume_dirs;
+        opts.n_resume = ro->n_resume_dirs;
+        opts.resuming = ro->resume;
     }
     *out = sl_graph_json_load_file(path, &opts, &errors);
     if (*out != NULL)

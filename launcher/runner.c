@@ -91,12 +91,33 @@ run_file_check(const struct cmd *c, const char *flag, const char *file, const ch
     return 0;
 }
 
+const char *
+journal_path(const struct run_opts *o, char *buf, size_t size)
+{
+    if (o->journal != NULL)
+        return o->journal;
+    /* Under mpirun a report's journal would be every rank's: none yet. */
+    if (o->report == NULL || dist_size() > 1 ||
+        (size_t)snprintf(buf, size, "%s.journal", o->report) >= size)
+        return NULL;
+    return buf;
+}
+
 int
 run_files_check(const struct cmd *c, const struct run_opts *o, const char *const *nodes, size_t n)
 {
+    char jbuf[4096];
+    const char *journal = journal_path(o, jbuf, sizeof(jbuf));
+    if (o->resume && journal == NULL)
+        return cmd_usage_error(c, "--resume needs the journal: --journal FILE, or --report FILE "
+                                  "(whose journal is FILE.journal)");
+    if ((o->resume || o->journal != NULL) && dist_size() > 1)
+        return cmd_usage_error(c, "--journal and --resume are not supported under mpirun yet");
     if (o->status_map != NULL && run_file_check(c, "--status-map", o->status_map, nodes, n) != 0)
         return 2;
     if (o->report != NULL && run_file_check(c, "--report", o->report, nodes, n) != 0)
+        return 2;
+    if (journal != NULL && run_file_check(c, "--journal", journal, nodes, n) != 0)
         return 2;
     if (o->trace != NULL && run_file_check(c, "--trace", o->trace, nodes, n) != 0)
         return 2;
@@ -174,7 +195,8 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
                  strcmp(a, "--trace") == 0 || strcmp(a, "--report") == 0 ||
                  strcmp(a, "--status-map") == 0 || strcmp(a, "--io-concurrency") == 0 ||
                  strcmp(a, "--io-attempts") == 0 || strcmp(a, "--io-deadline") == 0 ||
-                 strcmp(a, "--endpoint") == 0 || strcmp(a, "--region") == 0;
+                 strcmp(a, "--endpoint") == 0 || strcmp(a, "--region") == 0 ||
+                 strcmp(a, "--journal") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -226,6 +248,13 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
         o->report = value;
     } else if (strcmp(a, "--status-map") == 0) {
         o->status_map = value;
+    } else if (strcmp(a, "--journal") == 0) {
+        if (value[0] == '\0' || strchr(value, '\n') != NULL)
+            return cmd_usage_error(c, "--journal: \"%s\" is not a file name", value);
+        o->journal = value;
+    } else if (strcmp(a, "--resume") == 0) {
+        o->resume = true;
+        return 1;
     } else if (strcmp(a, "--fail-fast") == 0) {
         o->fail_fast = true;
         return 1;
@@ -418,6 +447,36 @@ plan_check(const struct cmd *c, sl_graph *g, const struct run_opts *o, const cha
 }
 
 int
+journal_resume_check(const struct cmd *c, sl_graph *g, const struct run_opts *o,
+                     struct sl_journal_staging *dirs, uint32_t cap, uint32_t *n, bool *fresh)
+{
+    char jbuf[4096];
+    const char *path = journal_path(o, jbuf, sizeof(jbuf));
+    *n = 0;
+    *fresh = access(path, F_OK) != 0 && errno == ENOENT;
+    if (*fresh) {
+        fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
+                path);
+        return 0;
+    }
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_graph_seal(g, &err) != SL_OK)
+        return cmd_fail(c->name, path, &err);
+    struct sl_plan_opts opts = plan_opts_of(o);
+    sl_plan *plan = sl_plan_create(g, &opts, &err);
+    if (plan == NULL)
+        return cmd_fail(c->name, path, &err);
+    sl_status st = sl_journal_check(plan, path, &err);
+    sl_plan_destroy(plan);
+    if (st == SL_OK)
+        st = sl_journal_read_staging(path, dirs, cap, n, &err);
+    if (st == SL_OK)
+        return 0;
+    fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
+    return 2;
+}
+
+int
 rehearse(const struct cmd *c, graph_build_fn *build, void *ctx, const struct run_opts *o,
          const char *what)
 {
@@ -432,6 +491,48 @@ rehearse(const struct cmd *c, graph_build_fn *build, void *ctx, const struct run
     sl_graph_unref(g);
     sl_store_unref(mem);
     return rc;
+}
+
+/*
+ * Open the run's journal for `plan` (none without one), resuming when
+ * asked, and say what was found.  0, or 2 after a message: the journal is
+ * missing, damaged in its header or written for another computation.
+ */
+static int
+journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_journal **out)
+{
+    char jbuf[4096];
+    const char *path = journal_path(o, jbuf, sizeof(jbuf));
+    *out = NULL;
+    if (path == NULL)
+        return 0;
+    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
+    jo.resume = o->resume;
+    jo.staging = o->staging;
+    jo.n_staging = o->n_staging;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_journal *j = sl_journal_open(plan, path, &jo, &err);
+    if (j == NULL) {
+        fprintf(stderr, "sluice %s: %s%s\n", c->name, o->resume ? "--resume refused: " : "",
+                err.text);
+        return 2;
+    }
+    struct sl_journal_info info;
+    sl_journal_get_info(j, &info);
+    if (info.damaged_at >= 0)
+        fprintf(stderr,
+                "sluice %s: journal %s is damaged at byte %" PRId64 ": the %" PRIu64
+                " line%s from there on %s not trusted (their units run again)\n",
+                c->name, path, info.damaged_at, info.records_ignored,
+                CMD_PLURAL(info.records_ignored), info.records_ignored == 1 ? "is" : "are");
+    if (o->resume)
+        fprintf(stderr,
+                "sluice %s: resuming from journal %s: %" PRIu64 " unit%s done earlier "
+                "(skipped)%s\n",
+                c->name, path, info.units_done, CMD_PLURAL(info.units_done),
+                info.units_dropped > 0 ? ", more redone as they read units that run again" : "");
+    *out = j;
+    return 0;
 }
 
 int
@@ -463,13 +564,22 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     if (plan == NULL)
         return cmd_fail(c->name, what, &err);
     dist_set_plan(plan);
+    sl_journal *journal = NULL;
+    if (journal_open(c, plan, o, &journal) != 0) {
+        sl_plan_destroy(plan);
+        return 2;
+    }
     sl_pool *pool = sl_pool_create(&po, &err);
     if (pool == NULL) {
+        (void)sl_journal_close(journal, NULL);
         sl_plan_destroy(plan);
         return cmd_fail(c->name, "pool", &err);
     }
     sl_status st = sl_plan_run(plan, pool, &err);
     sl_pool_destroy(pool);
+    struct sl_error jerr = SL_ERROR_INIT;
+    if (sl_journal_close(journal, &jerr) != SL_OK)
+        fprintf(stderr, "sluice %s: %s (a --resume may redo more)\n", c->name, jerr.text);
     st = dist_gather(plan, st);
     if (dist_rank() != 0) {
         sl_plan_destroy(plan);
@@ -485,6 +595,11 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
             " upstream of a failure, %" PRIu64 " cancelled; read %s, wrote %s\n",
             c->name, s.n_chunks, CMD_PLURAL(s.n_chunks), s.elapsed_s, s.n_ok, s.n_failed,
             s.n_upstream, s.n_canceled, rd, wr);
+    if (s.n_resumed > 0)
+        fprintf(stderr,
+                "sluice %s: skipped %" PRIu64 " chunk%s that the earlier run wrote (counted "
+                "ok)\n",
+                c->name, s.n_resumed, CMD_PLURAL(s.n_resumed));
     if (s.remote_requests > 0)
         fprintf(stderr,
                 "sluice %s: remote: %" PRIu64 " request%s, %" PRIu64 " retr%s, at most %u in "

@@ -18,21 +18,30 @@
 
 /* Options every graph-running command takes. */
 struct run_opts {
-    unsigned threads;        /* --threads N: workers; 0 = one per core */
-    size_t memory;           /* --memory SIZE: chunk-buffer budget in bytes; 0 = none */
-    bool fail_fast;          /* --fail-fast: stop at the first failed chunk */
-    bool missing_is_error;   /* --missing-is-error: absent input chunks fail */
-    int progress;            /* --progress 1, --no-progress 0, default -1: on a terminal */
-    const char *trace;       /* --trace FILE: Chrome trace of every task */
-    const char *report;      /* --report FILE: JSON report of every chunk that failed */
-    const char *status_map;  /* --status-map FILE: PNG of every put's chunk outcomes */
-    unsigned io_concurrency; /* --io-concurrency N: remote requests in flight; 0 = default */
-    unsigned io_attempts;    /* --io-attempts N: tries per remote request; 0 = default */
-    double io_deadline_s;    /* --io-deadline SECONDS: per remote request; 0 = default */
-    bool missing_on_403;     /* --missing-on-403: a remote 403 reads as absent */
-    const char *endpoint;    /* --endpoint URL: an S3-compatible server; NULL = AWS's rules */
-    const char *region;      /* --region NAME: S3's region; NULL = AWS's rules */
-    bool no_sign_request;    /* --no-sign-request: anonymous S3 requests */
+    unsigned threads;           /* --threads N: workers; 0 = one per core */
+    size_t memory;              /* --memory SIZE: chunk-buffer budget in bytes; 0 = none */
+    bool fail_fast;             /* --fail-fast: stop at the first failed chunk */
+    bool missing_is_error;      /* --missing-is-error: absent input chunks fail */
+    int progress;               /* --progress 1, --no-progress 0, default -1: on a terminal */
+    const char *trace;          /* --trace FILE: Chrome trace of every task */
+    const char *report;         /* --report FILE: JSON report of every chunk that failed */
+    const char *status_map;     /* --status-map FILE: PNG of every put's chunk outcomes */
+    unsigned io_concurrency;    /* --io-concurrency N: remote requests in flight; 0 = default */
+    unsigned io_attempts;       /* --io-attempts N: tries per remote request; 0 = default */
+    double io_deadline_s;       /* --io-deadline SECONDS: per remote request; 0 = default */
+    bool missing_on_403;        /* --missing-on-403: a remote 403 reads as absent */
+    const char *endpoint;       /* --endpoint URL: an S3-compatible server; NULL = AWS's rules */
+    const char *region;         /* --region NAME: S3's region; NULL = AWS's rules */
+    bool no_sign_request;       /* --no-sign-request: anonymous S3 requests */
+    const char *journal;        /* --journal FILE: the run's journal; NULL: REPORT.journal
+                                   when --report is given, else none */
+    bool resume;                /* --resume: skip the units the journal holds */
+    const char *const *staging; /* where the outputs are written (set by the command, kept
+                                   in the journal for --resume) */
+    uint32_t n_staging;         /* how many */
+    const struct sl_journal_staging *resume_dirs; /* `sluice run --resume`: the journal's
+                                                     directories, for the loader */
+    uint32_t n_resume_dirs;                       /* how many */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
 
@@ -63,8 +72,9 @@ struct run_opts {
     "  --trace FILE         write a Chrome trace (Perfetto) of every task (under mpirun:\n"     \
     "                       FILE.rank<N> for each rank)\n"                                      \
     "  --report FILE        write the JSON report of failed chunks\n"                           \
-    "  --status-map FILE    write a PNG of every output chunk's outcome, by "                   \
-    "colour\n" REMOTE_OPTS_HELP
+    "  --status-map FILE    write a PNG of every output chunk's outcome, by colour\n"           \
+    "  --journal FILE       record shards written, for --resume (default REPORT.journal)\n"     \
+    "  --resume             skip the shards the journal holds\n" REMOTE_OPTS_HELP
 
 /*
  * Consume the shared option at argv[*i] (and its value, advancing *i).
@@ -97,6 +107,22 @@ bool parse_u64_list(const char *text, uint64_t *out, uint32_t max, uint32_t *n);
  */
 int run_files_check(const struct cmd *c, const struct run_opts *o, const char *const *nodes,
                     size_t n);
+
+/* The journal file of a run with `o`: --journal, else REPORT.journal with
+ * --report (in `buf`), else NULL. */
+const char *journal_path(const struct run_opts *o, char *buf, size_t size);
+
+/*
+ * Before a --resume touches an earlier run's output: seal `g` (the graph
+ * as this run would build it, over memory stores) and plan it as `o` says,
+ * and compare the fingerprint of the journal with it; read the journal's
+ * staging directories into `dirs` (`cap`), their number into `*n`.  When
+ * there is no journal (the run was killed before it made one) `*fresh` is
+ * set: the run starts afresh.
+ * @return 0, or 2 after a message naming what changed.
+ */
+int journal_resume_check(const struct cmd *c, sl_graph *g, const struct run_opts *o,
+                         struct sl_journal_staging *dirs, uint32_t cap, uint32_t *n, bool *fresh);
 
 /* Open the directory store at `path` (read-only or created for writing). */
 sl_store *open_dir_store(const char *path, bool writable, struct sl_error *err);

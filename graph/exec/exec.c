@@ -75,11 +75,18 @@ cursor_step(struct sl__exec *ex, struct sl__exec_drive *dr, struct exec_cursor *
         }
         if (c->base + c->pos < c->lo)
             c->pos = c->lo - c->base;
-        if (c->pos < n) {
+        /* Chunks an earlier run wrote (the journal) are not emitted. */
+        while (ex->n_resumed > 0 && c->pos < n && c->base + c->pos < c->hi &&
+               sl__exec_pos_resumed(ex, c->stage, c->box, c->pos))
+            c->pos++;
+        if (c->pos < n && c->base + c->pos < c->hi) {
             uint64_t left = n - c->pos;
             if (c->base + n > c->hi)
                 left = c->hi - c->base - c->pos;
             uint32_t count = left < c->batch ? (uint32_t)left : c->batch;
+            for (uint32_t k = 1; ex->n_resumed > 0 && k < count; k++)
+                if (sl__exec_pos_resumed(ex, c->stage, c->box, c->pos + k))
+                    count = k;
             *st = sl__exec_task_emit(ex, dr, c->stage, c->box, c->pos, count, NULL, err);
             c->pos += count;
             return true;
@@ -350,6 +357,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     s->budget_bytes = plan->opts.memory_budget;
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
     s->first_error = (sl_status)atomic_load_explicit(&ex->first_error, memory_order_relaxed);
+    s->n_resumed = ex->n_resumed;
     if (ex->stores != NULL)
         exec_store_bytes(ex, s);
     if (st != SL_OK) {
@@ -387,6 +395,7 @@ sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
     if (st == SL_OK) {
         ex.t0_ns = sl__exec_now_ns();
         exec_totals(&ex, &dr.tot);
+        sl__exec_puts_resume(&ex);
         dr.max_tasks = (uint64_t)EXEC_TASKS_PER_WORKER * ex.n_workers;
         uint32_t n_phases = 0;
         for (uint32_t s = 0; s < ex.fusion->n_stages; s++)

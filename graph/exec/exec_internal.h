@@ -62,9 +62,13 @@ struct sl__exec_worker {
  * put's phase); a shard write that fails fails every chunk of the shard.
  */
 struct sl__exec_put {
-    struct sl__exec *ex; /* the run */
-    uint32_t node;       /* the put node */
-    sl_txn *txn;         /* open while the put's phase runs; NULL for putters */
+    struct sl__exec *ex;     /* the run */
+    uint32_t node;           /* the put node */
+    sl_txn *txn;             /* open while the put's phase runs; NULL for putters */
+    uint32_t index;          /* its index in plan->puts (the journal's put number) */
+    _Atomic bool committing; /* its commit began: every chunk's status is settled.
+                                Relaxed: set before sl_txn_commit hands units to
+                                workers, which orders it */
 };
 
 /* What the driver waits for (0 in `driver_waiting`: nothing, it is awake). */
@@ -91,6 +95,7 @@ struct sl__exec {
     struct sl_remote_stats *remote0; /* their remote counters then (zero when local) */
     uint64_t t0_ns;                  /* monotonic start of the run */
     bool prefetch;                   /* a get reads a remote store: hint its chunks */
+    uint64_t n_resumed;              /* output chunks an earlier run wrote (journal): skipped */
 
     /* Memory orders (the pairs are named where each access is):
      * - `accounted`, `in_flight` and `driver_waiting` form a Dekker pair
@@ -193,7 +198,8 @@ enum sl__chunk_outcome {
     SL__CHUNK_SKIPPED,     /* another part of a split run owns it */
     SL__CHUNK_RAN,         /* its task evaluated it: `code` is its result */
     SL__CHUNK_UNIT_FAILED, /* the shard (unit) holding it was not written */
-    SL__CHUNK_UNRUN        /* the run ended before it ran: SL_ECANCELED */
+    SL__CHUNK_UNRUN,       /* the run ended before it ran: SL_ECANCELED */
+    SL__CHUNK_RESUMED      /* an earlier run wrote its unit (the plan's journal): SL_OK */
 };
 
 /*
@@ -204,11 +210,22 @@ enum sl__chunk_outcome {
  * exec_state.c.
  * @return true when the status changed.
  * Thread-safety: any thread (workers, writer threads of transactions, the
- * driver); SKIPPED before any task of the stage runs, UNRUN after the run
- * went idle.
+ * driver); SKIPPED and RESUMED before any task of the stage runs, UNRUN
+ * after the run went idle.
  */
 bool sl__exec_chunk_settle(struct sl__exec *ex, struct sl__put_state *ps, uint64_t linear,
                            enum sl__chunk_outcome how, sl_status code, const char *text);
+
+/*
+ * Settle every chunk of the puts whose unit the plan's journal holds as
+ * resumed (SL_OK), and count them in ex->n_resumed and the progress
+ * counters.  The driver, before any task runs (exec_put.c).
+ */
+void sl__exec_puts_resume(struct sl__exec *ex);
+
+/* Whether the chunk at position `pos` of box `box` of put stage `stage`
+ * was settled resumed (the driver, before emitting it). */
+bool sl__exec_pos_resumed(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos);
 
 /* The transaction of put node `node`, or NULL. */
 sl_txn *sl__exec_put_txn(const struct sl__exec *ex, uint32_t node);

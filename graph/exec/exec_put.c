@@ -68,15 +68,90 @@ unit_fail_chunks(struct sl__exec *ex, const struct sl__exec_put *xp, const uint6
 }
 
 /*
+ * Record unit `unit` of put `xp`, written, in the plan's journal when every
+ * chunk of it is ok.  A unit written before commit had all its chunks
+ * staged whole, each by a write that succeeded; one written by commit may
+ * hold chunks that failed (not staged), so their statuses, all settled by
+ * then, are looked at.
+ */
+static void
+unit_journal(struct sl__exec *ex, struct sl__exec_put *xp, const uint64_t *unit)
+{
+    sl_journal *j = ex->plan->journal;
+    if (atomic_load_explicit(&xp->committing, memory_order_relaxed)) {
+        const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
+        const struct sl__put_state *ps = &ex->plan->puts[xp->index];
+        struct sl_array_iter it;
+        if (ex->plan->unit_chunks(n->u.io.array, unit, &it, NULL) != SL_OK)
+            return;
+        while (sl_array_iter_next(&it))
+            if (sl__put_state_code(ps, sl_grid_linear_index(&n->grid, it.iter.coords)) != SL_OK)
+                return;
+    }
+    sl__journal_record(j, xp->index, sl_grid_linear_index(sl__journal_units(j, xp->index), unit));
+}
+
+void
+sl__exec_puts_resume(struct sl__exec *ex)
+{
+    const sl_journal *j = ex->plan->journal;
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++)
+        ex->plan->puts[i].n_resumed = 0;
+    if (j == NULL)
+        return;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++) {
+        struct sl__put_state *ps = &ex->plan->puts[i];
+        const struct sl__node *n = sl__graph_node(ex->graph, ps->node);
+        const struct sl_grid *ug = sl__journal_units(j, i);
+        if (n->kind != SL_NODE_PUT || ug->n_total == 0)
+            continue;
+        uint64_t coords[SL_MAX_RANK], uc[SL_MAX_RANK];
+        for (uint64_t k = 0; k < ps->n_chunks; k++) {
+            sl_grid_coords_of(&n->grid, k, coords);
+            for (uint32_t d = 0; d < n->grid.rank; d++)
+                uc[d] = n->shard_chunks[d] > 0 ? coords[d] / n->shard_chunks[d] : coords[d];
+            if (!sl__journal_done(j, i, sl_grid_linear_index(ug, uc)))
+                continue;
+            (void)sl__exec_chunk_settle(ex, ps, k, SL__CHUNK_RESUMED, SL_OK, NULL);
+            ex->n_resumed++;
+            ps->n_resumed++;
+            struct sl_region r;
+            sl_grid_chunk_region(&n->grid, coords, &r);
+            uint64_t count = 1;
+            for (uint32_t d = 0; d < r.rank; d++)
+                count *= r.stop[d] - r.start[d];
+            bytes += count * sl_dtype_size(n->dtype);
+        }
+    }
+    /* Progress counts them done, in the slot of threads outside the pool. */
+    sl__exec_count(&ex->workers[ex->n_workers].chunks_done, ex->n_resumed);
+    sl__exec_count(&ex->workers[ex->n_workers].bytes_done, bytes);
+}
+
+bool
+sl__exec_pos_resumed(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t pos)
+{
+    const struct sl__node *root = sl__graph_node(ex->graph, ex->fusion->stages[stage].root);
+    const struct sl__put_state *ps = sl__plan_put(ex->plan, root->id);
+    uint64_t coords[SL_MAX_RANK];
+    sl__exec_box_coords(ex, stage, box, pos, coords);
+    return sl__put_state_code(ps, sl_grid_linear_index(&root->grid, coords)) == SL_OK;
+}
+
+/*
  * A put's shard (or unsharded chunk) write ended: on failure, every chunk
  * of the unit that was ok fails with the shard's error, as what was
- * reported ok must read back.  Runs on the thread that wrote the unit.
+ * reported ok must read back; on success the unit goes to the plan's
+ * journal.  Runs on the thread that wrote the unit.
  */
 static void
 exec_on_unit(void *arg, const uint64_t *unit, sl_status status, const struct sl_error *uerr)
 {
     struct sl__exec_put *xp = arg;
     struct sl__exec *ex = xp->ex;
+    if (status == SL_OK && ex->plan->journal != NULL)
+        unit_journal(ex, xp, unit);
     if (status == SL_OK)
         return;
     char text[1024]; /* sl__plan_error_add fits it to the record */
@@ -117,6 +192,8 @@ sl__exec_puts_open(struct sl__exec *ex, struct sl_error *err)
         struct sl__exec_put *xp = &ex->puts[i];
         xp->ex = ex;
         xp->node = plan->puts[i].node;
+        xp->index = i;
+        atomic_init(&xp->committing, false);
         const struct sl__node *n = sl__graph_node(ex->graph, xp->node);
         if (n->kind != SL_NODE_PUT)
             continue;
@@ -159,6 +236,7 @@ sl__exec_puts_commit(struct sl__exec *ex, uint32_t phase)
         if (xp->txn == NULL || ex->fusion->stages[ex->fusion->stage_of[xp->node]].phase != phase)
             continue;
         struct sl_error e = SL_ERROR_INIT;
+        atomic_store_explicit(&xp->committing, true, memory_order_relaxed);
         /* A unit's failure reaches its chunks through exec_on_unit; a
          * commit that could not start (out of memory) fails what it held. */
         sl_status st = sl_txn_commit(xp->txn, ex->workers[ex->n_workers].codec, &e);

@@ -181,6 +181,9 @@ sl__exec_chunk_settle(struct sl__exec *ex, struct sl__put_state *ps, uint64_t li
     case SL__CHUNK_SKIPPED:
         atomic_store_explicit(slot, (uint8_t)SL_ESKIPPED, memory_order_relaxed);
         return true;
+    case SL__CHUNK_RESUMED:
+        atomic_store_explicit(slot, (uint8_t)SL_OK, memory_order_relaxed);
+        return true;
     case SL__CHUNK_UNRUN:
         if (atomic_load_explicit(slot, memory_order_relaxed) != SL__CODE_PENDING)
             return false;

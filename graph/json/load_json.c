@@ -61,12 +61,33 @@ jget_enum(struct sl__jdiag *d, const json_t *v, const char *ptr, const char *con
     return -1;
 }
 
+/* "journal": a file name, relative to the base directory unless absolute. */
+static void
+run_parse_journal(sl_graph_json *doc, const char *journal)
+{
+    size_t n = strlen(journal);
+    if (n == 0 || journal[n - 1] == '/' || strchr(journal, '\n') != NULL) {
+        sl__jdiag_add(&doc->diag, SL_EINVAL, "/run/journal", "expected a file name, found \"%s\"",
+                      journal);
+        return;
+    }
+    int w = journal[0] == '/'
+                ? snprintf(doc->journal, sizeof(doc->journal), "%s", journal)
+                : snprintf(doc->journal, sizeof(doc->journal), "%s/%s", doc->base_dir, journal);
+    if (w < 0 || (size_t)w >= sizeof(doc->journal)) {
+        sl__jdiag_add(&doc->diag, SL_EINVAL, "/run/journal",
+                      "the path is too long: %zu bytes; at most %zu", n, sizeof(doc->journal) - 1);
+        return;
+    }
+    doc->run.journal = doc->journal;
+}
+
 static void
 run_parse(sl_graph_json *doc, const json_t *run)
 {
-    static const char *const keys[] = {"threads",     "memory",        "error_policy",
-                                       "missing",     "comment",       "io_concurrency",
-                                       "io_attempts", "io_deadline_s", NULL};
+    static const char *const keys[] = {
+        "threads",        "memory",      "error_policy",  "missing", "comment",
+        "io_concurrency", "io_attempts", "io_deadline_s", "journal", NULL};
     static const char *const policies[] = {"collect", "fail_fast", NULL};
     static const char *const missing[] = {"fill", "error", NULL};
     struct sl__jdiag *d = &doc->diag;
@@ -109,6 +130,10 @@ run_parse(sl_graph_json *doc, const json_t *run)
     const char *comment;
     if ((v = json_object_get(run, "comment")) != NULL)
         (void)sl__jget_string(d, v, "/run/comment", &comment);
+    const char *journal;
+    if ((v = json_object_get(run, "journal")) != NULL &&
+        sl__jget_string(d, v, "/run/journal", &journal))
+        run_parse_journal(doc, journal);
 }
 
 /* ---- the document ----------------------------------------------------------------- */

@@ -135,7 +135,8 @@ sl__jpath_check_free(sl_graph_json *doc, const struct sl__jdest *d, bool *exists
         return false;
     }
     *exists = kind != SL_ZARR_NONE;
-    if (!*exists || d->overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
+    if (!*exists || d->overwrite || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN ||
+        doc->opts.resuming)
         return true;
     sl__jdiag_add(&doc->diag, SL_EEXIST, d->ptr,
                   "%s already exists at \"%s\"; set \"overwrite\": true to replace it",
@@ -378,7 +379,8 @@ static bool
 array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
 {
     struct sl_error err = SL_ERROR_INIT;
-    bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
+    /* A resumed run opens the arrays its earlier run created. */
+    bool open = on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0);
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");
     struct sl__jdest dest = sl__jarray_dest(a, at);

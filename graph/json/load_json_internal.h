@@ -183,6 +183,7 @@ struct sl_graph_json {
     sl_fs_replace **reps;           /* nodes written beside their paths; owned */
     size_t n_reps;                  /* entries of reps */
     char found[4096];               /* sl__jreplace_find's answer */
+    char journal[4096];             /* "run"/"journal" resolved; run.journal points here */
 };
 
 /* The document pass over "arrays": fields, paths, "create" and "like"

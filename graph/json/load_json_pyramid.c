@@ -247,7 +247,7 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     struct sl_pyramid_opts o;
     if (!pyramid_opts(doc, n, in.dtype, in.grid->rank, &o))
         return false;
-    bool open = on_disk && doc->opts.new_arrays == SL_GRAPH_JSON_OPEN;
+    bool open = on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0);
     o.open_existing = open;
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];

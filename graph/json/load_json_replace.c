@@ -8,12 +8,35 @@
  * node (when "overwrite" allows) deleted first, so a failed or killed run
  * leaves the new node's metadata with the chunks written so far.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/remote.h>
 
 #include "load_json_internal.h"
+
+/* Take over the node an earlier run wrote for `full_path`: the one of
+ * the directories to resume that is its. */
+static sl_fs_replace *
+jreplace_resume(sl_graph_json *doc, const char *full_path, struct sl_error *err)
+{
+    for (uint32_t i = 0; i < doc->opts.n_resume; i++) {
+        const struct sl_journal_staging *js = &doc->opts.resume[i];
+        struct sl_error e = SL_ERROR_INIT;
+        sl_fs_replace *r = sl_fs_replace_resume(full_path, js->path, js->dev, js->ino, &e);
+        if (r != NULL)
+            return r;
+        if (e.code != SL_ENOTFOUND && e.code != SL_EINVAL) {
+            *err = e;
+            return NULL;
+        }
+    }
+    sl_error_set(err, SL_ENOTFOUND, NULL,
+                 "none of the %" PRIu32 " directories the earlier run wrote into is this node's",
+                 doc->opts.n_resume);
+    return NULL;
+}
 
 const char *
 sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d)
@@ -33,7 +56,8 @@ sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d)
                               : d->overwrite ? SL_FS_REPLACE_STAGED
                                              : SL_FS_REPLACE_REFUSE;
     struct sl_error err = SL_ERROR_INIT;
-    sl_fs_replace *r = sl_fs_replace_begin(d->full_path, mode, &err);
+    sl_fs_replace *r = doc->opts.n_resume > 0 ? jreplace_resume(doc, d->full_path, &err)
+                                              : sl_fs_replace_begin(d->full_path, mode, &err);
     if (r == NULL) {
         bool may = err.code == SL_EEXIST && mode == SL_FS_REPLACE_REFUSE &&
                    strstr(err.text, "needs the overwrite") != NULL;
@@ -115,11 +139,32 @@ sl_graph_json_commit(sl_graph_json *doc, bool run_ok, struct sl_error *err)
     return st;
 }
 
+size_t
+sl_graph_json_staging(const sl_graph_json *doc, const char **dirs, size_t cap)
+{
+    for (size_t i = 0; i < doc->n_reps && i < cap; i++)
+        dirs[i] = doc->reps[i] != NULL ? sl_fs_replace_path(doc->reps[i]) : "";
+    return doc->n_reps;
+}
+
+void
+sl_graph_json_keep(sl_graph_json *doc)
+{
+    for (size_t i = 0; i < doc->n_reps; i++) {
+        sl_fs_replace_keep(doc->reps[i]);
+        doc->reps[i] = NULL;
+    }
+}
+
 void
 sl__jreplace_fini(sl_graph_json *doc)
 {
+    /* What an earlier run wrote is never removed by a resume that stops. */
     for (size_t i = 0; i < doc->n_reps; i++)
-        sl_fs_replace_abort(doc->reps[i]);
+        if (doc->opts.n_resume > 0)
+            sl_fs_replace_keep(doc->reps[i]);
+        else
+            sl_fs_replace_abort(doc->reps[i]);
     sl_free(&doc->alloc, doc->reps, doc->n_reps * sizeof(sl_fs_replace *));
     doc->reps = NULL;
     doc->n_reps = 0;

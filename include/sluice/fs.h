@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <sluice/common.h>
 #include <sluice/error.h>
@@ -127,6 +128,36 @@ SL_API SL_NODISCARD sl_status sl_fs_replace_commit(sl_fs_replace *r, struct sl_e
  */
 SL_API SL_NODISCARD sl_status sl_fs_replace_find(const char *dest, char *out, size_t size,
                                                  struct sl_error *err);
+
+/**
+ * Go on with a replacement of `dest` that a killed (or failed) run began
+ * in directory `staging` (sl_fs_replace_path then), whose identity then
+ * was (`dev`, `ino`) (st_dev, st_ino: a rename keeps them).  When
+ * `staging` is still that directory, a hidden sibling of `dest` made by
+ * sl_fs_replace_begin, it is taken over (renamed as this process's, so
+ * that it is not removed as a killed run's leftover) and committed as
+ * begin's would be; so is a hidden sibling of `dest` by another name that
+ * is that directory (an earlier resume took it over).  When `dest` is that directory (the node was
+ * written in place, or put in place already), it is written where it is.  A directory by either
+ * name that is not the one begun (an old node that a commit swapped out, another run's node) is
+ * never taken.
+ * @return the replacement, or NULL with SL_ENOTFOUND (neither path is the
+ * directory begun), SL_EINVAL (`staging` is not a sibling of `dest` that
+ * sl_fs_replace_begin makes), SL_EEXIST (a process of this host that
+ * still runs owns it, or `dest` holds what begin refuses to replace),
+ * SL_EIO or SL_ENOMEM.
+ * Thread-safety: any thread; one replacement per destination at a time.
+ */
+SL_API sl_fs_replace *sl_fs_replace_resume(const char *dest, const char *staging, uint64_t dev,
+                                           uint64_t ino, struct sl_error *err);
+
+/**
+ * Stop without putting the new node in place or removing it: it stays
+ * where it was written (sl_fs_replace_path), for sl_fs_replace_resume, and
+ * `r` is freed.  NULL is a no-op.
+ * Thread-safety: the thread that owns `r`.
+ */
+SL_API void sl_fs_replace_keep(sl_fs_replace *r);
 
 /**
  * Give up: remove the new node and any parents begin made, leave the old

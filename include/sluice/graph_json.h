@@ -23,6 +23,7 @@
 #include <sluice/common.h>
 #include <sluice/error.h>
 #include <sluice/graph.h>
+#include <sluice/journal.h>
 #include <sluice/plan.h>
 #include <sluice/status.h>
 
@@ -85,6 +86,16 @@ struct sl_graph_json_opts {
     bool local_only;                  /* refuse remote paths (SL_EACCES) instead of reading
                                          them: validation that must not touch the network */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+    const struct sl_journal_staging *resume; /* with SL_GRAPH_JSON_CREATE: the directories
+                                                an earlier run of the file wrote into (its
+                                                journal's); each node is taken over from
+                                                the one that is its (sl_fs_replace_resume)
+                                                and its arrays opened there.  Borrowed for
+                                                the load */
+    uint32_t n_resume;                       /* how many; 0: begin every node afresh */
+    bool resuming;                           /* a node at an output path may be the one an
+                                                earlier run put in place, which a resume
+                                                goes on with: not refused */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
     ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
@@ -101,7 +112,10 @@ struct sl_graph_json_opts {
                                  .region = NULL,                        \
                                  .no_sign_request = false,              \
                                  .local_only = false,                   \
-                                 .alloc = NULL})
+                                 .alloc = NULL,                         \
+                                 .resume = NULL,                        \
+                                 .n_resume = 0,                         \
+                                 .resuming = false})
 
 /*
  * Where the loader reports what is wrong with a file: the caller's array of
@@ -179,6 +193,24 @@ SL_API SL_NODISCARD sl_status sl_graph_json_commit(sl_graph_json *doc, bool run_
                                                    struct sl_error *err);
 
 /**
+ * The directories the document's new nodes are written into (hidden
+ * siblings of their paths, or the paths in place), for a run journal: up
+ * to `cap` of them in `dirs`, valid until commit or destroy.
+ * @return how many there are.
+ * Thread-safety: any thread.
+ */
+SL_API size_t sl_graph_json_staging(const sl_graph_json *doc, const char **dirs, size_t cap);
+
+/**
+ * End the document's new nodes without putting them in place or removing
+ * them: each stays where it was written, for a run that resumes (a resume
+ * that was refused keeps what the earlier run wrote).  Call instead of
+ * sl_graph_json_commit.
+ * Thread-safety: one thread, after the run has ended.
+ */
+SL_API void sl_graph_json_keep(sl_graph_json *doc);
+
+/**
  * The sealed graph (borrowed: valid while `doc` lives; take a reference with
  * sl_graph_ref to keep it longer).  Node names are the file's node ids.
  * Thread-safety: any thread.
@@ -194,6 +226,8 @@ struct sl_graph_json_run {
     uint32_t io_concurrency; /* "io_concurrency": remote requests in flight; 0 when not given */
     uint32_t io_attempts;    /* "io_attempts": tries per remote request; 0 when not given */
     double io_deadline_s;    /* "io_deadline_s": seconds per remote request; 0 when not given */
+    const char *journal;     /* "journal": the run journal's path, relative ones joined to
+                                the base directory; NULL when not given.  The document's */
 };
 
 /** Copy the file's run options into `out`.  Thread-safety: any thread. */

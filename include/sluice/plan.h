@@ -127,6 +127,8 @@ struct sl_run_summary {
     uint64_t remote_requests;      /* requests to remote stores (HTTP), completed */
     uint64_t remote_retries;       /* their tries after the first */
     unsigned remote_max_in_flight; /* the most requests a remote store had in flight */
+    uint64_t n_resumed;            /* of n_ok, chunks an earlier run wrote: their units were
+                                      in the plan's journal (sl_journal_open) and skipped */
 };
 
 /* A put's per-chunk status array. */

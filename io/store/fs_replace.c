@@ -465,6 +465,116 @@ sl_fs_replace_begin(const char *dest, sl_fs_replace_mode mode, struct sl_error *
     return r;
 }
 
+/* Take over hidden sibling `staging` of r->dest (resolved), renaming it as
+ * this process's. */
+static sl_status
+replace_adopt(struct sl_fs_replace *r, const char *staging, struct sl_error *err)
+{
+    char parent[PATH_MAX], sparent[PATH_MAX], host[HOST_NAME_MAX + 1] = "";
+    char owner[HOST_NAME_MAX + 1];
+    const char *base, *sbase;
+    long pid;
+    path_split(r->dest, parent, sizeof(parent), &base);
+    path_split(staging, sparent, sizeof(sparent), &sbase);
+    if (strcmp(parent, sparent) != 0 ||
+        sibling_parse(sbase, base, &pid, owner, sizeof(owner)) != SIBLING_NEW)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "\"%s\" is not where a run writes a new node for \"%s\"", staging,
+                            r->given);
+    if (gethostname(host, sizeof(host)) != 0 || host[0] == '\0')
+        sl__strlcpy(host, "localhost", sizeof(host));
+    host[HOST_NAME_MAX] = '\0';
+    for (char *h = host; *h != '\0'; h++)
+        if (*h == '/' || *h == '+' || *h == '@')
+            *h = '_';
+    if (pid != (long)getpid() && !sibling_owner_gone(pid, owner, host))
+        return sl_error_set(err, SL_EEXIST, NULL,
+                            "\"%s\" belongs to process %ld of host %s, which still runs or "
+                            "runs elsewhere",
+                            staging, pid, owner);
+    bool dir_there;
+    SL_TRY(replace_check_dest(r, &dir_there, err));
+    int n = snprintf(r->staging, sizeof(r->staging), "%s/" NODE_PREFIX "%ld@%s+%s",
+                     strcmp(parent, "/") == 0 ? "" : parent, (long)getpid(), host, base);
+    if (n < 0 || (size_t)n >= sizeof(r->staging))
+        return sl_error_set(err, SL_EINVAL, NULL, "the name of \"%s\" is too long", r->given);
+    if (strcmp(staging, r->staging) != 0 && rename(staging, r->staging) != 0)
+        return sl_error_set(err, SL_EIO, NULL, "cannot take over \"%s\": %s", staging,
+                            strerror(errno));
+    return SL_OK;
+}
+
+/* Whether `path` is the directory (`dev`, `ino`). */
+static bool
+dir_is(const char *path, uint64_t dev, uint64_t ino)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && (uint64_t)sb.st_dev == dev &&
+           (uint64_t)sb.st_ino == ino;
+}
+
+/* Find the hidden sibling of `dest` (resolved) that is the directory
+ * (`dev`, `ino`), whatever process's name it has; its path in `out`. */
+static bool
+sibling_find(const char *dest, uint64_t dev, uint64_t ino, char *out, size_t size)
+{
+    char parent[PATH_MAX];
+    const char *base;
+    path_split(dest, parent, sizeof(parent), &base);
+    DIR *d = opendir(parent);
+    if (d == NULL)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        long pid;
+        char owner[HOST_NAME_MAX + 1];
+        if (sibling_parse(e->d_name, base, &pid, owner, sizeof(owner)) != SIBLING_NEW)
+            continue;
+        int n = snprintf(out, size, "%s/%s", strcmp(parent, "/") == 0 ? "" : parent, e->d_name);
+        found = n > 0 && (size_t)n < size && dir_is(out, dev, ino);
+    }
+    closedir(d);
+    return found;
+}
+
+sl_fs_replace *
+sl_fs_replace_resume(const char *dest, const char *staging, uint64_t dev, uint64_t ino,
+                     struct sl_error *err)
+{
+    struct sl_fs_replace *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "out of memory resuming \"%s\"", dest);
+        return NULL;
+    }
+    r->mode = SL_FS_REPLACE_STAGED;
+    sl__strlcpy(r->given, dest, sizeof(r->given));
+    char st_path[PATH_MAX];
+    sl_status st = sl_fs_path_resolve(dest, r->dest, sizeof(r->dest), err);
+    if (st == SL_OK)
+        st = sl_fs_path_resolve(staging, st_path, sizeof(st_path), err);
+    if (st == SL_OK && dir_is(r->dest, dev, ino)) {
+        /* Written where it is: commit has nothing to move. */
+        r->mode = SL_FS_REPLACE_IN_PLACE;
+        r->existed = true;
+        sl__strlcpy(r->staging, r->dest, sizeof(r->staging));
+    } else if (st == SL_OK && dir_is(st_path, dev, ino)) {
+        st = replace_adopt(r, st_path, err);
+    } else if (st == SL_OK && sibling_find(r->dest, dev, ino, st_path, sizeof(st_path))) {
+        /* A resume refused after it took the directory over renamed it. */
+        st = replace_adopt(r, st_path, err);
+    } else if (st == SL_OK) {
+        st = sl_error_set(err, SL_ENOTFOUND, NULL,
+                          "the directory where the earlier run wrote \"%s\" (\"%s\") is gone", dest,
+                          staging);
+    }
+    if (st != SL_OK) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
 const char *
 sl_fs_replace_path(const sl_fs_replace *r)
 {
@@ -534,6 +644,12 @@ sl_fs_replace_commit(sl_fs_replace *r, struct sl_error *err)
         remove_made_parents(r);
     free(r);
     return st;
+}
+
+void
+sl_fs_replace_keep(sl_fs_replace *r)
+{
+    free(r);
 }
 
 void

@@ -35,6 +35,14 @@ for exe in $(find "$build/tests/bench" -name "bench_*" -type f -perm -u+x | sort
     "$exe" | tee -a "$out"
 done
 
+# Benchmarks of the sluice program itself, written in Python.
+for script in $(find tests/bench -name "bench_*.py" -type f | sort); do
+    name=$(basename "$script" .py)
+    [ -n "$pattern" ] && [[ $name != *$pattern* ]] && continue
+    echo "=== $name"
+    /usr/bin/python3 "$script" | tee -a "$out"
+done
+
 echo
 echo "=== summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
 awk -F': ' '/^[A-Za-z0-9_.-]+: [-0-9.e+]+ /{split($2, v, " "); printf "%-52s %14s  %s\n", $1, v[1], substr($2, length(v[1]) + 2)}' "$out"

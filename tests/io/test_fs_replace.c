@@ -283,3 +283,70 @@ Test(io_fs, an_old_node_moved_aside_by_a_killed_swap_comes_back)
     cr_assert_eq(count(dir), 1);
     sl_test_rmtree(dir);
 }
+
+/* A killed run's staging directory, begun over an old node at dir/a.zarr
+ * by a child process that exits without ending it; its path and identity. */
+static void
+killed_begin(const char *dest, char *staging, size_t size, struct stat *id)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        sl_fs_replace *r = sl_fs_replace_begin(dest, SL_FS_REPLACE_STAGED, NULL);
+        if (r == NULL)
+            _exit(1);
+        put(sl_fs_replace_path(r), "zarr.json", "{\"zarr_format\": 3}");
+        ssize_t w = write(fds[1], sl_fs_replace_path(r), strlen(sl_fs_replace_path(r)) + 1);
+        _exit(w > 0 ? 0 : 1); /* killed: neither committed nor aborted */
+    }
+    close(fds[1]);
+    ssize_t n = read(fds[0], staging, size);
+    close(fds[0]);
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0 && n > 0);
+    cr_assert_eq(stat(staging, id), 0);
+}
+
+Test(io_fs, resume_takes_over_a_killed_runs_directory_by_its_identity)
+{
+    const char *dir = sl_test_tmpdir("fs-resume");
+    old_node(dir, "a.zarr");
+    char dest[PATH_MAX], staging[PATH_MAX];
+    snprintf(dest, sizeof(dest), "%s/a.zarr", dir);
+    struct stat id;
+    killed_begin(dest, staging, sizeof(staging), &id);
+    struct sl_error err = SL_ERROR_INIT;
+    /* Another identity is never taken. */
+    cr_assert_null(
+        sl_fs_replace_resume(dest, staging, (uint64_t)id.st_dev, (uint64_t)id.st_ino + 1, &err));
+    cr_assert_eq(err.code, SL_ENOTFOUND, "%s", err.text);
+    sl_fs_replace *r =
+        sl_fs_replace_resume(dest, staging, (uint64_t)id.st_dev, (uint64_t)id.st_ino, &err);
+    cr_assert_not_null(r, "%s", err.text);
+    cr_assert(sl_fs_replace_existed(r));
+    const char *at = sl_fs_replace_path(r);
+    cr_assert(has(at, "zarr.json"), "what the killed run wrote is kept");
+    cr_assert_str_neq(at, staging, "renamed as this process's");
+    /* Kept (a refused resume), then found again under its new name. */
+    char renamed[PATH_MAX];
+    snprintf(renamed, sizeof(renamed), "%s", at);
+    sl_fs_replace_keep(r);
+    cr_assert(has(renamed, "zarr.json"));
+    r = sl_fs_replace_resume(dest, staging, (uint64_t)id.st_dev, (uint64_t)id.st_ino, &err);
+    cr_assert_not_null(r, "%s", err.text);
+    cr_assert_eq(sl_fs_replace_commit(r, &err), SL_OK, "%s", err.text);
+    cr_assert(has(dest, "zarr.json") && !has(dest, ".zarray"), "the new node in place");
+    cr_assert_eq(count(dir), 1, "no hidden sibling left");
+    /* Put in place already: written where it is. */
+    r = sl_fs_replace_resume(dest, staging, (uint64_t)id.st_dev, (uint64_t)id.st_ino, &err);
+    cr_assert_not_null(r, "%s", err.text);
+    char resolved[PATH_MAX];
+    cr_assert_eq(sl_fs_path_resolve(dest, resolved, sizeof(resolved), NULL), SL_OK);
+    cr_assert_str_eq(sl_fs_replace_path(r), resolved);
+    cr_assert_eq(sl_fs_replace_commit(r, &err), SL_OK, "%s", err.text);
+    cr_assert(has(dest, "zarr.json"));
+    sl_test_rmtree(dir);
+}

@@ -1,0 +1,885 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run journals (see <sluice/journal.h>): the fingerprint of a plan, the
+ * file's lines and their checksums, reading an earlier run's journal into
+ * one bitmap of done units per put, and appending the units a run
+ * completes.
+ *
+ * The file is text, one record a line, each line "<payload> <sum>\n" where
+ * <sum> is the first 16 hex digits of the SHA-256 of <payload>:
+ *
+ *     sluice-journal 1
+ *     fp <item> <64 hex digits>      one per fingerprint item
+ *     staging <dev> <ino> <directory>  where the outputs are written, and
+ *                                    that directory's identity (stat(2))
+ *     begin                          the header ends
+ *     u <put> <unit>                 unit <unit> (C-order index in the put's
+ *                                    shard grid) of the plan's put <put> is done
+ *
+ * DESIGN: a record is formatted into a fixed buffer under `mu` (writers of
+ * transactions and pool workers report units at once) and written at once
+ * with one write(2), so a killed process loses none; fdatasync comes when
+ * `sync_interval_s` passed and at close; nothing allocates once a run
+ * goes.  A unit is trusted on
+ * resume only when every unit its chunks read from earlier puts was
+ * recorded too (journal_distrust), so that a put reading an array whose
+ * units are redone is redone as well.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sluice/array.h>
+#include <sluice/journal.h>
+#include <sluice/sha256.h>
+
+#include "core_internal.h"
+#include "graph_internal.h"
+
+#define JOURNAL_MAGIC "sluice-journal 1"
+#define JOURNAL_BUF 65536
+#define SUM_HEX 16
+#define ITEM_NAME_MAX 96
+#define LINE_MAX_BYTES (PATH_MAX + 64)
+
+/* One item of a fingerprint. */
+struct fp_item {
+    char name[ITEM_NAME_MAX]; /* "graph", "input:<node>", "output:<node>", "option:..." */
+    char hex[SL_SHA256_HEX_CHARS + 1];
+};
+
+/* A fingerprint: its items in a fixed order. */
+struct fingerprint {
+    uint32_t n;
+    struct fp_item *items; /* owned */
+};
+
+/* The units of one put. */
+struct journal_put {
+    struct sl_grid units; /* the put's shard grid (its chunk grid when unsharded) */
+    uint8_t *done;        /* one bit per unit (C-order), set when trusted done; owned */
+    uint64_t n_done;      /* bits set */
+};
+
+struct sl_journal {
+    sl_plan *plan;            /* the plan it is attached to */
+    int fd;                   /* the file, open for appending */
+    pthread_mutex_t mu;       /* guards buf, len, last_sync_ns, io_err */
+    char buf[JOURNAL_BUF];    /* records not yet written */
+    size_t len;               /* bytes in buf */
+    uint64_t last_sync_ns;    /* monotonic time of the last write and sync */
+    uint64_t interval_ns;     /* most time between syncs */
+    struct sl_error io_err;   /* the first write or sync failure */
+    struct journal_put *puts; /* per plan->puts entry; owned */
+    struct sl_journal_info info;
+    char path[PATH_MAX]; /* the file, for messages */
+};
+
+/* ---- lines ------------------------------------------------------------------------ */
+
+static void
+line_sum(const char *payload, size_t n, char out[SUM_HEX + 1])
+{
+    uint8_t d[SL_SHA256_BYTES];
+    char hex[SL_SHA256_HEX_CHARS + 1];
+    sl_sha256(payload, n, d);
+    sl_sha256_hex(d, hex);
+    memcpy(out, hex, SUM_HEX);
+    out[SUM_HEX] = '\0';
+}
+
+/* Append "<payload> <sum>\n" to buf (`cap` bytes, `*len` used); false if it
+ * does not fit. */
+static bool
+line_put(char *buf, size_t cap, size_t *len, const char *payload)
+{
+    size_t n = strlen(payload);
+    if (*len + n + SUM_HEX + 2 > cap)
+        return false;
+    char sum[SUM_HEX + 1];
+    line_sum(payload, n, sum);
+    memcpy(buf + *len, payload, n);
+    buf[*len + n] = ' ';
+    memcpy(buf + *len + n + 1, sum, SUM_HEX);
+    buf[*len + n + 1 + SUM_HEX] = '\n';
+    *len += n + SUM_HEX + 2;
+    return true;
+}
+
+/* Check line `line` (`n` bytes, no newline) and cut its sum off in place.
+ * @return its payload, or NULL when the sum does not match. */
+static char *
+line_check(char *line, size_t n)
+{
+    if (n < SUM_HEX + 2 || line[n - SUM_HEX - 1] != ' ')
+        return NULL;
+    char sum[SUM_HEX + 1];
+    line_sum(line, n - SUM_HEX - 1, sum);
+    if (memcmp(sum, line + n - SUM_HEX, SUM_HEX) != 0)
+        return NULL;
+    line[n - SUM_HEX - 1] = '\0';
+    return line;
+}
+
+static sl_status
+write_all(int fd, const char *p, size_t n, const char *path, struct sl_error *err)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return sl_error_set(err, SL_EIO, NULL, "journal %s: cannot write it: %s", path,
+                                strerror(w < 0 ? errno : EIO));
+        p += w;
+        n -= (size_t)w;
+    }
+    return SL_OK;
+}
+
+/* ---- the fingerprint ---------------------------------------------------------------- */
+
+static void
+sha_u64(struct sl_sha256 *s, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    sl_sha256_update(s, b, sizeof(b));
+}
+
+static void
+sha_str(struct sl_sha256 *s, const char *text)
+{
+    size_t n = strlen(text);
+    sha_u64(s, n);
+    sl_sha256_update(s, text, n);
+}
+
+static void
+sha_grid(struct sl_sha256 *s, const struct sl_grid *g)
+{
+    sha_u64(s, g->rank);
+    for (uint32_t d = 0; d < g->rank; d++) {
+        sha_u64(s, g->shape[d]);
+        sha_u64(s, g->chunk[d]);
+        sha_u64(s, g->n_chunks[d]);
+        for (uint64_t k = 0; g->bounds[d] != NULL && k <= g->n_chunks[d]; k++)
+            sha_u64(s, g->bounds[d][k]);
+    }
+}
+
+/* An operation's parameters, field by field (no padding bytes). */
+static void
+sha_op(struct sl_sha256 *s, const struct sl_op *op)
+{
+    sha_str(s, op->desc->name);
+    sha_u64(s, (uint64_t)op->in_dtype);
+    sha_u64(s, (uint64_t)op->out_dtype);
+    for (int i = 0; i < SL_OP_MAX_PARAMS; i++) {
+        const struct sl_op_value *v = &op->args.value[i];
+        char num[40];
+        snprintf(num, sizeof(num), "%.17g", v->number);
+        sha_u64(s, v->set);
+        sha_str(s, num);
+        sha_u64(s, (uint64_t)v->dtype);
+        sha_u64(s, (uint64_t)v->method);
+        sha_u64(s, v->n_factors);
+        for (uint32_t d = 0; d < v->n_factors && d < SL_MAX_RANK; d++)
+            sha_u64(s, v->factors[d]);
+    }
+}
+
+/* The graph and its plan: every node as it computes, and the stages. */
+static void
+fp_graph(const sl_plan *plan, struct fp_item *it)
+{
+    const sl_graph *g = plan->graph;
+    struct sl_sha256 s;
+    sl_sha256_init(&s);
+    sha_u64(&s, g->n_nodes);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const struct sl__node *n = &g->nodes[i];
+        sha_u64(&s, (uint64_t)n->kind);
+        sha_str(&s, n->name);
+        sha_str(&s, n->op_name);
+        sha_u64(&s, (uint64_t)n->dtype);
+        sha_grid(&s, &n->grid);
+        sha_u64(&s, n->n_inputs);
+        for (uint32_t k = 0; k < n->n_inputs; k++)
+            sha_u64(&s, n->inputs[k]);
+        for (uint32_t d = 0; d < n->grid.rank; d++) {
+            sha_u64(&s, n->shard_chunks[d]);
+            sha_u64(&s, n->map[d].num);
+            sha_u64(&s, n->map[d].den);
+            sha_u64(&s, n->map[d].halo_lo);
+            sha_u64(&s, n->map[d].halo_hi);
+        }
+        if (n->has_op)
+            sha_op(&s, &n->op);
+    }
+    for (uint32_t k = 0; k < plan->fusion.n_stages; k++) {
+        sha_u64(&s, plan->fusion.stages[k].root);
+        sha_u64(&s, plan->fusion.stages[k].phase);
+    }
+    uint8_t d[SL_SHA256_BYTES];
+    sl_sha256_final(&s, d);
+    snprintf(it->name, sizeof(it->name), "graph");
+    sl_sha256_hex(d, it->hex);
+}
+
+/* An array's metadata as it bears on bytes: layout, dtype, fill, codecs. */
+static void
+fp_array(const char *kind, const struct sl__node *n, struct fp_item *it)
+{
+    const sl_array *a = n->u.io.array;
+    struct sl_sha256 s;
+    sl_sha256_init(&s);
+    uint32_t rank = sl_array_rank(a);
+    sha_u64(&s, (uint64_t)sl_array_zarr_format(a));
+    sha_u64(&s, (uint64_t)sl_array_dtype(a));
+    sha_u64(&s, rank);
+    for (uint32_t d = 0; d < rank; d++) {
+        sha_u64(&s, sl_array_shape(a)[d]);
+        sha_u64(&s, sl_array_chunk_shape(a)[d]);
+        sha_u64(&s, sl_array_shard_shape(a) != NULL ? sl_array_shard_shape(a)[d] : 0);
+    }
+    char text[1024];
+    sl_array_codecs_describe(a, text, sizeof(text));
+    sha_str(&s, text);
+    sl_array_fill_describe(a, text, sizeof(text));
+    sha_str(&s, text);
+    uint8_t d[SL_SHA256_BYTES];
+    sl_sha256_final(&s, d);
+    snprintf(it->name, sizeof(it->name), "%s:%s", kind, n->name);
+    for (char *c = it->name; *c != '\0'; c++)
+        if (*c == ' ' || *c == '\n')
+            *c = '_';
+    sl_sha256_hex(d, it->hex);
+}
+
+static sl_status
+fingerprint_make(const sl_plan *plan, struct fingerprint *fp, struct sl_error *err)
+{
+    const sl_graph *g = plan->graph;
+    uint32_t n = 2;
+    for (uint32_t i = 0; i < g->n_nodes; i++)
+        n += g->nodes[i].kind == SL_NODE_GET || g->nodes[i].kind == SL_NODE_PUT;
+    fp->items = calloc(n, sizeof(*fp->items));
+    if (fp->items == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a journal's fingerprint");
+    fp->n = 0;
+    fp_graph(plan, &fp->items[fp->n++]);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const struct sl__node *nd = &g->nodes[i];
+        if (nd->kind == SL_NODE_GET || nd->kind == SL_NODE_PUT)
+            fp_array(nd->kind == SL_NODE_GET ? "input" : "output", nd, &fp->items[fp->n++]);
+    }
+    struct fp_item *o = &fp->items[fp->n++];
+    snprintf(o->name, sizeof(o->name), "option:missing");
+    uint8_t d[SL_SHA256_BYTES];
+    const char *v = plan->opts.missing_is_error ? "error" : "fill";
+    sl_sha256(v, strlen(v), d);
+    sl_sha256_hex(d, o->hex);
+    return SL_OK;
+}
+
+/* Name the items of `old` (n_old) and `now` that differ, in `err`. */
+static sl_status
+fingerprint_compare(const struct fp_item *old, uint32_t n_old, const struct fingerprint *now,
+                    const char *path, struct sl_error *err)
+{
+    char what[512];
+    size_t len = 0;
+    uint32_t n_diff = 0;
+    what[0] = '\0';
+    for (uint32_t i = 0; i < now->n; i++) {
+        const struct fp_item *o = NULL;
+        for (uint32_t k = 0; k < n_old && o == NULL; k++)
+            if (strcmp(old[k].name, now->items[i].name) == 0)
+                o = &old[k];
+        if (o != NULL && strcmp(o->hex, now->items[i].hex) == 0)
+            continue;
+        n_diff++;
+        sl__strbuf_append(what, sizeof(what), &len, "%s%s%s", len > 0 ? ", " : "",
+                          now->items[i].name, o == NULL ? " (new)" : "");
+    }
+    for (uint32_t k = 0; k < n_old; k++) {
+        bool seen = false;
+        for (uint32_t i = 0; i < now->n && !seen; i++)
+            seen = strcmp(old[k].name, now->items[i].name) == 0;
+        if (!seen) {
+            n_diff++;
+            sl__strbuf_append(what, sizeof(what), &len, "%s%s (gone)", len > 0 ? ", " : "",
+                              old[k].name);
+        }
+    }
+    if (n_diff == 0)
+        return SL_OK;
+    return sl_error_set(err, SL_ECONFLICT, NULL,
+                        "journal %s was written for another computation: %s changed (graph: "
+                        "the nodes or their parameters; input:/output:<node>: that array's "
+                        "metadata; option: a setting)",
+                        path, what);
+}
+
+/* ---- reading --------------------------------------------------------------------- */
+
+/* What a journal file holds. */
+struct journal_read {
+    char *data;                         /* the file, NUL-terminated; owned */
+    size_t size;                        /* its bytes */
+    struct fp_item *items;              /* its fingerprint; owned */
+    uint32_t n_items;                   /* items */
+    uint32_t cap_items;                 /* allocated */
+    struct sl_journal_staging *staging; /* the header's staging directories; owned */
+    uint32_t n_staging;                 /* how many */
+    size_t body;                        /* offset of the first record after "begin" */
+    int64_t damaged_at;                 /* first damaged line's offset, or -1 */
+};
+
+static void
+journal_read_fini(struct journal_read *r)
+{
+    free(r->data);
+    free(r->items);
+    free(r->staging);
+}
+
+static sl_status
+file_slurp(const char *path, struct journal_read *r, struct sl_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return sl_error_set(err, errno == ENOENT ? SL_ENOTFOUND : SL_EIO, NULL,
+                            "journal %s: cannot read it: %s", path, strerror(errno));
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf != NULL) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *bigger = cap > SIZE_MAX / 4 ? NULL : realloc(buf, cap * 2 + 1);
+        if (bigger == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    bool bad = ferror(f) != 0;
+    fclose(f);
+    if (buf == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "journal %s: no memory to read it", path);
+    if (bad) {
+        free(buf);
+        return sl_error_set(err, SL_EIO, NULL, "journal %s: reading it failed", path);
+    }
+    buf[n] = '\0';
+    r->data = buf;
+    r->size = n;
+    return SL_OK;
+}
+
+/* The next line at *pos: its payload (sum checked, cut off) or NULL when
+ * damaged (or a last line without its newline); *pos moves past it. */
+static char *
+next_line(struct journal_read *r, size_t *pos, bool *at_end)
+{
+    *at_end = *pos >= r->size;
+    if (*at_end)
+        return NULL;
+    char *line = r->data + *pos;
+    char *nl = memchr(line, '\n', r->size - *pos);
+    if (nl == NULL) {
+        *pos = r->size;
+        return NULL;
+    }
+    *nl = '\0';
+    *pos = (size_t)(nl - r->data) + 1;
+    if (memchr(line, '\0', (size_t)(nl - line)) != NULL)
+        return NULL;
+    return line_check(line, (size_t)(nl - line));
+}
+
+static sl_status
+add_item(struct journal_read *r, const char *text, const char *path, size_t at,
+         struct sl_error *err)
+{
+    const char *sp = strrchr(text, ' ');
+    if (sp == NULL || strlen(sp + 1) != SL_SHA256_HEX_CHARS || (size_t)(sp - text) >= ITEM_NAME_MAX)
+        return sl_error_set(err, SL_ECORRUPT, NULL,
+                            "journal %s: malformed fingerprint line at byte %zu", path, at);
+    if (r->n_items == r->cap_items) {
+        uint32_t cap = r->cap_items ? r->cap_items * 2 : 16;
+        struct fp_item *m = realloc(r->items, cap * sizeof(*m));
+        if (m == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL, "journal %s: no memory", path);
+        r->items = m;
+        r->cap_items = cap;
+    }
+    struct fp_item *it = &r->items[r->n_items++];
+    memcpy(it->name, text, (size_t)(sp - text));
+    it->name[sp - text] = '\0';
+    memcpy(it->hex, sp + 1, SL_SHA256_HEX_CHARS + 1);
+    return SL_OK;
+}
+
+/* "<dev> <ino> <path>" into `out`; false when malformed. */
+static bool
+staging_parse(const char *p, struct sl_journal_staging *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long dev = strtoull(p, &end, 10);
+    if (errno != 0 || end == p || *end != ' ')
+        return false;
+    const char *q = end + 1;
+    unsigned long long ino = strtoull(q, &end, 10);
+    if (errno != 0 || end == q || *end != ' ' || strlen(end + 1) >= sizeof(out->path))
+        return false;
+    out->dev = dev;
+    out->ino = ino;
+    sl__strlcpy(out->path, end + 1, sizeof(out->path));
+    return true;
+}
+
+/* Read the file and its header; the body is left for journal_read_units. */
+static sl_status
+journal_read_header(const char *path, struct journal_read *r, struct sl_error *err)
+{
+    memset(r, 0, sizeof(*r));
+    r->damaged_at = -1;
+    SL_TRY(file_slurp(path, r, err));
+    size_t pos = 0;
+    bool at_end;
+    size_t at = pos;
+    char *p = next_line(r, &pos, &at_end);
+    if (p == NULL || strcmp(p, JOURNAL_MAGIC) != 0)
+        return sl_error_set(
+            err, SL_ECORRUPT, NULL, "journal %s: %s at byte 0 (remove it to start the run afresh)",
+            path, at_end ? "empty" : "not a sluice journal, or its first line is damaged");
+    for (;;) {
+        at = pos;
+        p = next_line(r, &pos, &at_end);
+        if (p == NULL)
+            return sl_error_set(err, SL_ECORRUPT, NULL,
+                                "journal %s: its header is %s at byte %zu (remove it to start "
+                                "the run afresh)",
+                                path, at_end ? "cut short" : "damaged", at);
+        if (strncmp(p, "fp ", 3) == 0)
+            SL_TRY(add_item(r, p + 3, path, at, err));
+        else if (strncmp(p, "staging ", 8) == 0) {
+            if (r->staging == NULL)
+                r->staging = calloc(SL_JOURNAL_MAX_STAGING, sizeof(*r->staging));
+            if (r->staging == NULL)
+                return sl_error_set(err, SL_ENOMEM, NULL, "journal %s: no memory", path);
+            if (r->n_staging == SL_JOURNAL_MAX_STAGING ||
+                !staging_parse(p + 8, &r->staging[r->n_staging++]))
+                return sl_error_set(err, SL_ECORRUPT, NULL,
+                                    "journal %s: malformed staging line at byte %zu", path, at);
+        } else if (strcmp(p, "begin") == 0)
+            break;
+        else
+            return sl_error_set(err, SL_ECORRUPT, NULL,
+                                "journal %s: unknown header line at byte %zu", path, at);
+    }
+    r->body = pos;
+    return SL_OK;
+}
+
+/* Parse "u <put> <unit>"; false when malformed or out of range. */
+static bool
+unit_parse(const char *p, const sl_journal *j, uint32_t *put, uint64_t *unit)
+{
+    char *end;
+    errno = 0;
+    unsigned long long a = strtoull(p + 2, &end, 10);
+    if (errno != 0 || end == p + 2 || *end != ' ' || a >= j->plan->n_puts)
+        return false;
+    const char *q = end + 1;
+    unsigned long long b = strtoull(q, &end, 10);
+    if (errno != 0 || end == q || *end != '\0' || b >= j->puts[a].units.n_total)
+        return false;
+    *put = (uint32_t)a;
+    *unit = b;
+    return true;
+}
+
+static void
+bit_set(struct journal_put *jp, uint64_t unit)
+{
+    uint8_t m = (uint8_t)(1u << (unit % 8));
+    if ((jp->done[unit / 8] & m) == 0) {
+        jp->done[unit / 8] |= m;
+        jp->n_done++;
+    }
+}
+
+static bool
+bit_get(const struct journal_put *jp, uint64_t unit)
+{
+    return (jp->done[unit / 8] >> (unit % 8)) & 1u;
+}
+
+/* The records of the body, up to the first damaged line. */
+static void
+journal_read_units(sl_journal *j, struct journal_read *r)
+{
+    size_t pos = r->body;
+    for (;;) {
+        size_t at = pos;
+        bool at_end;
+        char *p = next_line(r, &pos, &at_end);
+        if (at_end)
+            return;
+        uint32_t put;
+        uint64_t unit;
+        if (p == NULL || strncmp(p, "u ", 2) != 0 || !unit_parse(p, j, &put, &unit)) {
+            r->damaged_at = (int64_t)at;
+            j->info.damaged_at = (int64_t)at;
+            /* This line and every one after it. */
+            for (size_t k = at; k < r->size; k++)
+                j->info.records_ignored += r->data[k] == '\n' || r->data[k] == '\0';
+            j->info.records_ignored += r->size > 0 && r->data[r->size - 1] != '\n';
+            return;
+        }
+        bit_set(&j->puts[put], unit);
+    }
+}
+
+/* ---- trust across puts -------------------------------------------------------------- */
+
+/* Whether node `id` depends on a get of array `a`: walks its inputs. */
+static bool
+reads_array(const sl_graph *g, uint32_t id, const sl_array *a, uint32_t depth)
+{
+    const struct sl__node *n = &g->nodes[id];
+    if (n->kind == SL_NODE_GET)
+        return sl__array_same(n->u.io.array, a);
+    if (depth > g->n_nodes)
+        return false;
+    for (uint32_t k = 0; k < n->n_inputs; k++)
+        if (reads_array(g, n->inputs[k], a, depth + 1))
+            return true;
+    return false;
+}
+
+/*
+ * A put that reads (through gets) the array of an earlier put with units
+ * not done would read units that run again: none of its records are
+ * trusted.  Puts in phase order, so that distrust passes on.
+ */
+static void
+journal_distrust(sl_journal *j)
+{
+    const sl_plan *plan = j->plan;
+    const sl_graph *g = plan->graph;
+    uint32_t n_phases = 0;
+    for (uint32_t s = 0; s < plan->fusion.n_stages; s++)
+        if (plan->fusion.stages[s].phase + 1 > n_phases)
+            n_phases = plan->fusion.stages[s].phase + 1;
+    for (uint32_t ph = 0; ph < n_phases; ph++)
+        for (uint32_t q = 0; q < plan->n_puts; q++) {
+            const struct sl__node *nq = &g->nodes[plan->puts[q].node];
+            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph ||
+                j->puts[q].n_done == 0)
+                continue;
+            for (uint32_t p = 0; p < plan->n_puts; p++) {
+                const struct sl__node *np = &g->nodes[plan->puts[p].node];
+                if (p == q || np->kind != SL_NODE_PUT ||
+                    j->puts[p].n_done == j->puts[p].units.n_total ||
+                    !reads_array(g, nq->id, np->u.io.array, 0))
+                    continue;
+                j->info.units_dropped += j->puts[q].n_done;
+                memset(j->puts[q].done, 0, (size_t)((j->puts[q].units.n_total + 7) / 8));
+                j->puts[q].n_done = 0;
+                break;
+            }
+        }
+}
+
+/* ---- opening and closing ------------------------------------------------------------ */
+
+static void
+journal_free(sl_journal *j)
+{
+    for (uint32_t i = 0; j->puts != NULL && i < j->plan->n_puts; i++) {
+        free(j->puts[i].done);
+        if (j->puts[i].units.rank > 0)
+            sl_grid_fini(&j->puts[i].units);
+    }
+    free(j->puts);
+    if (j->fd >= 0)
+        close(j->fd);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+/* A unit grid and an empty bitmap per put. */
+static sl_status
+journal_puts_init(sl_journal *j, struct sl_error *err)
+{
+    const sl_plan *plan = j->plan;
+    j->puts = calloc(plan->n_puts > 0 ? plan->n_puts : 1, sizeof(*j->puts));
+    if (j->puts == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for a journal");
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        const struct sl__node *n = sl__graph_node(plan->graph, plan->puts[i].node);
+        struct journal_put *jp = &j->puts[i];
+        if (n->kind == SL_NODE_PUT)
+            SL_TRY(sl_array_shard_grid(n->u.io.array, &jp->units, err));
+        /* Putters hand chunks to a function: they have no units (n_total 0). */
+        jp->done = calloc((size_t)((jp->units.n_total + 7) / 8) + 1, 1);
+        if (jp->done == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL,
+                                "no memory for a journal of %" PRIu64 " units", jp->units.n_total);
+    }
+    return SL_OK;
+}
+
+/* Write the header and the records trusted to `path`'s temporary file and
+ * rename it over `path`; the file stays open for appending. */
+static sl_status
+journal_write_start(sl_journal *j, const char *path, const struct fingerprint *fp,
+                    const char *const *staging, uint32_t n_staging, struct sl_error *err)
+{
+    char tmp[PATH_MAX + 16];
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+        return sl_error_set(err, SL_EINVAL, NULL, "journal %s: path too long", path);
+    j->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (j->fd < 0)
+        return sl_error_set(err, SL_EIO, NULL, "journal %s: cannot create %s: %s", path, tmp,
+                            strerror(errno));
+    char line[LINE_MAX_BYTES];
+    j->len = 0;
+    (void)line_put(j->buf, sizeof(j->buf), &j->len, JOURNAL_MAGIC);
+    for (uint32_t i = 0; i < fp->n; i++) {
+        snprintf(line, sizeof(line), "fp %s %s", fp->items[i].name, fp->items[i].hex);
+        if (!line_put(j->buf, sizeof(j->buf), &j->len, line)) {
+            SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
+            j->len = 0;
+            (void)line_put(j->buf, sizeof(j->buf), &j->len, line);
+        }
+    }
+    for (uint32_t i = 0; i < n_staging; i++) {
+        struct stat sb;
+        if (strchr(staging[i], '\n') != NULL || stat(staging[i], &sb) != 0)
+            return sl_error_set(
+                err, SL_EIO, NULL, "journal %s: cannot look at \"%s\": %s", path, staging[i],
+                strchr(staging[i], '\n') ? "a newline in its name" : strerror(errno));
+        snprintf(line, sizeof(line), "staging %llu %llu %s", (unsigned long long)sb.st_dev,
+                 (unsigned long long)sb.st_ino, staging[i]);
+        if (!line_put(j->buf, sizeof(j->buf), &j->len, line)) {
+            SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
+            j->len = 0;
+            (void)line_put(j->buf, sizeof(j->buf), &j->len, line);
+        }
+    }
+    if (!line_put(j->buf, sizeof(j->buf), &j->len, "begin")) {
+        SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
+        j->len = 0;
+        (void)line_put(j->buf, sizeof(j->buf), &j->len, "begin");
+    }
+    for (uint32_t p = 0; p < j->plan->n_puts; p++)
+        for (uint64_t u = 0; u < j->puts[p].units.n_total; u++) {
+            if (!bit_get(&j->puts[p], u))
+                continue;
+            snprintf(line, sizeof(line), "u %" PRIu32 " %" PRIu64, p, u);
+            if (!line_put(j->buf, sizeof(j->buf), &j->len, line)) {
+                SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
+                j->len = 0;
+                (void)line_put(j->buf, sizeof(j->buf), &j->len, line);
+            }
+        }
+    SL_TRY(write_all(j->fd, j->buf, j->len, path, err));
+    j->len = 0;
+    if (fdatasync(j->fd) != 0 || rename(tmp, path) != 0)
+        return sl_error_set(err, SL_EIO, NULL, "journal %s: cannot put it in place: %s", path,
+                            strerror(errno));
+    return SL_OK;
+}
+
+sl_journal *
+sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *opts,
+                struct sl_error *err)
+{
+    struct sl_journal_opts o = opts != NULL ? *opts : SL_JOURNAL_OPTS_DEFAULT;
+    if (plan == NULL || path == NULL || path[0] == '\0') {
+        sl_error_set(err, SL_EINVAL, NULL, "sl_journal_open needs a plan and a path");
+        return NULL;
+    }
+    if (o.n_staging > SL_JOURNAL_MAX_STAGING) {
+        sl_error_set(err, SL_EINVAL, NULL, "journal %s: %" PRIu32 " directories; at most %d", path,
+                     o.n_staging, SL_JOURNAL_MAX_STAGING);
+        return NULL;
+    }
+    if (plan->journal != NULL) {
+        sl_error_set(err, SL_ESTATE, NULL, "journal %s: the plan has a journal already", path);
+        return NULL;
+    }
+    sl_journal *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+        sl_error_set(err, SL_ENOMEM, NULL, "no memory for journal %s", path);
+        return NULL;
+    }
+    j->plan = plan;
+    j->fd = -1;
+    sl__strlcpy(j->path, path, sizeof(j->path));
+    j->info.damaged_at = -1;
+    j->io_err = SL_ERROR_INIT;
+    j->interval_ns = (uint64_t)((o.sync_interval_s > 0 ? o.sync_interval_s : 0) * 1e9);
+    pthread_mutex_init(&j->mu, NULL);
+    struct fingerprint fp = {0};
+    struct journal_read r;
+    memset(&r, 0, sizeof(r));
+    sl_status st = journal_puts_init(j, err);
+    if (st == SL_OK)
+        st = fingerprint_make(plan, &fp, err);
+    if (st == SL_OK && o.resume) {
+        st = journal_read_header(path, &r, err);
+        if (st == SL_OK)
+            st = fingerprint_compare(r.items, r.n_items, &fp, path, err);
+        if (st == SL_OK) {
+            journal_read_units(j, &r);
+            journal_distrust(j);
+            for (uint32_t p = 0; p < plan->n_puts; p++)
+                j->info.units_done += j->puts[p].n_done;
+        }
+    }
+    if (st == SL_OK)
+        st = journal_write_start(j, path, &fp, o.staging, o.n_staging, err);
+    journal_read_fini(&r);
+    free(fp.items);
+    if (st != SL_OK) {
+        journal_free(j);
+        return NULL;
+    }
+    j->last_sync_ns = sl__journal_now_ns();
+    plan->journal = j;
+    return j;
+}
+
+void
+sl_journal_get_info(const sl_journal *j, struct sl_journal_info *out)
+{
+    *out = j->info;
+}
+
+/* Write what is buffered and sync it (under mu). */
+static void
+journal_flush_locked(sl_journal *j)
+{
+    if (j->len > 0 && j->io_err.code == SL_OK)
+        (void)write_all(j->fd, j->buf, j->len, j->path, &j->io_err);
+    j->len = 0;
+    if (j->io_err.code == SL_OK && fdatasync(j->fd) != 0)
+        sl_error_set(&j->io_err, SL_EIO, NULL, "journal %s: cannot sync it: %s", j->path,
+                     strerror(errno));
+    j->last_sync_ns = sl__journal_now_ns();
+}
+
+sl_status
+sl_journal_close(sl_journal *j, struct sl_error *err)
+{
+    if (j == NULL)
+        return SL_OK;
+    pthread_mutex_lock(&j->mu);
+    journal_flush_locked(j);
+    pthread_mutex_unlock(&j->mu);
+    sl_status st = j->io_err.code;
+    if (st != SL_OK && err != NULL && err->code == SL_OK)
+        *err = j->io_err;
+    if (close(j->fd) != 0 && st == SL_OK)
+        st = sl_error_set(err, SL_EIO, NULL, "journal: closing it failed: %s", strerror(errno));
+    j->fd = -1;
+    if (j->plan->journal == j)
+        j->plan->journal = NULL;
+    journal_free(j);
+    return st;
+}
+
+sl_status
+sl_journal_read_staging(const char *path, struct sl_journal_staging *out, uint32_t cap, uint32_t *n,
+                        struct sl_error *err)
+{
+    struct journal_read r;
+    *n = 0;
+    sl_status st = journal_read_header(path, &r, err);
+    if (st == SL_OK && r.n_staging > cap)
+        st = sl_error_set(err, SL_ECORRUPT, NULL,
+                          "journal %s names %" PRIu32 " directories; at most %" PRIu32, path,
+                          r.n_staging, cap);
+    if (st == SL_OK) {
+        for (uint32_t i = 0; i < r.n_staging; i++)
+            out[i] = r.staging[i];
+        *n = r.n_staging;
+    }
+    journal_read_fini(&r);
+    return st;
+}
+
+sl_status
+sl_journal_check(const sl_plan *plan, const char *path, struct sl_error *err)
+{
+    struct fingerprint fp = {0};
+    struct journal_read r;
+    memset(&r, 0, sizeof(r));
+    sl_status st = fingerprint_make(plan, &fp, err);
+    if (st == SL_OK)
+        st = journal_read_header(path, &r, err);
+    if (st == SL_OK)
+        st = fingerprint_compare(r.items, r.n_items, &fp, path, err);
+    journal_read_fini(&r);
+    free(fp.items);
+    return st;
+}
+
+/* ---- the executor's side ------------------------------------------------------------ */
+
+uint64_t
+sl__journal_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const struct sl_grid *
+sl__journal_units(const sl_journal *j, uint32_t put)
+{
+    return &j->puts[put].units;
+}
+
+bool
+sl__journal_done(const sl_journal *j, uint32_t put, uint64_t unit)
+{
+    const struct journal_put *jp = &j->puts[put];
+    return unit < jp->units.n_total && bit_get(jp, unit);
+}
+
+void
+sl__journal_record(sl_journal *j, uint32_t put, uint64_t unit)
+{
+    char line[64];
+    snprintf(line, sizeof(line), "u %" PRIu32 " %" PRIu64, put, unit);
+    pthread_mutex_lock(&j->mu);
+    /* Written at once, so a killed process loses no record; synced in
+     * batches, as durability against a crash of the machine costs more. */
+    (void)line_put(j->buf, sizeof(j->buf), &j->len, line);
+    if (j->io_err.code == SL_OK)
+        (void)write_all(j->fd, j->buf, j->len, j->path, &j->io_err);
+    j->len = 0;
+    if (sl__journal_now_ns() - j->last_sync_ns >= j->interval_ns)
+        journal_flush_locked(j);
+    pthread_mutex_unlock(&j->mu);
+}
