@@ -71,7 +71,10 @@ SL_API SL_NODISCARD sl_status sl_ome_multiscale_read(sl_store *store, const char
  * sl_ome_multiscale_read on attributes already read: `attributes_json`, a
  * JSON object as sl_group_attributes gives it; `source` names it in
  * errors (NULL: "attributes").
- * @return as sl_ome_multiscale_read, without the store's errors.
+ * @return SL_OK; SL_ENOTFOUND (no such image); SL_EINVAL (arguments
+ * missing); SL_EPARSE (not JSON, or not OME-Zarr as written); SL_EUNSUPPORTED
+ * (too many axes or levels): as sl_ome_multiscale_read, without the
+ * store's errors.
  * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_ome_multiscale_parse(const char *attributes_json,
