@@ -20,34 +20,6 @@
 
 /* ---- the document pass ------------------------------------------------------------ */
 
-sl_store *
-sl__jstore_open_url(sl_graph_json *doc, const char *full_path, const char *endpoint,
-                    const char *region, bool missing_on_403, bool writable, struct sl_error *err)
-{
-    struct sl_url_store_opts so = SL_URL_STORE_OPTS_DEFAULT;
-    so.fs.create = false;
-    so.fs.read_only = !writable;
-    so.fs.alloc = &doc->alloc;
-    so.http.alloc = &doc->alloc;
-    so.http.missing_on_403 = missing_on_403 || doc->opts.missing_on_403;
-    so.s3.endpoint = endpoint != NULL ? endpoint : doc->opts.endpoint;
-    so.s3.region = region != NULL ? region : doc->opts.region;
-    so.s3.anonymous = doc->opts.no_sign_request;
-    so.s3.read_only = !writable;
-    if (doc->opts.io_concurrency > 0 || doc->run.io_concurrency > 0)
-        so.http.io_concurrency =
-            doc->opts.io_concurrency > 0 ? doc->opts.io_concurrency : doc->run.io_concurrency;
-    if (doc->opts.io_attempts > 0 || doc->run.io_attempts > 0)
-        so.http.max_attempts =
-            doc->opts.io_attempts > 0 ? doc->opts.io_attempts : doc->run.io_attempts;
-    if (doc->opts.io_deadline_s > 0 || doc->run.io_deadline_s > 0)
-        so.http.request_deadline_s =
-            doc->opts.io_deadline_s > 0 ? doc->opts.io_deadline_s : doc->run.io_deadline_s;
-    sl_http_store_opts_fit_budget(&so.http,
-                                  doc->opts.memory > 0 ? doc->opts.memory : doc->run.memory_budget);
-    return sl_store_open_url(full_path, &so, err);
-}
-
 /* An array that must exist: open it (for writing too when `writable`). */
 static void
 array_open_existing(sl_graph_json *doc, struct sl__jarray *a, bool writable)

@@ -6,7 +6,9 @@
  * "overwrite": "in-place" empties an existing node first instead.  S3 has
  * no rename of a prefix: an s3:// node is written where it is, its old
  * node (when "overwrite" allows) deleted first, so a failed or killed run
- * leaves the new node's metadata with the chunks written so far.
+ * leaves the new node's metadata with the chunks written so far.  Here
+ * too: the stores of a file's arrays and nodes, local, http(s) or s3://,
+ * opened with the file's remote options.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -82,6 +84,35 @@ sl__jreplace_find(sl_graph_json *doc, const char *full_path)
  * opening) makes room first: the check of the document pass again, since
  * time has passed, then the old node's keys deleted when "overwrite"
  * allows. */
+/* see load_json_internal.h */
+sl_store *
+sl__jstore_open_url(sl_graph_json *doc, const char *full_path, const char *endpoint,
+                    const char *region, bool missing_on_403, bool writable, struct sl_error *err)
+{
+    struct sl_url_store_opts so = SL_URL_STORE_OPTS_DEFAULT;
+    so.fs.create = false;
+    so.fs.read_only = !writable;
+    so.fs.alloc = &doc->alloc;
+    so.http.alloc = &doc->alloc;
+    so.http.missing_on_403 = missing_on_403 || doc->opts.missing_on_403;
+    so.s3.endpoint = endpoint != NULL ? endpoint : doc->opts.endpoint;
+    so.s3.region = region != NULL ? region : doc->opts.region;
+    so.s3.anonymous = doc->opts.no_sign_request;
+    so.s3.read_only = !writable;
+    if (doc->opts.io_concurrency > 0 || doc->run.io_concurrency > 0)
+        so.http.io_concurrency =
+            doc->opts.io_concurrency > 0 ? doc->opts.io_concurrency : doc->run.io_concurrency;
+    if (doc->opts.io_attempts > 0 || doc->run.io_attempts > 0)
+        so.http.max_attempts =
+            doc->opts.io_attempts > 0 ? doc->opts.io_attempts : doc->run.io_attempts;
+    if (doc->opts.io_deadline_s > 0 || doc->run.io_deadline_s > 0)
+        so.http.request_deadline_s =
+            doc->opts.io_deadline_s > 0 ? doc->opts.io_deadline_s : doc->run.io_deadline_s;
+    sl_http_store_opts_fit_budget(&so.http,
+                                  doc->opts.memory > 0 ? doc->opts.memory : doc->run.memory_budget);
+    return sl_store_open_url(full_path, &so, err);
+}
+
 static sl_store *
 s3_node_store(sl_graph_json *doc, const struct sl__jdest *d, struct sl_error *err)
 {

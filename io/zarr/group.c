@@ -341,30 +341,6 @@ sl_group_member_open(const struct sl_group_member *m, const struct sl_array_opts
 
 /* see zarr_internal.h */
 sl_status
-sl__v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out, struct sl_error *err)
-{
-    struct sl_buf text = SL_BUF_INIT;
-    bool found = false;
-    sl_status st = sl__meta_get_optional(store, key, &text, &found, err);
-    json_t *root = NULL;
-    if (st == SL_OK && found)
-        st = sl__json_parse((const char *)text.data, text.size, key, &root, err);
-    if (st == SL_OK && found && !json_is_object(root)) {
-        st = sl_error_set_path(err, SL_EPARSE, "", "expected a JSON object of attributes");
-        sl_error_set_source(err, key);
-    }
-    out->size = 0;
-    if (st == SL_OK && found)
-        st = sl__json_dump(root, JSON_COMPACT, out, err);
-    else if (st == SL_OK && (st = sl_buf_append(out, "{}", 3, err)) == SL_OK)
-        out->size = 2;
-    json_decref(root);
-    sl_buf_fini(&text);
-    return st;
-}
-
-/* see zarr_internal.h */
-sl_status
 sl__group_attributes(sl_store *store, const char *path, struct sl_buf *out, char *source,
                      size_t source_size, struct sl_error *err)
 {

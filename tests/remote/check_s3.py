@@ -249,7 +249,14 @@ def main():
         local = os.path.join(tmp, "v3s.zarr")
         want = run("checksum", local).stdout.split()[0]
         dst = "s3://%s/out/copy.zarr" % s.bucket
-        run("copy", local, dst, *ep, "--no-progress", "--shards", "64,64", env=env)
+        report = os.path.join(tmp, "s3-report.json")
+        run("copy", local, dst, *ep, "--no-progress", "--shards", "64,64", "--report", report,
+            env=env)
+        puts = json.load(open(report))["puts"] if os.path.exists(report) else []
+        # s3rver (through s3rver_run.cjs) honours If-None-Match / If-Match: the
+        # store's probe finds so, and the report says the writes were conditional.
+        expect(len(puts) == 1 and puts[0].get("conditional_writes") == "honoured",
+               f"the report says S3 writes were conditional: {puts}")
         got = run("checksum", dst, *ep, env=env).stdout.split()
         expect(got and got[0] == want, f"copy to s3://: checksum {got[:1]}, local {want}")
         p = run("copy", local, dst, *ep, "--no-progress", env=env, want=2)
