@@ -153,6 +153,28 @@ def check_interop(s, root, tmp, data):
         rc, out, err, _ = run("info", s.proxy_url + name)
         expect(rc == 0 and shape in out and s.proxy_url + name in out,
                f"sluice info {s.proxy_url + name}: rc {rc}, out {out!r}, err {err.strip()}")
+    # sluice preview over HTTP draws the same picture as from disk, reading
+    # only the plane's chunks (one row of 8 chunks of v2u16's 8 x 8 grid).
+    for name, extra in (("v2u16", ["--axes", "0,1"]), ("v3f32s", ["--index", "3"])):
+        pics = []
+        for src in (os.path.join(root, name), s.proxy_url + name):
+            png = os.path.join(tmp, "preview-%d.png" % len(pics))
+            s.clear_log()
+            rc, _, err, _ = run("preview", src, "-o", png, "--range", "0,1000", *extra)
+            expect(rc == 0, f"preview of {src}: rc {rc}: {err.strip()}")
+            pics.append(open(png, "rb").read() if rc == 0 else b"")
+        expect(pics[0] and pics[0] == pics[1],
+               f"preview of {name} over HTTP: the PNG differs from the one read from disk")
+    # Plane 5 of v2i32 (10 x 20 x 30 in 4 x 8 x 16 chunks, "/" keys) lies in
+    # chunk row 1: its 3 x 2 chunks are read, none of the other 12.
+    s.clear_log()
+    rc, _, err, _ = run("preview", s.proxy_url + "v2i32", "-o", os.path.join(tmp, "plane.png"),
+                        "--index", "5")
+    keys = sorted(e["path"].split("/v2i32/", 1)[1] for e in s.log()
+                  if e["method"] == "GET" and re.search(r"/v2i32/\d+/\d+/\d+$", e["path"]))
+    want = sorted(f"1/{j}/{k}" for j in range(3) for k in range(2))
+    expect(rc == 0 and keys == want,
+           f"preview over HTTP reads only the plane's chunks: {keys}, expected {want}: {err}")
     for name in data:
         dst = os.path.join(tmp, "interop-" + name)
         s.clear_log()
