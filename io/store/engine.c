@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "engine_internal.h"
+#include "s3_internal.h"
 #include "store_internal.h"
 
 /* What a transfer's answer said, gathered by the header callback. */
@@ -412,7 +413,19 @@ engine_judge(struct curl_engine *e, struct transfer *t, CURLcode rc)
         return SL_EBOUNDS;
     }
     bool transient = rc == CURLE_OK ? status_transient(status) : curl_transient(rc);
-    if (rc == CURLE_OK) {
+    struct sl__s3_error_body s3 = {.code = ""};
+    struct sl_error ignored = SL_ERROR_INIT;
+    if (rc == CURLE_OK && e->o.s3_errors && req->body.size > 0 &&
+        sl__s3_error_parse((const char *)req->body.data, req->body.size, &s3, &ignored) == SL_OK &&
+        s3.code[0] != '\0') {
+        /* S3's own words; a refused signature names the key id used. */
+        snprintf(req->message, sizeof(req->message),
+                 "%s: HTTP %ld after %u attempt%s: S3 %s: %s%s%s%s", req->url, status,
+                 req->attempts, req->attempts == 1 ? "" : "s", s3.code, s3.message,
+                 status == 403 && e->o.key_id != NULL ? " (access key id " : "",
+                 status == 403 && e->o.key_id != NULL ? e->o.key_id : "",
+                 status == 403 && e->o.key_id != NULL ? ")" : "");
+    } else if (rc == CURLE_OK) {
         body_excerpt(&req->body, first, sizeof(first));
         snprintf(req->message, sizeof(req->message), "%s: HTTP %ld after %u attempt%s: \"%s\"",
                  req->url, status, req->attempts, req->attempts == 1 ? "" : "s", first);

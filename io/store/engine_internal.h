@@ -32,7 +32,10 @@ struct sl__engine_opts {
     long low_speed_bytes;     /* a transfer slower than this many bytes per second ... */
     long low_speed_s;         /* ... for this many seconds is cut and retried */
     bool missing_on_403;      /* a 403 means "absent" (Ceph's gateway) */
-    bool s3_errors;           /* a 404 naming NoSuchBucket is an error, not "absent" */
+    bool s3_errors;           /* a 404 naming NoSuchBucket is an error, not "absent";
+                                 S3's <Code> and <Message> quoted in messages */
+    const char *key_id;       /* S3: the access key id, named with a 403 (the secret
+                                 never is); NULL: none.  Lives as long as the engine */
     const char *user_agent;   /* sent with every request */
     /* Called before each try of each request, on the engine's thread: add
      * the headers it needs (an S3 signature over the method, URL, payload

@@ -247,7 +247,7 @@ s3_fail(const struct sl__http_req *req, const char *what, struct sl_error *err)
     sl_status st = req->status != SL_OK ? req->status : SL_EHTTP;
     if (req->body.size > 0 &&
         sl__s3_error_parse((const char *)req->body.data, req->body.size, &b, &ignored) == SL_OK &&
-        b.code[0] != '\0')
+        b.code[0] != '\0' && strstr(req->message, b.code) == NULL)
         return sl_error_set(err, st, NULL, "%s: %s (S3 %s: %s)", what, req->message, b.code,
                             b.message);
     return sl_error_set(err, st, NULL, "%s: %s", what, req->message);
@@ -895,6 +895,7 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
                                  .low_speed_s = ho.low_speed_s,
                                  .missing_on_403 = ho.missing_on_403,
                                  .s3_errors = true,
+                                 .key_id = x->cfg.anonymous ? NULL : x->cfg.access_key,
                                  .user_agent = "sluice",
                                  .sign = x->cfg.anonymous ? NULL : s3_sign,
                                  .sign_ctx = x};

@@ -200,6 +200,43 @@ def check_graph_writes(s, tmp):
           "chunk and rehearsals as for local outputs")
 
 
+SECRET_MARK = "Zq8v3kP0tWm9sJ4xR2"
+
+
+def check_secret_kept(s3serve):
+    """The secret never shows: not in any output, report, journal, trace or status map of a
+    run writing to S3, an explain, a dry run, or the failures of a wrong secret."""
+    with tempfile.TemporaryDirectory(prefix="sluice-keep-") as tmp, \
+            s3serve.s3serve(secret_key=SECRET_MARK) as s:
+        env = aws_env(tmp, SECRET_MARK)
+        ep = ("--endpoint", s.proxy_url)
+        local = os.path.join(tmp, "in.zarr")
+        run("generate", local, "--shape", "64,64", "--chunks", "32,32", "--no-progress")
+        url = "s3://%s/secret/out.zarr" % s.bucket
+        files = [os.path.join(tmp, n) for n in ("report.json", "trace.json", "map.png")]
+        outputs = [run("copy", local, url, *ep, "--report", files[0], "--trace", files[1],
+                       "--status-map", files[2], "--no-progress", env=env)]
+        g = write_graph(tmp, "g.json", copy_graph("in.zarr", url + "2", like="src"))
+        outputs += [run("explain", g, *ep, env=env), run("run", g, "--dry-run", *ep, env=env),
+                    run("info", url, *ep, env=env), run("checksum", url, *ep, env=env)]
+        # A wrong secret whose first characters are the right one's: no part shows.
+        bad = aws_env(tmp, SECRET_MARK[:12] + "wrong")
+        outputs.append(run("copy", local, url + "3", *ep, "--report", files[0] + ".bad",
+                           "--no-progress", "--io-attempts", "1", env=bad, want=2))
+        files.append(files[0] + ".bad")
+        texts = [p.stdout + p.stderr for p in outputs]
+        texts += [open(f, "rb").read().decode("latin-1") for f in files if os.path.exists(f)]
+        journals = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".journal")]
+        texts += [open(f, "rb").read().decode("latin-1") for f in journals]
+        expect(len(texts) >= 10, f"the secret check saw only {len(texts)} outputs")
+        leaks = [t[:200] for t in texts if SECRET_MARK[:12] in t]
+        expect(not leaks, f"the secret (or its first 12 characters) shows in: {leaks}")
+        expect("S3 SignatureDoesNotMatch" in outputs[-1].stderr and
+               "(access key id S3RVER)" in outputs[-1].stderr,
+               f"a wrong secret is named by its access key id: {outputs[-1].stderr[-300:]}")
+    print("  the secret shows in no output, report, trace, journal or map")
+
+
 def main():
     why = s3serve.missing()
     if why:
@@ -290,6 +327,7 @@ def main():
         want = run("checksum", os.path.join(tmp, "v2.zarr")).stdout.split()[0]
         expect(got == want, f"graph file over s3://: checksum {got}, local {want}")
         check_graph_writes(s, tmp)
+    check_secret_kept(s3serve)
     print(f"check_s3: {len(failures)} failures")
     return 1 if failures else 0
 

@@ -142,14 +142,16 @@ class S3Servers(serve.Servers):
     through when `anonymous`)."""
 
     def __init__(self, buckets=(DEFAULT_BUCKET,), delay_ms=0, rules=None, proxy=True,
-                 anonymous=False, raw=False, node=None):
-        verifier = sigv4.Verifier({ACCESS_KEY: SECRET_KEY}, REGION, anonymous=anonymous)
+                 anonymous=False, raw=False, node=None, secret_key=SECRET_KEY):
+        # s3rver checks no signature: the proxy's secret may be any, so a
+        # test can use one no output could contain by chance.
+        verifier = sigv4.Verifier({ACCESS_KEY: secret_key}, REGION, anonymous=anonymous)
         super().__init__(S3rver(buckets, node, raw), delay_ms, rules, proxy,
                          methods=serve.ALL_METHODS, verifier=verifier)
         self.buckets = list(buckets)
         self.bucket = self.buckets[0] if self.buckets else None
         self.access_key = ACCESS_KEY
-        self.secret_key = SECRET_KEY
+        self.secret_key = secret_key
         self.region = REGION
 
     s3rver = property(lambda self: self.upstream)
@@ -163,9 +165,9 @@ class S3Servers(serve.Servers):
 
 
 def s3serve(buckets=(DEFAULT_BUCKET,), delay_ms=0, rules=None, proxy=True, anonymous=False,
-            raw=False):
+            raw=False, secret_key=SECRET_KEY):
     """S3Servers, not yet started: use as `with s3serve() as s:`."""
-    return S3Servers(buckets, delay_ms, rules, proxy, anonymous, raw)
+    return S3Servers(buckets, delay_ms, rules, proxy, anonymous, raw, secret_key=secret_key)
 
 
 def main(argv=None):
