@@ -577,7 +577,8 @@ info_group(sl_store *store, const char *path, int format, const char *attrs, enu
     else if (s != SL_OK)
         rc = cmd_fail("info", path, &err);
     if (rc == 0) {
-        qsort(ms.v, ms.n, sizeof(*ms.v), by_path);
+        if (ms.n > 1)
+            qsort(ms.v, ms.n, sizeof(*ms.v), by_path);
         if (out == OUT_JSON) {
             json_group(&g, &ms, not_listed);
         } else {
