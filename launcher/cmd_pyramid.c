@@ -352,11 +352,10 @@ pyramid_member_check(const struct pyramid_args *a, struct array_opts *ao, const 
     sl_store *group = open_input_store(a->paths[1], ro, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
     int format = 0;
-    if (group == NULL || sl_zarr_probe(group, "", &kind, &format, &err) != SL_OK) {
-        sl_store_unref(group);
-        return cmd_fail("pyramid", a->paths[1], &err);
-    }
+    sl_status st = group != NULL ? sl_zarr_probe(group, "", &kind, &format, &err) : err.code;
     sl_store_unref(group);
+    if (st != SL_OK && st != SL_ENOTFOUND)
+        return cmd_fail("pyramid", a->paths[1], &err);
     if (kind != SL_ZARR_GROUP)
         return cmd_usage_error(&cmd_pyramid,
                                "--member %s: DSTGROUP \"%s\" holds %s, not a Zarr group to add "
