@@ -30,10 +30,10 @@ const struct cmd cmd_copy = {
              "(a whole store too), every array and group below it is copied with its\n"
              "attributes, in one run: the array options apply to every array, and\n"
              "--chunks-for/--shards-for set one array's own.  The output's nodes all take\n"
-             "--format, else the format of SRC's group.  No consolidated metadata is\n"
-             "written.  Every chunk is read once; a failed chunk is reported and the others\n"
-             "are copied.  Exit status: 0 when every chunk is copied, 1 when some failed,\n"
-             "2 for bad usage.\n"
+             "--format, else the format of SRC's group, and consolidated metadata when\n"
+             "SRC's group has some.  Every chunk is read once; a failed chunk is reported\n"
+             "and the others are copied.  Exit status: 0 when every chunk is copied, 1 when\n"
+             "some failed, 2 for bad usage.\n"
              "\n"
              "Options:\n" ARRAY_OPTS_HELP
              "  --chunks-for PATH=C  chunk shape of the group member array PATH (e.g.\n"
@@ -78,7 +78,8 @@ struct copy_job {
     uint32_t cap_members;        /* allocated */
     struct copy_for fors[COPY_MAX_FOR];
     uint32_t n_fors;
-    char bad[256]; /* a member that is neither array nor group */
+    char bad[256];     /* a member that is neither array nor group */
+    bool consolidated; /* SRC's group has consolidated metadata: so will DST's */
 };
 
 /* Parse --chunks-for/--shards-for at argv[*i].  1, 0 (not one), 2 (usage). */
@@ -162,6 +163,7 @@ copy_member_take(void *arg, const struct sl_group_member *gm)
     }
     struct copy_member *m = &j->members[j->n_members];
     memset(m, 0, sizeof(*m));
+    j->consolidated = j->consolidated || gm->consolidated;
     m->kind = gm->kind;
     m->path = strdup(gm->path);
     if (m->path == NULL)
@@ -263,6 +265,9 @@ copy_add_group(struct copy_job *j, sl_graph *g, sl_store *out, bool real, struct
             sl_error_set(err, e.code, NULL, "member \"%s\": %s", m->path, e.text);
         }
     }
+    /* Every node's metadata is written now: gather it, as SRC had it. */
+    if (st == SL_OK && makes && j->consolidated)
+        st = sl_group_consolidate(out, "", err);
     return st;
 }
 

@@ -6,7 +6,10 @@ copy: a Zarr v2 hierarchy made by zarr-python (attributes on the root, on
 nested groups and on arrays; an empty group; arrays of ranks 1 to 3) is
 copied to v3 (per-array chunks and shards, a crc32c codec chain) and read
 back member by member with zarrita, then copied back to v2 and read with
-zarr-python; contents, kinds and attributes must match the source's.  One
+zarr-python; contents, kinds and attributes must match the source's.
+Consolidated metadata in the source is written for the output (v3 inline,
+v2 .zmetadata read by zarr.open_consolidated), and none when it had none;
+a corrupt chunk of one member fails alone and --resume completes it.  One
 run writes every array (one report, a put per array); refusals name the
 member or the option (a chunk shape of another rank, an unknown
 --chunks-for path, --chunks-for on an array), an existing DST is refused
@@ -111,6 +114,8 @@ def check_v3_copy(tmp, src):
         rep = json.load(f)
     names = sorted(p.get("name") for p in rep.get("puts", []))
     expect(names == sorted("output:" + a for a in ARRAYS), f"one report, a put per array: {names}")
+    with open(os.path.join(dst, "zarr.json")) as f:
+        expect("consolidated_metadata" not in json.load(f), "none consolidated, none written")
     for g, attrs in GROUPS.items():
         p = os.path.join(dst, g)
         meta = json.load(open(os.path.join(p, "zarr.json")))
@@ -188,6 +193,34 @@ def check_group_refusals(tmp, src):
            "--overwrite wrote the new hierarchy")
     expect(not [n for n in os.listdir(tmp) if n.startswith(".sluice-tmp")],
            f"no staging directories left: {os.listdir(tmp)}")
+
+
+def check_consolidated(tmp, src):
+    """Consolidated metadata in SRC's group is written for DST (v2 and v3)."""
+    work = os.path.join(tmp, "cons_src.zarr")
+    shutil.copytree(src, work)
+    zarr.consolidate_metadata(work)
+    members = sorted(p for p in [*GROUPS, *ARRAYS] if p)
+    v3 = os.path.join(tmp, "cons3.zarr")
+    rc, _, err = run("copy", work, v3, "--no-progress", "--format", "v3")
+    expect(rc == 0, f"copy of a consolidated group to v3: {err}")
+    with open(os.path.join(v3, "zarr.json")) as f:
+        cm = json.load(f).get("consolidated_metadata") or {}
+    expect(cm.get("kind") == "inline" and sorted(cm.get("metadata", {})) == members,
+           f"v3 consolidated metadata names every member: {sorted(cm.get('metadata', {}))}")
+    expect(cm.get("metadata", {}).get("a/b", {}).get("attributes") == GROUPS["a/b"],
+           "v3 consolidated entries hold the attributes")
+    rc, out, err = run("info", v3)
+    expect(rc == 0 and "from consolidated metadata" in out, f"sluice info reads it: {out}{err}")
+    v2 = os.path.join(tmp, "cons2.zarr")
+    rc, _, err = run("copy", v3, v2, "--no-progress", "--format", "v2")
+    expect(rc == 0, f"copy of a consolidated v3 group to v2: {err}")
+    # Only .zmetadata is read: remove a member's own metadata to prove it.
+    os.remove(os.path.join(v2, "a", "b", ".zattrs"))
+    g = zarr.open_consolidated(v2, mode="r")
+    expect(dict(g["a/b"].attrs) == GROUPS["a/b"] and dict(g.attrs) == GROUPS[""],
+           "zarr-python reads the v2 .zmetadata's attributes")
+    expect(np.array_equal(g["raw"][...], ARRAYS["raw"][0]), "zarr-python reads raw through it")
 
 
 def check_group_resume(tmp, src):
@@ -327,6 +360,7 @@ def main():
             check_v2_copy(tmp, src, v3)
         check_group_refusals(tmp, src)
         check_group_resume(tmp, src)
+        check_consolidated(tmp, src)
         check_pyramid_v2(tmp)
         check_pyramid_v3(tmp)
     for f in failures:
