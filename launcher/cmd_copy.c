@@ -244,18 +244,31 @@ copy_add_array(sl_graph *g, sl_store *out, const char *path, const char *get_nam
     return st;
 }
 
-/* The groups of a copied hierarchy, then a get -> put per array. */
+/* The groups of a copied hierarchy, made by rank 0 (every rank learns the
+ * outcome before any array is made, which is collective). */
+static sl_status
+copy_add_groups(const struct copy_job *j, sl_store *out, bool real, struct sl_error *err)
+{
+    sl_status st = SL_OK;
+    if (!real || dist_rank() == 0) {
+        st = sl_group_create(out, "", j->format, j->attrs, err);
+        for (uint32_t k = 0; st == SL_OK && k < j->n_members; k++)
+            if (j->members[k].kind == SL_ZARR_GROUP)
+                st = sl_group_create(out, j->members[k].path, j->format, j->members[k].attrs, err);
+    }
+    return real ? dist_share(st, err) : st;
+}
+
+/* The groups of a copied hierarchy, then a get -> put per array, then the
+ * consolidated metadata when SRC had some. */
 static sl_status
 copy_add_group(struct copy_job *j, sl_graph *g, sl_store *out, bool real, struct sl_error *err)
 {
-    bool makes = !real || dist_rank() == 0;
-    sl_status st = makes ? sl_group_create(out, "", j->format, j->attrs, err) : SL_OK;
+    sl_status st = copy_add_groups(j, out, real, err);
     for (uint32_t k = 0; st == SL_OK && k < j->n_members; k++) {
         const struct copy_member *m = &j->members[k];
-        if (m->kind == SL_ZARR_GROUP) {
-            st = makes ? sl_group_create(out, m->path, j->format, m->attrs, err) : SL_OK;
+        if (m->kind != SL_ZARR_ARRAY)
             continue;
-        }
         char get[64], put[64];
         copy_node_name(get, sizeof(get), "input", k, m->path);
         copy_node_name(put, sizeof(put), "output", k, m->path);
@@ -265,10 +278,12 @@ copy_add_group(struct copy_job *j, sl_graph *g, sl_store *out, bool real, struct
             sl_error_set(err, e.code, NULL, "member \"%s\": %s", m->path, e.text);
         }
     }
-    /* Every node's metadata is written now: gather it, as SRC had it. */
-    if (st == SL_OK && makes && j->consolidated)
+    /* Every node's metadata is written now: gather it. */
+    if (st != SL_OK || !j->consolidated)
+        return st;
+    if (!real || dist_rank() == 0)
         st = sl_group_consolidate(out, "", err);
-    return st;
+    return real ? dist_share(st, err) : st;
 }
 
 /* The copy's graph over `out` (graph_build_fn). */
