@@ -52,8 +52,9 @@ const struct cmd cmd_pyramid = {
              "  --translation T1,... level 0's offset per axis (default 0)\n"
              "  --member NAME        add the image as member NAME of the existing group\n"
              "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
-             "                       attributes; the image takes DSTGROUP's Zarr "
-             "format\n" ARRAY_OPTS_HELP,
+             "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
+             "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
+             "                       to list it\n" ARRAY_OPTS_HELP,
     .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
@@ -69,6 +70,7 @@ struct word_list {
 struct pyramid_args {
     const char *paths[2];            /* SRC, DSTGROUP */
     const char *member;              /* --member NAME; NULL: none */
+    bool consolidated;               /* --member's group has consolidated metadata */
     const char *dst;                 /* where the image goes: DSTGROUP, or DSTGROUP/NAME */
     char dst_buf[4096];              /* DSTGROUP/NAME */
     uint32_t levels;                 /* --levels; 0: not given */
@@ -340,19 +342,64 @@ pyr_build(void *ctx, sl_store *out, bool real, sl_graph **g)
     return 0;
 }
 
+/* Note whether a member came from consolidated metadata, then stop. */
+static sl_status
+member_seen(void *arg, const struct sl_group_member *m)
+{
+    *(bool *)arg = m->consolidated;
+    return SL_ECANCELED;
+}
+
+/* Whether the group at the root of `s` lists its members in consolidated
+ * metadata (told by its first member; a group without any is not). */
+static bool
+group_is_consolidated(sl_store *s)
+{
+    bool yes = false;
+    struct sl_error ignored = SL_ERROR_INIT;
+    sl_status st = sl_group_members(s, "", member_seen, &yes, &ignored);
+    return (st == SL_OK || st == SL_ECANCELED) && yes;
+}
+
+/*
+ * After a --member run whose image is in place (`rc` 0 or 1), rewrite the
+ * group's consolidated metadata, when it has some, so that it lists the
+ * image too.  @return `rc`, or 1 when that fails (after a message).
+ */
+static int
+pyramid_member_consolidate(const struct pyramid_args *a, const struct run_opts *ro, int rc)
+{
+    if (a->member == NULL || !a->consolidated || (rc != 0 && rc != 1) || dist_rank() != 0)
+        return rc;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *group = sl_url_is_s3(a->paths[1]) ? open_output_store(a->paths[1], ro, &err)
+                                                : open_dir_store(a->paths[1], true, &err);
+    sl_status st = group != NULL ? sl_group_consolidate(group, "", &err) : err.code;
+    sl_store_unref(group);
+    if (st == SL_OK)
+        return rc;
+    fprintf(stderr,
+            "sluice pyramid: %s: the image is in place but the group's consolidated metadata "
+            "does not list it: %s\n",
+            a->paths[1], err.text);
+    return 1;
+}
+
 /*
  * For --member: DSTGROUP must hold a Zarr group, whose format the image
  * takes (another given with --format is refused: readers walk one format
  * per hierarchy).  0, or 2 after a message.
  */
 static int
-pyramid_member_check(const struct pyramid_args *a, struct array_opts *ao, const struct run_opts *ro)
+pyramid_member_check(struct pyramid_args *a, struct array_opts *ao, const struct run_opts *ro)
 {
     struct sl_error err = SL_ERROR_INIT;
     sl_store *group = open_input_store(a->paths[1], ro, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
     int format = 0;
     sl_status st = group != NULL ? sl_zarr_probe(group, "", &kind, &format, &err) : err.code;
+    if (st == SL_OK && kind == SL_ZARR_GROUP)
+        a->consolidated = group_is_consolidated(group);
     sl_store_unref(group);
     if (st != SL_OK && st != SL_ENOTFOUND)
         return cmd_fail("pyramid", a->paths[1], &err);
@@ -393,15 +440,16 @@ run_pyramid(int argc, char **argv)
     struct pyr_job j = {.a = &a, .src = src, .o = SL_PYRAMID_OPTS_DEFAULT};
     char name[256];
     rc = downsample_opts_bind(&cmd_pyramid, &dso, src, &op);
+    if (rc == 0 && a.member != NULL)
+        rc = pyramid_member_check(&a, &ao, &ro); /* before the levels take ao's format */
     if (rc == 0)
         rc = pyramid_opts_make(&a, &dso, &ao, src, &j.o);
-    if (rc == 0 && a.member != NULL)
-        rc = pyramid_member_check(&a, &ao, &ro);
     if (rc == 0) {
         base_name(a.dst, name, sizeof(name));
         j.o.name = a.name != NULL ? a.name : name;
         j.o.group_attributes = sl_array_attributes(src);
         rc = dest_write(&cmd_pyramid, a.paths[0], a.dst, &ao, pyr_build, &j, &ro, "pyramid");
+        rc = pyramid_member_consolidate(&a, &ro, rc);
     }
     sl_array_unref(src);
     sl_store_unref(in);

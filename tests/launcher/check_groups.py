@@ -19,8 +19,9 @@ pyramid --member: a multiscale image is added beside "labels" to an
 existing OME group, v2 (made by zarr-python, read back with it) and v3
 (written by sluice, read with zarrita): the group's other members and
 attributes stay, the source's attributes reach the image group less the
-keys OME owns.  Refusals: no group at DSTGROUP, another format, an
-existing member without --overwrite, a name with a slash.
+keys OME owns; the image takes the group's format, and consolidated
+metadata is rewritten to list it.  Refusals: no group at DSTGROUP, another
+format, an existing member without --overwrite, a name with a slash.
 
 Exits 77 (skipped) without numpy and zarr (python3-zarr); zarrita checks
 are skipped, saying so, without node or tests/tools/node_modules.
@@ -292,6 +293,19 @@ def check_pyramid_v2(tmp):
     expect(ms.get("version") == "0.4" and ms.get("name") == "image" and
            [d["path"] for d in ms.get("datasets", [])] == ["0", "1", "2"],
            f"the image's multiscales are OME's, not SRC's stale ones: {ms}")
+    # A v3 source into the (now consolidated) v2 group: the image is v2, and
+    # the group's .zmetadata is rewritten to list it.
+    zarr.consolidate_metadata(grp)
+    src3, _ = make_image(os.path.join(tmp, "img2b.zarr"), 3)
+    rc, _, err = run("pyramid", src3, grp, "--member", "fromv3", "--levels", "2", "--factors",
+                     "2,2", "--no-progress")
+    expect(rc == 0, f"pyramid --member of a v3 source into a v2 group: {err}")
+    g = zarr.open_consolidated(grp, mode="r")
+    expect(sorted(g.group_keys()) == ["fromv3", "image", "labels"],
+           f".zmetadata lists the new member: {sorted(g.group_keys())}")
+    expect(np.array_equal(g["fromv3/0"][...], data) and
+           not os.path.exists(os.path.join(grp, "fromv3", "zarr.json")),
+           "a v3 source's image in a v2 group is v2, read by zarr-python")
     # Refusals.
     rc, _, err = run("pyramid", src, grp, "--member", "image", "--levels", "2", "--factors", "2,2")
     expect(rc == 2 and "--overwrite" in err, f"an existing member needs --overwrite: {err}")
