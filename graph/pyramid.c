@@ -314,9 +314,9 @@ pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char 
     }
     if (o->open_existing)
         return SL_OK;
-    char *attrs = sl__pyramid_ome_json(l, o->name, err);
+    char *attrs = sl__pyramid_ome_json(l, o->name, o->group_attributes, err);
     if (attrs == NULL)
-        return SL_ENOMEM;
+        return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
     sl_status st = sl_group_create(store, group, l->zarr_format, attrs, err);
     free(attrs);
     return st;

@@ -40,10 +40,13 @@ sl_status sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint3
 
 /*
  * The group attributes of layout `l` as compact JSON text: {"ome": {...}}
- * for OME-Zarr 0.5, {"multiscales": [...]} for 0.4.  `name` may be NULL.
- * @return the text (release with free()), or NULL with SL_ENOMEM.
+ * for OME-Zarr 0.5, {"multiscales": [...]} for 0.4, beside the keys of
+ * `user` (a JSON object, or NULL) but those the OME metadata owns ("ome",
+ * "multiscales", "_ARRAY_DIMENSIONS").  `name` may be NULL.
+ * @return the text (release with free()), or NULL with SL_ENOMEM, or
+ * SL_EINVAL when `user` is not a JSON object.
  */
-char *sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name,
+char *sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const char *user,
                            struct sl_error *err);
 
 #endif /* SL_PYRAMID_INTERNAL_H */

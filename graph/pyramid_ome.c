@@ -144,12 +144,35 @@ ome_multiscale(const struct sl__pyramid_layout *l, const char *name)
     return keep_if(ok, ms);
 }
 
-char *
-sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, struct sl_error *err)
+/* The group's attributes to start from: `user` (a JSON object) without
+ * the keys the OME metadata owns, or an empty object. */
+static json_t *
+ome_user_root(const char *user, struct sl_error *err)
 {
+    json_t *root = user != NULL ? json_loads(user, JSON_REJECT_DUPLICATES, NULL) : json_object();
+    if (user != NULL && !json_is_object(root)) {
+        json_decref(root);
+        sl_error_set(err, SL_EINVAL, NULL,
+                     "pyramid: the group attributes given are not a JSON object");
+        return NULL;
+    }
+    static const char *const owned[] = {"ome", "multiscales", "_ARRAY_DIMENSIONS"};
+    for (size_t i = 0; root != NULL && i < sizeof(owned) / sizeof(owned[0]); i++)
+        json_object_del(root, owned[i]);
+    if (root == NULL)
+        sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
+    return root;
+}
+
+char *
+sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const char *user,
+                     struct sl_error *err)
+{
+    json_t *root = ome_user_root(user, err);
+    if (root == NULL)
+        return NULL;
     json_t *list = json_array();
     bool ok = push(list, ome_multiscale(l, name));
-    json_t *root = json_object();
     if (l->zarr_format == 3) {
         json_t *ome = json_object();
         ok = put(ome, "version", json_string("0.5")) && ok;

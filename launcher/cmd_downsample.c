@@ -92,7 +92,7 @@ ds_build(void *ctx, sl_store *out, bool real, sl_graph **g)
 {
     struct ds_job *j = ctx;
     struct sl_error err = SL_ERROR_INIT;
-    sl_array *dst = dest_create_array(out, &j->spec, real, &err);
+    sl_array *dst = dest_create_array(out, "", &j->spec, real, &err);
     *g = dst != NULL ? sl_graph_create(NULL, &err) : NULL;
     uint32_t get, ds;
     int rc = 0;

@@ -190,7 +190,7 @@ gen_build(void *ctx, sl_store *out, bool real, sl_graph **g)
 {
     struct gen_job *j = ctx;
     struct sl_error err = SL_ERROR_INIT;
-    sl_array *a = dest_create_array(out, &j->spec, real, &err);
+    sl_array *a = dest_create_array(out, "", &j->spec, real, &err);
     *g = a != NULL ? sl_graph_create(NULL, &err) : NULL;
     const struct sl_getter_desc gd = {.array_name = "sample",
                                       .dtype = j->spec.dtype,

@@ -33,9 +33,11 @@ const struct cmd cmd_pyramid = {
              "(version 0.5 in a Zarr v3 group, 0.4 in v2).  Level 0 is SRC laid out as the\n"
              "options say; level k+1 is level k, read back, downsampled by the factors\n"
              "(extent ceil(n / F)).  Chunk and shard shapes apply to every level, clipped to\n"
-             "its shape.  Exit status: 0 when every chunk of every level is written, 1 when\n"
-             "some failed (each is reported; the levels above a failed chunk fail with it),\n"
-             "2 for bad usage.\n"
+             "its shape.  SRC's attributes go to the group beside the OME metadata, less\n"
+             "the keys it owns (\"ome\", \"multiscales\", \"_ARRAY_DIMENSIONS\").  Exit\n"
+             "status: 0 when every chunk of every level is written, 1 when some failed\n"
+             "(each is reported; the levels above a failed chunk fail with it), 2 for bad\n"
+             "usage.\n"
              "\n"
              "Options:\n"
              "  --levels N           number of levels, 1 or more (required)\n" DOWNSAMPLE_OPTS_HELP
@@ -47,7 +49,12 @@ const struct cmd cmd_pyramid = {
              "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
              "                       empty entry writes none)\n"
              "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
-             "  --translation T1,... level 0's offset per axis (default 0)\n" ARRAY_OPTS_HELP,
+             "  --translation T1,... level 0's offset per axis (default 0)\n"
+             "  --member NAME        add the image as member NAME of the existing group\n"
+             "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
+             "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
+             "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
+             "                       to list it\n" ARRAY_OPTS_HELP,
     .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
@@ -62,6 +69,10 @@ struct word_list {
 /* The pyramid-only options. */
 struct pyramid_args {
     const char *paths[2];            /* SRC, DSTGROUP */
+    const char *member;              /* --member NAME; NULL: none */
+    bool consolidated;               /* --member's group has consolidated metadata */
+    const char *dst;                 /* where the image goes: DSTGROUP, or DSTGROUP/NAME */
+    char dst_buf[4096];              /* DSTGROUP/NAME */
     uint32_t levels;                 /* --levels; 0: not given */
     const char *name;                /* --name */
     struct word_list axes;           /* --axes */
@@ -119,8 +130,8 @@ parse_doubles(const char *text, double *out, uint32_t *n)
 static int
 pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
 {
-    static const char *const names[] = {"--levels", "--name",  "--axes",       "--axis-types",
-                                        "--units",  "--scale", "--translation"};
+    static const char *const names[] = {"--levels", "--name",  "--axes",        "--axis-types",
+                                        "--units",  "--scale", "--translation", "--member"};
     const size_t n_names = sizeof(names) / sizeof(names[0]);
     size_t which = 0;
     while (which < n_names && strcmp(argv[*i], names[which]) != 0)
@@ -154,13 +165,19 @@ pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
     case 5:
         ok = parse_doubles(v, a->scale, &a->n_scale);
         break;
-    default:
+    case 6:
         ok = parse_doubles(v, a->translation, &a->n_translation);
+        break;
+    default:
+        a->member = v;
+        ok = v[0] != '\0' && strchr(v, '/') == NULL && strcmp(v, ".") != 0 &&
+             strcmp(v, "..") != 0 && strlen(v) < 256;
         break;
     }
     if (!ok)
         return cmd_usage_error(&cmd_pyramid, "%s: \"%s\" is not %s", names[which], v,
                                which == 0   ? "a level count from 1 to 64"
+                               : which == 7 ? "a member name (one path component, not . or ..)"
                                : which <= 1 ? "a name"
                                : which <= 4 ? "a comma-separated list of at most 16 words"
                                             : "a comma-separated list of finite numbers");
@@ -194,7 +211,15 @@ pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct ar
         return cmd_usage_error(&cmd_pyramid, "need --levels");
     if (dso->n_factors == 0)
         return cmd_usage_error(&cmd_pyramid, "need --factors");
-    return dest_check_alias(&cmd_pyramid, a->paths[0], a->paths[1]);
+    a->dst = a->paths[1];
+    if (a->member != NULL) {
+        size_t len = strlen(a->paths[1]);
+        while (len > 1 && a->paths[1][len - 1] == '/')
+            len--;
+        snprintf(a->dst_buf, sizeof(a->dst_buf), "%.*s/%s", (int)len, a->paths[1], a->member);
+        a->dst = a->dst_buf;
+    }
+    return dest_check_alias(&cmd_pyramid, a->paths[0], a->dst);
 }
 
 /* Check that a per-axis list has one entry per dimension (or was not given). */
@@ -301,7 +326,7 @@ pyr_build(void *ctx, sl_store *out, bool real, sl_graph **g)
     uint32_t get, puts[SL_PYRAMID_MAX_LEVELS];
     struct sl_pyramid_opts mine = j->o;
     /* A resumed run opens the levels its earlier run made. */
-    bool first = (!real || dist_rank() == 0) && !(real && dest_has_node(out));
+    bool first = (!real || dist_rank() == 0) && !(real && dest_has_node(out, ""));
     sl_status st = *g != NULL ? sl_graph_add_get(*g, "input", j->src, &get, &err) : SL_ENOMEM;
     if (st == SL_OK && first)
         st = sl_graph_add_pyramid(*g, "level", get, out, "", &mine, puts, &err);
@@ -311,9 +336,85 @@ pyr_build(void *ctx, sl_store *out, bool real, sl_graph **g)
     if (st == SL_OK && !first)
         st = sl_graph_add_pyramid(*g, "level", get, out, "", &mine, puts, &err);
     if (st != SL_OK)
-        return cmd_fail("pyramid", j->a->paths[1], &err);
+        return cmd_fail("pyramid", j->a->dst, &err);
     if (real && dist_rank() == 0)
-        print_levels(*g, puts, j->o.n_levels, j->a->paths[1]);
+        print_levels(*g, puts, j->o.n_levels, j->a->dst);
+    return 0;
+}
+
+/* Note whether a member came from consolidated metadata, then stop. */
+static sl_status
+member_seen(void *arg, const struct sl_group_member *m)
+{
+    *(bool *)arg = m->consolidated;
+    return SL_ECANCELED;
+}
+
+/* Whether the group at the root of `s` lists its members in consolidated
+ * metadata (told by its first member; a group without any is not). */
+static bool
+group_is_consolidated(sl_store *s)
+{
+    bool yes = false;
+    struct sl_error ignored = SL_ERROR_INIT;
+    sl_status st = sl_group_members(s, "", member_seen, &yes, &ignored);
+    return (st == SL_OK || st == SL_ECANCELED) && yes;
+}
+
+/*
+ * After a --member run whose image is in place (`rc` 0 or 1), rewrite the
+ * group's consolidated metadata, when it has some, so that it lists the
+ * image too.  @return `rc`, or 1 when that fails (after a message).
+ */
+static int
+pyramid_member_consolidate(const struct pyramid_args *a, const struct run_opts *ro, int rc)
+{
+    if (a->member == NULL || !a->consolidated || (rc != 0 && rc != 1) || dist_rank() != 0)
+        return rc;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *group = sl_url_is_s3(a->paths[1]) ? open_output_store(a->paths[1], ro, &err)
+                                                : open_dir_store(a->paths[1], true, &err);
+    sl_status st = group != NULL ? sl_group_consolidate(group, "", &err) : err.code;
+    sl_store_unref(group);
+    if (st == SL_OK)
+        return rc;
+    fprintf(stderr,
+            "sluice pyramid: %s: the image is in place but the group's consolidated metadata "
+            "does not list it: %s\n",
+            a->paths[1], err.text);
+    return 1;
+}
+
+/*
+ * For --member: DSTGROUP must hold a Zarr group, whose format the image
+ * takes (another given with --format is refused: readers walk one format
+ * per hierarchy).  0, or 2 after a message.
+ */
+static int
+pyramid_member_check(struct pyramid_args *a, struct array_opts *ao, const struct run_opts *ro)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *group = open_input_store(a->paths[1], ro, &err);
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    int format = 0;
+    sl_status st = group != NULL ? sl_zarr_probe(group, "", &kind, &format, &err) : err.code;
+    if (st == SL_OK && kind == SL_ZARR_GROUP)
+        a->consolidated = group_is_consolidated(group);
+    sl_store_unref(group);
+    if (st != SL_OK && st != SL_ENOTFOUND)
+        return cmd_fail("pyramid", a->paths[1], &err);
+    if (kind != SL_ZARR_GROUP)
+        return cmd_usage_error(&cmd_pyramid,
+                               "--member %s: DSTGROUP \"%s\" holds %s, not a Zarr group to add "
+                               "the image to (without --member DSTGROUP becomes the image's group)",
+                               a->member, a->paths[1],
+                               kind == SL_ZARR_ARRAY ? "a Zarr array" : "no Zarr node");
+    if (ao->format != 0 && ao->format != format)
+        return cmd_usage_error(&cmd_pyramid,
+                               "--member %s: --format v%d, but DSTGROUP \"%s\" is a Zarr v%d "
+                               "group (its members are v%d too)",
+                               a->member, ao->format, a->paths[1], format, format);
+    ao->format = format;
     return 0;
 }
 
@@ -339,12 +440,16 @@ run_pyramid(int argc, char **argv)
     struct pyr_job j = {.a = &a, .src = src, .o = SL_PYRAMID_OPTS_DEFAULT};
     char name[256];
     rc = downsample_opts_bind(&cmd_pyramid, &dso, src, &op);
+    if (rc == 0 && a.member != NULL)
+        rc = pyramid_member_check(&a, &ao, &ro); /* before the levels take ao's format */
     if (rc == 0)
         rc = pyramid_opts_make(&a, &dso, &ao, src, &j.o);
     if (rc == 0) {
-        base_name(a.paths[1], name, sizeof(name));
+        base_name(a.dst, name, sizeof(name));
         j.o.name = a.name != NULL ? a.name : name;
-        rc = dest_write(&cmd_pyramid, a.paths[0], a.paths[1], &ao, pyr_build, &j, &ro, "pyramid");
+        j.o.group_attributes = sl_array_attributes(src);
+        rc = dest_write(&cmd_pyramid, a.paths[0], a.dst, &ao, pyr_build, &j, &ro, "pyramid");
+        rc = pyramid_member_consolidate(&a, &ro, rc);
     }
     sl_array_unref(src);
     sl_store_unref(in);

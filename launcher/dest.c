@@ -127,19 +127,21 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
 }
 
 sl_array *
-dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real, struct sl_error *err)
+dest_create_array(sl_store *out, const char *path, const struct sl_array_spec *spec, bool real,
+                  struct sl_error *err)
 {
     /* Only a resumed run finds its array made (dest_begin starts empty). */
-    if (real && dest_has_node(out))
-        return sl_array_open(out, "", NULL, err);
-    return real ? dist_create_array(out, "", spec, err) : sl_array_create(out, "", spec, NULL, err);
+    if (real && dest_has_node(out, path))
+        return sl_array_open(out, path, NULL, err);
+    return real ? dist_create_array(out, path, spec, err)
+                : sl_array_create(out, path, spec, NULL, err);
 }
 
 bool
-dest_has_node(sl_store *out)
+dest_has_node(sl_store *out, const char *path)
 {
     sl_zarr_kind kind = SL_ZARR_NONE;
-    return sl_zarr_probe(out, "", &kind, NULL, NULL) == SL_OK && kind != SL_ZARR_NONE;
+    return sl_zarr_probe(out, path, &kind, NULL, NULL) == SL_OK && kind != SL_ZARR_NONE;
 }
 
 /* Make room for the node at the root of S3 store `out` (`path`): nothing

@@ -67,14 +67,15 @@ int dest_finish(const struct cmd *c, struct dest *d, int rc);
 int dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
                graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what);
 
-/* Create the output array at the root of `out`: in the rehearsal plainly,
- * for real through dist (rank 0 creates, the others open); for real where
- * one is already (a resumed run's), open it. */
-sl_array *dest_create_array(sl_store *out, const struct sl_array_spec *spec, bool real,
-                            struct sl_error *err);
+/* Create the output array at `path` of `out` ("": its root; a member of a
+ * copied group otherwise): in the rehearsal plainly, for real through dist
+ * (rank 0 creates, the others open); for real where one is already (a
+ * resumed run's), open it. */
+sl_array *dest_create_array(sl_store *out, const char *path, const struct sl_array_spec *spec,
+                            bool real, struct sl_error *err);
 
-/* Whether a Zarr node is at the root of `out` already: the output of the
+/* Whether a Zarr node is at `path` of `out` already: the output of the
  * earlier run that a --resume goes on with (a run begun afresh finds none). */
-bool dest_has_node(sl_store *out);
+bool dest_has_node(sl_store *out, const char *path);
 
 #endif /* SL_LAUNCHER_DEST_H */

@@ -332,6 +332,22 @@ SL_API sl_array *sl_group_member_open(const struct sl_group_member *m,
 SL_API SL_NODISCARD sl_status sl_group_member_attributes(const struct sl_group_member *m,
                                                          struct sl_buf *out, struct sl_error *err);
 
+/**
+ * Write the consolidated metadata of the group at `path`: every metadata
+ * document below it, found by listing the store (older consolidated
+ * metadata is not read, and is replaced), gathered as a v3 zarr.json's
+ * inline "consolidated_metadata" (members named by path, "must_understand"
+ * false) or a v2 ".zmetadata" (keys as zarr.consolidate_metadata writes
+ * them, zarr_consolidated_format 1).  Only documents of the group's own
+ * format are gathered.
+ * @return SL_OK; SL_ENOTFOUND (nothing at `path`) or SL_EINVAL (an array
+ * there); SL_EPARSE for a member document that is not JSON (its key);
+ * SL_ENOMEM; a store error (SL_EACCES, SL_ENOSPC, SL_EIO).
+ * Thread-safety: any thread; nothing may write below `path` meanwhile.
+ */
+SL_API SL_NODISCARD sl_status sl_group_consolidate(sl_store *store, const char *path,
+                                                   struct sl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

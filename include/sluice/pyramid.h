@@ -56,9 +56,14 @@ struct sl_pyramid_opts {
     struct sl_pyramid_axis axes[SL_MAX_RANK]; /* per dimension; see the defaults */
     double scale[SL_MAX_RANK];                /* level 0's pixel size; 0: 1.0 */
     double translation[SL_MAX_RANK];          /* level 0's offset (pixel 0's centre) */
-    bool open_existing; /* open the level arrays another process of the run created
-                           (with the same options) instead of creating them and the
-                           group's metadata: ranks other than 0 of a split run */
+    bool open_existing;           /* open the level arrays another process of the run created
+                                     (with the same options) instead of creating them and the
+                                     group's metadata: ranks other than 0 of a split run */
+    const char *group_attributes; /* a JSON object of user attributes the group
+                                     keeps beside its OME metadata (e.g. the
+                                     source array's), less the keys that metadata
+                                     owns: "ome", "multiscales" and
+                                     "_ARRAY_DIMENSIONS"; NULL: none */
 };
 /* clang-format off */
 #define SL_PYRAMID_OPTS_DEFAULT                                          \
@@ -105,7 +110,8 @@ struct sl_pyramid_opts {
  *                    entries), or NULL.
  * @return SL_OK; SL_EINVAL (a bad option, naming it, the dimension and the
  * values: rank outside 2..5, a factor of 0, too many levels, axes against
- * the rules, a non-finite or negative scale); SL_EUNSUPPORTED (the method
+ * the rules, a non-finite or negative scale, group_attributes not a JSON
+ * object); SL_EUNSUPPORTED (the method
  * is not defined for the input's dtype, sharding in Zarr v2); SL_EEXIST
  * (something is at `group` or at a level's path and overwrite is false);
  * SL_ESTATE (sealed graph); SL_ENOMEM; or the store's error (SL_EACCES,

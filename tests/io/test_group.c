@@ -3,7 +3,8 @@
  * A group's members (sl_group_members, sl_group_member_open): v2
  * .zmetadata and v3 inline consolidated metadata are read in one get and
  * their arrays open without another; a group without it is listed; bad
- * consolidated metadata is refused naming its key and the JSON pointer.
+ * consolidated metadata is refused naming its key and the JSON pointer;
+ * sl_group_consolidate writes what the walk then reads in one get.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -328,5 +329,70 @@ Test(io_group, consolidated_members_attributes_cost_no_read)
     cr_expect(strstr(text, "bad=consolidated metadata: expected an object") != NULL, "%s", text);
     cr_expect_eq(gets_of(st) - before, 2);
     sl_buf_fini(&b);
+    sl_store_unref(st);
+}
+
+/* A small hierarchy of format `f`: root group, "a" array, "g" group with
+ * attributes, "g/b" array. */
+static sl_store *
+hierarchy(int f)
+{
+    sl_store *st = sl_store_create_memory(NULL, NULL);
+    cr_assert_not_null(st);
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_array_spec spec = SL_ARRAY_SPEC_DEFAULT;
+    spec.zarr_format = f;
+    spec.rank = 1;
+    spec.dtype = SL_DTYPE_U16;
+    spec.shape[0] = 10;
+    spec.chunk_shape[0] = 4;
+    cr_assert_eq(sl_group_create(st, "", f, "{\"t\": 1}", &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_group_create(st, "g", f, "{\"k\": \"v\"}", &err), SL_OK, "%s", err.text);
+    const char *arrays[] = {"a", "g/b"};
+    for (int i = 0; i < 2; i++) {
+        sl_array *a = sl_array_create(st, arrays[i], &spec, NULL, &err);
+        cr_assert_not_null(a, "%s", err.text);
+        sl_array_unref(a);
+    }
+    return st;
+}
+
+Test(io_group, consolidate_writes_what_the_walk_reads_in_one_get)
+{
+    for (int f = 2; f <= 3; f++) {
+        sl_store *st = hierarchy(f);
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_eq(sl_group_consolidate(st, "", &err), SL_OK, "v%d: %s", f, err.text);
+        struct seen s = {.open_err = SL_ERROR_INIT};
+        uint64_t before = gets_of(st);
+        cr_assert_eq(sl_group_members(st, "", collect, &s, &err), SL_OK, "%s", err.text);
+        cr_expect_eq(gets_of(st) - before, 1, "v%d: the walk costs one read", f);
+        char want[256];
+        /* in the listing's byte order: g/b/zarr.json sorts before g/zarr.json */
+        if (f == 3)
+            snprintf(want, sizeof(want), "a array v3 c;g/b array v3 c;g group v3 c;");
+        else
+            snprintf(want, sizeof(want), "a array v2 c;g group v2 c;g/b array v2 c;");
+        cr_expect_str_eq(s.text, want, "v%d", f);
+        cr_expect_eq(s.n_opened, 2, "v%d: %s", f, s.open_err.text);
+        /* consolidating again replaces the document, and the group keeps its attributes */
+        cr_assert_eq(sl_group_consolidate(st, "", &err), SL_OK, "%s", err.text);
+        struct sl_buf attrs = SL_BUF_INIT;
+        cr_assert_eq(sl_group_attributes(st, "", &attrs, &err), SL_OK, "%s", err.text);
+        cr_expect_str_eq((const char *)attrs.data, "{\"t\":1}");
+        sl_buf_fini(&attrs);
+        sl_store_unref(st);
+    }
+}
+
+Test(io_group, consolidate_refuses_arrays_and_nothing)
+{
+    sl_store *st = hierarchy(3);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_expect_eq(sl_group_consolidate(st, "a", &err), SL_EINVAL);
+    cr_expect(strstr(err.text, "an array") != NULL, "%s", err.text);
+    err = SL_ERROR_INIT;
+    cr_expect_eq(sl_group_consolidate(st, "nope", &err), SL_ENOTFOUND);
+    cr_expect(strstr(err.text, "nothing") != NULL, "%s", err.text);
     sl_store_unref(st);
 }

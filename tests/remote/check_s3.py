@@ -15,6 +15,7 @@ node refused without "overwrite" (nothing touched) and replaced with it, a
 put into an existing s3:// array, a chunk whose PUT is denied reported
 alone while the others are written, two outputs one inside the other
 refused, and `run --dry-run` and `explain` of such a file writing nothing.
+A group (a pyramid) copied to s3:// and back keeps its levels and attributes.
 
     check_s3.py    (SL_SLUICE_EXE names the sluice binary)
 Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
@@ -314,6 +315,23 @@ def main():
         p = run("copy", dst, dst + "/inner", *ep, "--no-progress", env=env, want=2)
         expect("inside" in p.stderr, f"an S3 output inside its input: {p.stderr}")
         print("  writing to s3://: copy, refusal, --overwrite and downsample agree")
+
+        # A whole group to s3:// and back (issue 23): a local pyramid (OME
+        # attributes), copied up as one run, listed and copied back down.
+        pyr = os.path.join(tmp, "group-up.zarr")
+        run("pyramid", local, pyr, "--levels", "2", "--factors", "2,2", "--no-progress")
+        grp = "s3://%s/out/group.zarr" % s.bucket
+        run("copy", pyr, grp, *ep, "--no-progress", "--format", "v2", env=env)
+        back = os.path.join(tmp, "group-back.zarr")
+        run("copy", grp, back, *ep, "--no-progress", "--format", "v3", env=env)
+        for level in ("0", "1"):
+            got = run("checksum", os.path.join(back, level)).stdout.split()
+            want4 = run("checksum", os.path.join(pyr, level)).stdout.split()[0]
+            expect(got and got[0] == want4, f"group via s3://, level {level}: {got[:1]}")
+        with open(os.path.join(back, "zarr.json")) as f:
+            ome = json.load(f).get("attributes", {}).get("ome", {})
+        expect(ome.get("multiscales"), f"group via s3://: its attributes came back: {ome}")
+        print("  a group copied to s3:// and back keeps its levels and attributes")
 
         graph = os.path.join(tmp, "graph.json")
         with open(graph, "w") as f:
