@@ -196,7 +196,7 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
                  strcmp(a, "--status-map") == 0 || strcmp(a, "--io-concurrency") == 0 ||
                  strcmp(a, "--io-attempts") == 0 || strcmp(a, "--io-deadline") == 0 ||
                  strcmp(a, "--endpoint") == 0 || strcmp(a, "--region") == 0 ||
-                 strcmp(a, "--journal") == 0;
+                 strcmp(a, "--journal") == 0 || strcmp(a, "--retries") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -252,6 +252,13 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
         if (value[0] == '\0' || strchr(value, '\n') != NULL)
             return cmd_usage_error(c, "--journal: \"%s\" is not a file name", value);
         o->journal = value;
+    } else if (strcmp(a, "--retries") == 0) {
+        char *end;
+        unsigned long n = strtoul(value, &end, 10);
+        if (*end != '\0' || value[0] == '\0' || value[0] == '-' || n > SL_PLAN_MAX_RETRIES)
+            return cmd_usage_error(c, "--retries: \"%s\" is not a count from 0 to %d", value,
+                                   SL_PLAN_MAX_RETRIES);
+        o->retries = (int)n;
     } else if (strcmp(a, "--resume") == 0) {
         o->resume = true;
         return 1;
@@ -426,6 +433,7 @@ plan_opts_of(const struct run_opts *o)
     opts.memory_budget = o->memory;
     opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
     opts.missing_is_error = o->missing_is_error;
+    opts.retries = o->retries > 0 ? (uint32_t)o->retries : 0;
     return opts;
 }
 
@@ -600,6 +608,10 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
                 "sluice %s: skipped %" PRIu64 " chunk%s that the earlier run wrote (counted "
                 "ok)\n",
                 c->name, s.n_resumed, CMD_PLURAL(s.n_resumed));
+    if (s.n_retries > 0)
+        fprintf(stderr,
+                "sluice %s: %" PRIu64 " chunk read%s or shard write%s tried again (--retries)\n",
+                c->name, s.n_retries, CMD_PLURAL(s.n_retries), CMD_PLURAL(s.n_retries));
     if (s.remote_requests > 0)
         fprintf(stderr,
                 "sluice %s: remote: %" PRIu64 " request%s, %" PRIu64 " retr%s, at most %u in "

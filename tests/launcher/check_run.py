@@ -189,9 +189,13 @@ def check_chunk_failures(tmp):
     with open(os.path.join(d, "raw.zarr", "1.1.1"), "wb") as f:
         f.write(b"not a zstd frame")
     report = os.path.join(d, "report.json")
-    rc, _, err = run("run", "--no-progress", "--report", report, os.path.join(d, "select.json"))
+    rc, _, err = run("run", "--no-progress", "--retries", "3", "--report", report,
+                     os.path.join(d, "select.json"))
     expect(rc == 1 and "ECORRUPT" in err, f"a corrupt chunk makes run exit 1: {rc} {err}")
     rep = json.load(open(report))
+    expect(rep["summary"]["retries"] == 0 and all(p["retries"] == 0 for p in rep["puts"])
+           and "tried again" not in err,
+           f"--retries does not retry a corrupt chunk: {rep['summary']} {err}")
     failed = {p["name"]: [f["chunk"] for f in p["failures"]] for p in rep["puts"]}
     messages = [f["message"] for p in rep["puts"] for f in p["failures"]]
     expect(failed == {"write_crop": [[0, 0, 1], [0, 1, 1], [1, 0, 1], [1, 1, 1]],
@@ -262,6 +266,9 @@ def check_explain_and_options(tmp):
     expect(rc == 2 and "EBUDGET" in err, f"the file's memory budget is used: {err}")
     rc, _, err = run("run", "--no-progress", "--memory", "64M", small_graph)
     expect(rc == 0, f"--memory overrides the file's budget: {err}")
+    small["run"]["retries"] = 2
+    rc, _, err = run("run", "--no-progress", "--memory", "64M", write_graph(d, "retries.json", small))
+    expect(rc == 0, f"the file's run.retries is taken: {err}")
     rc, _, err = run("run", "--progress", graph)
     expect(rc == 0 and "100%" in err and "chunks" in err, f"--progress reports progress: {err}")
 
@@ -281,6 +288,9 @@ def check_usage():
                       (["run", "a.json", "b.json"], "more than one graph file"),
                       (["run", "--bogus", "a.json"], "unknown option"),
                       (["run", "--threads", "0", "a.json"], "--threads"),
+                      (["run", "--retries", "101", "a.json"], '--retries: "101" is not a count from 0 to 100'),
+                      (["run", "--retries", "-1", "a.json"], "--retries"),
+                      (["copy", "--retries", "x", "a.zarr", "b.zarr"], "--retries"),
                       (["explain", "a.json", "--dot"], "--dot needs a value"),
                       (["validate"], "GRAPH.json is missing")):
         rc, _, err = run(*args)
