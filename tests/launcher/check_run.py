@@ -207,6 +207,51 @@ def check_chunk_failures(tmp):
     expect(rc == 1 and "cancelled" in err, f"--fail-fast stops: {err}")
 
 
+def check_rerun_failed(tmp):
+    """--rerun-failed REPORT reruns exactly the units REPORT lists as failed."""
+    d = workdir(tmp, "rerun")
+    graph = os.path.join(d, "select.json")
+    chunk = os.path.join(d, "raw.zarr", "1.1.1")
+    good = open(chunk, "rb").read()
+    with open(chunk, "wb") as f:
+        f.write(b"not a zstd frame")
+    report = os.path.join(d, "report.json")
+    rc, _, err = run("run", "--no-progress", "--report", report, graph)
+    expect(rc == 1, f"the corrupt input fails some units: {rc} {err}")
+    rep = json.load(open(report))
+    n_failed = sum(len(p["failures"]) for p in rep["puts"])
+    expect(n_failed == 4, f"4 units failed (unsharded: a unit is a chunk): {n_failed}")
+    outs = [os.path.join(d, "out", "crop.zarr"), os.path.join(d, "out", "slabs.zarr")]
+    before = [checksum(o) for o in outs]
+    with open(chunk, "wb") as f:
+        f.write(good)
+    # A report that is not the journal's run: one failure left out.
+    tampered = dict(rep, puts=[dict(p, failures=p["failures"][1:]) if p["failures"] else p
+                               for p in rep["puts"]])
+    bad = write_graph(d, "tampered.json", json.dumps(tampered))
+    shutil.copy(report + ".journal", bad + ".journal")
+    rc, _, err = run("run", "--no-progress", "--rerun-failed", bad, graph)
+    expect(rc == 2 and "--rerun-failed refused" in err and "is not done in the journal" in err,
+           f"a report that disagrees with the journal is refused: {rc} {err}")
+    expect([checksum(o) for o in outs] == before, "and the outputs are left as they were")
+    rc, _, err = run("run", "--no-progress", "--rerun-failed", os.path.join(d, "none.json"),
+                     graph)
+    expect(rc == 2 and "no journal" in err, f"no journal, no rerun: {rc} {err}")
+    report2 = os.path.join(d, "report2.json")
+    rc, _, err = run("run", "--no-progress", "--rerun-failed", report, "--report", report2,
+                     graph)
+    expect(rc == 0 and "rerunning the 4 units" in err, f"--rerun-failed fixes them: {rc} {err}")
+    s = json.load(open(report2))["summary"]
+    expect(s["objects_written"] == 4 and s["resumed"] == s["chunks"] - 4 and s["failed"] == 0,
+           f"exactly the failed units are written again: {s}")
+    clean = workdir(tmp, "rerun_clean")
+    rc, _, err = run("run", "--no-progress", os.path.join(clean, "select.json"))
+    expect(rc == 0, f"a clean run: {err}")
+    expect([checksum(o) for o in outs] ==
+           [checksum(os.path.join(clean, "out", n)) for n in ("crop.zarr", "slabs.zarr")],
+           "the output is byte-identical to a clean run's")
+
+
 def write_graph(d, name, doc):
     path = os.path.join(d, name)
     with open(path, "w") as f:
@@ -302,6 +347,7 @@ def main():
         check_examples(tmp)
         check_dry_run_missing(tmp)
         check_chunk_failures(tmp)
+        check_rerun_failed(tmp)
         check_invalid(tmp)
         check_explain_and_options(tmp)
         check_usage()
