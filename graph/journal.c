@@ -69,6 +69,7 @@ struct journal_put {
     struct sl_grid units; /* the put's shard grid (its chunk grid when unsharded) */
     uint8_t *done;        /* one bit per unit (C-order), set when trusted done; owned */
     uint64_t n_done;      /* bits set */
+    bool distrusted;      /* its records were dropped: it reads units that run again */
 };
 
 struct sl_journal {
@@ -593,8 +594,9 @@ journal_distrust(sl_journal *j)
     for (uint32_t ph = 0; ph < n_phases; ph++)
         for (uint32_t q = 0; q < plan->n_puts; q++) {
             const struct sl__node *nq = &g->nodes[plan->puts[q].node];
-            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph ||
-                j->puts[q].n_done == 0)
+            /* Also a put with nothing done: the report check
+             * (sl_journal_check_report) asks which run again whole. */
+            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph)
                 continue;
             for (uint32_t p = 0; p < plan->n_puts; p++) {
                 const struct sl__node *np = &g->nodes[plan->puts[p].node];
@@ -603,6 +605,7 @@ journal_distrust(sl_journal *j)
                     !reads_array(g, nq->id, np->u.io.array, 0))
                     continue;
                 j->info.units_dropped += j->puts[q].n_done;
+                j->puts[q].distrusted = true;
                 memset(j->puts[q].done, 0, (size_t)((j->puts[q].units.n_total + 7) / 8));
                 j->puts[q].n_done = 0;
                 break;
@@ -980,7 +983,14 @@ sl_journal_check_report(const sl_journal *j, const char *report_path, uint64_t *
         }
         st = report_put_failures(j, i, n, rp, bits, err);
         /* Every unit the journal lacks is one the report lists as failed,
-         * and the other way round: else they are not of the same run. */
+         * and the other way round: else they are not of the same run.  A
+         * put that reads units that run again runs again whole (its
+         * records were dropped), whatever the report lists of it. */
+        if (st == SL_OK && j->puts[i].distrusted) {
+            *units += ug->n_total;
+            free(bits);
+            continue;
+        }
         for (uint64_t u = 0; st == SL_OK && u < ug->n_total; u++) {
             bool failed = bits[u / 8] >> (u % 8) & 1;
             bool done = sl__journal_done(j, i, u);

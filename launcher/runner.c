@@ -557,8 +557,8 @@ journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_jo
             return 2;
         }
         fprintf(stderr,
-                "sluice %s: rerunning the %" PRIu64 " unit%s that %s lists as failed (journal "
-                "%s)\n",
+                "sluice %s: rerunning the %" PRIu64 " unit%s that %s lists as failed, or that "
+                "read them (journal %s)\n",
                 c->name, units, CMD_PLURAL(units), o->rerun_failed, path);
         *out = j;
         return 0;

@@ -250,6 +250,28 @@ def check_rerun_failed(tmp):
     expect([checksum(o) for o in outs] ==
            [checksum(os.path.join(clean, "out", n)) for n in ("crop.zarr", "slabs.zarr")],
            "the output is byte-identical to a clean run's")
+    # A pyramid: the levels above a failed unit read it, so they run again.
+    raw5 = os.path.join(d, "tczyx.zarr")
+    chunk = os.path.join(raw5, "c", "0", "0", "0", "1", "1")
+    good = open(chunk, "rb").read()
+    with open(chunk, "wb") as f:
+        f.write(b"not a zstd frame")
+    pyr, report = os.path.join(d, "pyr.zarr"), os.path.join(d, "pyr.json")
+    args = ("pyramid", raw5, pyr, "--levels", "3", "--factors", "1,1,1,2,2", "--no-progress")
+    rc, _, err = run(*args, "--report", report)
+    expect(rc == 1, f"the pyramid fails where it reads the corrupt chunk: {rc} {err}")
+    with open(chunk, "wb") as f:
+        f.write(good)
+    rc, _, err = run(*args, "--rerun-failed", report, "--report", report2)
+    expect(rc == 0 and "or that read them" in err, f"--rerun-failed of a pyramid: {rc} {err}")
+    s = json.load(open(report2))["summary"]
+    expect(s["failed"] == 0 and 0 < s["resumed"] < s["chunks"], f"part of it is redone: {s}")
+    clean = os.path.join(d, "clean.zarr")
+    rc, _, err = run(*args[:2], clean, *args[3:])
+    expect(rc == 0, f"a clean pyramid: {err}")
+    for level in ("0", "1", "2"):
+        expect(checksum(os.path.join(pyr, level)) == checksum(os.path.join(clean, level)),
+               f"level {level} is byte-identical to a clean run's")
 
 
 def write_graph(d, name, doc):
