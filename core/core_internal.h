@@ -141,6 +141,14 @@ sl_status sl__view_check_same_shape(const char *what, const struct sl_view *a,
  * status has that name (status.c; sl_status_from_name reports it). */
 bool sl__status_find(const char *name, sl_status *out);
 
+/* The wait before try `attempt` + 1 (attempt >= 1: the retry number) of
+ * an operation that failed transiently: `first_s` doubling per retry up to
+ * `cap_s`, times a random factor in [0.5, 1] (status.c). */
+double sl__retry_delay_s(unsigned attempt, double first_s, double cap_s);
+
+/* Sleep sl__retry_delay_s(attempt, first_s, cap_s) seconds. */
+void sl__retry_sleep(unsigned attempt, double first_s, double cap_s);
+
 /* Copy `src` into `dst` unless `dst` already records an error (the first
  * error wins); `dst` may be NULL. */
 void sl__error_forward(struct sl_error *dst, const struct sl_error *src);

@@ -227,12 +227,15 @@ const char *sl__array_name(const sl_array *a, struct sl__array_name *out);
 
 /* The status array of one put or putter node. */
 struct sl__put_state {
-    uint32_t node;          /* node id */
-    uint64_t n_chunks;      /* chunks of its grid */
-    _Atomic uint8_t *codes; /* sl_status per chunk (C-order linear index); owned.  Settled
-                               during a run only by sl__exec_chunk_settle (graph/exec/) */
-    uint64_t n_resumed;     /* of the last run's ok chunks, those an earlier run wrote (the
-                               plan's journal held their units); the driver writes it */
+    uint32_t node;              /* node id */
+    uint64_t n_chunks;          /* chunks of its grid */
+    _Atomic uint8_t *codes;     /* sl_status per chunk (C-order linear index); owned.  Settled
+                                   during a run only by sl__exec_chunk_settle (graph/exec/) */
+    uint64_t n_resumed;         /* of the last run's ok chunks, those an earlier run wrote (the
+                                   plan's journal held their units); the driver writes it */
+    _Atomic uint64_t n_retries; /* the last run's retried store operations of this put:
+                                   reads of the chunks its stage computes, its unit
+                                   writes (sl_plan_opts.retries) */
 };
 /* The public sl_put_status shows `codes` as plain bytes once no run writes them. */
 _Static_assert(sizeof(_Atomic uint8_t) == sizeof(uint8_t) &&

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include <sluice/array.h>
 #include <sluice/journal.h>
 #include <sluice/sha256.h>
@@ -67,6 +69,7 @@ struct journal_put {
     struct sl_grid units; /* the put's shard grid (its chunk grid when unsharded) */
     uint8_t *done;        /* one bit per unit (C-order), set when trusted done; owned */
     uint64_t n_done;      /* bits set */
+    bool distrusted;      /* its records were dropped: it reads units that run again */
 };
 
 struct sl_journal {
@@ -591,8 +594,9 @@ journal_distrust(sl_journal *j)
     for (uint32_t ph = 0; ph < n_phases; ph++)
         for (uint32_t q = 0; q < plan->n_puts; q++) {
             const struct sl__node *nq = &g->nodes[plan->puts[q].node];
-            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph ||
-                j->puts[q].n_done == 0)
+            /* Also a put with nothing done: the report check
+             * (sl_journal_check_report) asks which run again whole. */
+            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph)
                 continue;
             for (uint32_t p = 0; p < plan->n_puts; p++) {
                 const struct sl__node *np = &g->nodes[plan->puts[p].node];
@@ -601,6 +605,7 @@ journal_distrust(sl_journal *j)
                     !reads_array(g, nq->id, np->u.io.array, 0))
                     continue;
                 j->info.units_dropped += j->puts[q].n_done;
+                j->puts[q].distrusted = true;
                 memset(j->puts[q].done, 0, (size_t)((j->puts[q].units.n_total + 7) / 8));
                 j->puts[q].n_done = 0;
                 break;
@@ -882,4 +887,130 @@ sl__journal_record(sl_journal *j, uint32_t put, uint64_t unit)
     if (sl__journal_now_ns() - j->last_sync_ns >= j->interval_ns)
         journal_flush_locked(j);
     pthread_mutex_unlock(&j->mu);
+}
+
+/* ---- a report's failures ---------------------------------------------------------- */
+
+/* Unit coordinates of chunk `coords` of put node `n`. */
+static void
+report_unit_of(const struct sl__node *n, const uint64_t *coords, uint64_t *unit)
+{
+    for (uint32_t d = 0; d < n->grid.rank; d++)
+        unit[d] = n->shard_chunks[d] > 0 ? coords[d] / n->shard_chunks[d] : coords[d];
+}
+
+/* The failed units of put `i` (node `n`) that report put `rp` lists, as
+ * bits in `bits` (one per unit); `*listed` counts chunks. */
+static sl_status
+report_put_failures(const sl_journal *j, uint32_t i, const struct sl__node *n, const json_t *rp,
+                    uint8_t *bits, struct sl_error *err)
+{
+    const struct sl_grid *ug = &j->puts[i].units;
+    const json_t *grid = json_object_get(rp, "grid");
+    bool same = json_is_array(grid) && json_array_size(grid) == n->grid.rank;
+    for (uint32_t d = 0; same && d < n->grid.rank; d++) {
+        const json_t *v = json_array_get(grid, d);
+        same = json_is_integer(v) && (uint64_t)json_integer_value(v) == n->grid.n_chunks[d];
+    }
+    if (!same)
+        return sl_error_set(err, SL_ECONFLICT, NULL,
+                            "put \"%s\": the report's chunk grid is not this run's", n->name);
+    const json_t *failures = json_object_get(rp, "failures");
+    if (!json_is_array(failures))
+        return sl_error_set(err, SL_EPARSE, NULL, "put \"%s\": no \"failures\" list", n->name);
+    size_t k;
+    const json_t *f;
+    json_array_foreach(failures, k, f)
+    {
+        const json_t *chunk = json_object_get(f, "chunk");
+        uint64_t coords[SL_MAX_RANK], unit[SL_MAX_RANK];
+        bool ok = json_is_array(chunk) && json_array_size(chunk) == n->grid.rank;
+        for (uint32_t d = 0; ok && d < n->grid.rank; d++) {
+            const json_t *v = json_array_get(chunk, d);
+            ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+                 (uint64_t)json_integer_value(v) < n->grid.n_chunks[d];
+            coords[d] = ok ? (uint64_t)json_integer_value(v) : 0;
+        }
+        if (!ok)
+            return sl_error_set(err, SL_EPARSE, NULL,
+                                "put \"%s\": failure %zu: \"chunk\" is not a chunk of the put's "
+                                "grid",
+                                n->name, k);
+        report_unit_of(n, coords, unit);
+        uint64_t u = sl_grid_linear_index(ug, unit);
+        bits[u / 8] |= (uint8_t)(1u << (u % 8));
+    }
+    return SL_OK;
+}
+
+sl_status
+sl_journal_check_report(const sl_journal *j, const char *report_path, uint64_t *units,
+                        struct sl_error *err)
+{
+    *units = 0;
+    json_error_t jerr;
+    json_t *doc = json_load_file(report_path, 0, &jerr);
+    if (doc == NULL)
+        return sl_error_set(err, SL_EPARSE, NULL, "%s: not a report: %s (line %d)", report_path,
+                            jerr.text, jerr.line);
+    const json_t *puts = json_object_get(doc, "puts");
+    sl_status st = SL_OK;
+    if (!json_is_array(puts))
+        st = sl_error_set(err, SL_EPARSE, NULL, "%s: not a report: no \"puts\" list", report_path);
+    const sl_plan *plan = j->plan;
+    for (uint32_t i = 0; st == SL_OK && i < plan->n_puts; i++) {
+        const struct sl__node *n = sl__graph_node(plan->graph, plan->puts[i].node);
+        const struct sl_grid *ug = &j->puts[i].units;
+        if (n->kind != SL_NODE_PUT || ug->n_total == 0)
+            continue;
+        const json_t *rp = NULL, *x;
+        size_t k;
+        json_array_foreach(puts, k, x)
+        {
+            const json_t *name = json_object_get(x, "name");
+            if (json_is_string(name) && strcmp(json_string_value(name), n->name) == 0)
+                rp = x;
+        }
+        if (rp == NULL) {
+            st = sl_error_set(err, SL_ECONFLICT, NULL, "%s: the report has no put \"%s\"",
+                              report_path, n->name);
+            break;
+        }
+        uint8_t *bits = calloc((size_t)((ug->n_total + 7) / 8), 1);
+        if (bits == NULL) {
+            st = sl_error_set(err, SL_ENOMEM, NULL, "no memory for %" PRIu64 " units", ug->n_total);
+            break;
+        }
+        st = report_put_failures(j, i, n, rp, bits, err);
+        /* Every unit the journal lacks is one the report lists as failed,
+         * and the other way round: else they are not of the same run.  A
+         * put that reads units that run again runs again whole (its
+         * records were dropped), whatever the report lists of it. */
+        if (st == SL_OK && j->puts[i].distrusted) {
+            *units += ug->n_total;
+            free(bits);
+            continue;
+        }
+        for (uint64_t u = 0; st == SL_OK && u < ug->n_total; u++) {
+            bool failed = bits[u / 8] >> (u % 8) & 1;
+            bool done = sl__journal_done(j, i, u);
+            if (failed == !done) {
+                *units += failed;
+                continue;
+            }
+            uint64_t uc[SL_MAX_RANK];
+            sl_grid_coords_of(ug, u, uc);
+            struct sl_chunk_key key = sl_chunk_key_make(ug->rank, uc);
+            char at[SL_MAX_RANK * 21 + 4];
+            sl_chunk_key_format(&key, at, sizeof(at));
+            st = sl_error_set(err, SL_ECONFLICT, NULL,
+                              "%s: put \"%s\": unit %s is %s in the journal, but the report lists "
+                              "%s: the report and the journal are not of the same run",
+                              report_path, n->name, at, done ? "done" : "not done",
+                              failed ? "a failed chunk in it" : "no failed chunk in it");
+        }
+        free(bits);
+    }
+    json_decref(doc);
+    return st;
 }

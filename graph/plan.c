@@ -225,6 +225,13 @@ plan_set_opts(sl_plan *plan, const struct sl_plan_opts *opts, struct sl_error *e
     if (plan->opts.n_parts == 0 || plan->opts.part >= plan->opts.n_parts)
         return sl_error_set(err, SL_EINVAL, NULL, "part %" PRIu32 " of %" PRIu32 " parts",
                             plan->opts.part, plan->opts.n_parts);
+    if (plan->opts.retries > SL_PLAN_MAX_RETRIES)
+        return sl_error_set(err, SL_EINVAL, NULL, "%" PRIu32 " retries; at most %d",
+                            plan->opts.retries, SL_PLAN_MAX_RETRIES);
+    if (!(plan->opts.retry_backoff_s >= 0 && plan->opts.retry_backoff_s <= 60))
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "a first retry backoff of %g s; expected 0 to 60 s",
+                            plan->opts.retry_backoff_s);
     plan->opts.trace_path = NULL;
     if (opts != NULL && opts->trace_path != NULL) {
         plan->trace_path = sl_strdup(&plan->alloc, opts->trace_path);

@@ -61,6 +61,7 @@ sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other)
     s->objects_written += other->objects_written;
     s->remote_requests += other->remote_requests;
     s->remote_retries += other->remote_retries;
+    s->n_retries += other->n_retries;
     s->remote_max_in_flight = other->remote_max_in_flight > s->remote_max_in_flight
                                   ? other->remote_max_in_flight
                                   : s->remote_max_in_flight;

@@ -70,11 +70,11 @@ report_summary(const struct sl_run_summary *s, FILE *out)
             ", \"peak_bytes\": %zu, \"budget_bytes\": %zu, \"elapsed_s\": %.6f"
             ", \"errors_dropped\": %zu, \"remote_requests\": %" PRIu64
             ", \"remote_retries\": %" PRIu64 ", \"remote_max_in_flight\": %u"
-            ", \"resumed\": %" PRIu64 ", \"first_error\": ",
+            ", \"resumed\": %" PRIu64 ", \"retries\": %" PRIu64 ", \"first_error\": ",
             s->n_chunks, s->n_ok, s->n_failed, s->n_upstream, s->n_canceled, s->n_tasks,
             s->bytes_read, s->bytes_written, s->objects_written, s->peak_bytes, s->budget_bytes,
             s->elapsed_s, s->errors_dropped, s->remote_requests, s->remote_retries,
-            s->remote_max_in_flight, s->n_resumed);
+            s->remote_max_in_flight, s->n_resumed, s->n_retries);
     if (s->first_error == SL_OK)
         fputs("null},\n", out);
     else
@@ -116,8 +116,9 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
     json_string(out, n->name);
     fprintf(out,
             ", \"chunks\": %" PRIu64 ", \"ok\": %" PRIu64 ", \"resumed\": %" PRIu64
-            ", \"failed\": %" PRIu64,
-            ps->n_chunks, st.n_ok, ps->n_resumed, st.n_failed);
+            ", \"failed\": %" PRIu64 ", \"retries\": %" PRIu64,
+            ps->n_chunks, st.n_ok, ps->n_resumed, st.n_failed,
+            atomic_load_explicit(&ps->n_retries, memory_order_relaxed));
     fputs(", \"grid\": [", out);
     for (uint32_t d = 0; d < n->grid.rank; d++)
         fprintf(out, "%s%" PRIu64, d ? ", " : "", n->grid.n_chunks[d]);

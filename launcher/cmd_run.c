@@ -130,6 +130,8 @@ merge_run_opts(const sl_graph_json *doc, struct run_opts *o)
         o->memory = run.memory_budget;
     o->fail_fast = o->fail_fast || run.policy == SL_POLICY_FAIL_FAST;
     o->missing_is_error = o->missing_is_error || run.missing_is_error;
+    if (o->retries < 0)
+        o->retries = (int)run.retries;
 }
 
 static int

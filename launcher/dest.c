@@ -294,6 +294,13 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
     /* A run killed before its journal was made left nothing to go on with. */
     bool fresh = ro->resume && access(journal, F_OK) != 0 && errno == ENOENT;
+    /* Rerunning failed units needs the run that failed them. */
+    if (fresh && ro->rerun_failed != NULL) {
+        fprintf(stderr,
+                "sluice %s: --rerun-failed refused: no journal %s of the run that wrote %s\n",
+                c->name, journal, ro->rerun_failed);
+        return 2;
+    }
     if (fresh)
         fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
                 journal);

@@ -96,6 +96,9 @@ journal_path(const struct run_opts *o, char *buf, size_t size)
 {
     if (o->journal != NULL)
         return o->journal;
+    /* --rerun-failed R goes on from the journal of the run that wrote R. */
+    if (o->rerun_failed != NULL)
+        return (size_t)snprintf(buf, size, "%s.journal", o->rerun_failed) < size ? buf : NULL;
     /* Under mpirun a report's journal would be every rank's: none yet. */
     if (o->report == NULL || dist_size() > 1 ||
         (size_t)snprintf(buf, size, "%s.journal", o->report) >= size)
@@ -196,7 +199,8 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
                  strcmp(a, "--status-map") == 0 || strcmp(a, "--io-concurrency") == 0 ||
                  strcmp(a, "--io-attempts") == 0 || strcmp(a, "--io-deadline") == 0 ||
                  strcmp(a, "--endpoint") == 0 || strcmp(a, "--region") == 0 ||
-                 strcmp(a, "--journal") == 0;
+                 strcmp(a, "--journal") == 0 || strcmp(a, "--retries") == 0 ||
+                 strcmp(a, "--rerun-failed") == 0;
     if (takes && value == NULL)
         return cmd_usage_error(c, "%s needs a value", a);
     if (strcmp(a, "--threads") == 0) {
@@ -252,6 +256,18 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
         if (value[0] == '\0' || strchr(value, '\n') != NULL)
             return cmd_usage_error(c, "--journal: \"%s\" is not a file name", value);
         o->journal = value;
+    } else if (strcmp(a, "--retries") == 0) {
+        char *end;
+        unsigned long n = strtoul(value, &end, 10);
+        if (*end != '\0' || value[0] == '\0' || value[0] == '-' || n > SL_PLAN_MAX_RETRIES)
+            return cmd_usage_error(c, "--retries: \"%s\" is not a count from 0 to %d", value,
+                                   SL_PLAN_MAX_RETRIES);
+        o->retries = (int)n;
+    } else if (strcmp(a, "--rerun-failed") == 0) {
+        if (value[0] == '\0' || strchr(value, '\n') != NULL)
+            return cmd_usage_error(c, "--rerun-failed: \"%s\" is not a file name", value);
+        o->rerun_failed = value;
+        o->resume = true; /* into the earlier output, skipping what its journal holds */
     } else if (strcmp(a, "--resume") == 0) {
         o->resume = true;
         return 1;
@@ -426,6 +442,7 @@ plan_opts_of(const struct run_opts *o)
     opts.memory_budget = o->memory;
     opts.policy = o->fail_fast ? SL_POLICY_FAIL_FAST : SL_POLICY_COLLECT;
     opts.missing_is_error = o->missing_is_error;
+    opts.retries = o->retries > 0 ? (uint32_t)o->retries : 0;
     return opts;
 }
 
@@ -454,6 +471,13 @@ journal_resume_check(const struct cmd *c, sl_graph *g, const struct run_opts *o,
     const char *path = journal_path(o, jbuf, sizeof(jbuf));
     *n = 0;
     *fresh = access(path, F_OK) != 0 && errno == ENOENT;
+    /* Rerunning failed units needs the run that failed them. */
+    if (*fresh && o->rerun_failed != NULL) {
+        fprintf(stderr,
+                "sluice %s: --rerun-failed refused: no journal %s of the run that wrote %s\n",
+                c->name, path, o->rerun_failed);
+        return 2;
+    }
     if (*fresh) {
         fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
                 path);
@@ -525,6 +549,20 @@ journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_jo
                 " line%s from there on %s not trusted (their units run again)\n",
                 c->name, path, info.damaged_at, info.records_ignored,
                 CMD_PLURAL(info.records_ignored), info.records_ignored == 1 ? "is" : "are");
+    if (o->rerun_failed != NULL) {
+        uint64_t units = 0;
+        if (sl_journal_check_report(j, o->rerun_failed, &units, &err) != SL_OK) {
+            fprintf(stderr, "sluice %s: --rerun-failed refused: %s\n", c->name, err.text);
+            (void)sl_journal_close(j, NULL);
+            return 2;
+        }
+        fprintf(stderr,
+                "sluice %s: rerunning the %" PRIu64 " unit%s that %s lists as failed, or that "
+                "read them (journal %s)\n",
+                c->name, units, CMD_PLURAL(units), o->rerun_failed, path);
+        *out = j;
+        return 0;
+    }
     if (o->resume)
         fprintf(stderr,
                 "sluice %s: resuming from journal %s: %" PRIu64 " unit%s done earlier "
@@ -600,6 +638,10 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
                 "sluice %s: skipped %" PRIu64 " chunk%s that the earlier run wrote (counted "
                 "ok)\n",
                 c->name, s.n_resumed, CMD_PLURAL(s.n_resumed));
+    if (s.n_retries > 0)
+        fprintf(stderr,
+                "sluice %s: %" PRIu64 " chunk read%s or shard write%s tried again (--retries)\n",
+                c->name, s.n_retries, CMD_PLURAL(s.n_retries), CMD_PLURAL(s.n_retries));
     if (s.remote_requests > 0)
         fprintf(stderr,
                 "sluice %s: remote: %" PRIu64 " request%s, %" PRIu64 " retr%s, at most %u in "

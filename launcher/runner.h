@@ -36,6 +36,11 @@ struct run_opts {
     const char *journal;        /* --journal FILE: the run's journal; NULL: REPORT.journal
                                    when --report is given, else none */
     bool resume;                /* --resume: skip the units the journal holds */
+    const char *rerun_failed;   /* --rerun-failed REPORT: rerun exactly the units REPORT lists
+                                   as failed (a --resume with REPORT.journal, checked
+                                   against REPORT); NULL: none */
+    int retries;                /* --retries N: tries again of a store operation that failed
+                                   transiently; -1: not given (the graph file's, else 0) */
     const char *const *staging; /* where the outputs are written (set by the command, kept
                                    in the journal for --resume) */
     uint32_t n_staging;         /* how many */
@@ -43,7 +48,7 @@ struct run_opts {
                                                      directories, for the loader */
     uint32_t n_resume_dirs;                       /* how many */
 };
-#define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1})
+#define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1, .retries = -1})
 
 /* Help lines of the options reading remote stores (commands that only read
  * take these alone). */
@@ -74,7 +79,14 @@ struct run_opts {
     "  --report FILE        write the JSON report of failed chunks\n"                           \
     "  --status-map FILE    write a PNG of every output chunk's outcome, by colour\n"           \
     "  --journal FILE       record shards written, for --resume (default REPORT.journal)\n"     \
-    "  --resume             skip the shards the journal holds\n" REMOTE_OPTS_HELP
+    "  --resume             skip the shards the journal holds\n"                                \
+    "  --rerun-failed REPORT  rerun exactly the shards REPORT (an earlier --report) lists\n"    \
+    "                       as failed, into the output it wrote; uses REPORT.journal (or\n"     \
+    "                       --journal), refused unless both are of this computation\n"          \
+    "  --retries N          try a chunk read or shard write that failed with an I/O error,\n"   \
+    "                       timeout or network failure again, up to N times, waiting 50 ms\n"   \
+    "                       doubling to 2 s between tries (default 0; at most "                 \
+    "100)\n" REMOTE_OPTS_HELP
 
 /*
  * Consume the shared option at argv[*i] (and its value, advancing *i).

@@ -301,6 +301,7 @@ exec_init(struct sl__exec *ex, sl_plan *plan, sl_pool *pool, struct sl_error *er
     ex->pool = pool;
     ex->n_workers = sl_pool_worker_count(pool);
     atomic_init(&ex->first_error, SL_OK);
+    atomic_init(&ex->n_retries, 0);
     ex->first_err = SL_ERROR_INIT;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -358,6 +359,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     s->elapsed_s = (double)(sl__exec_now_ns() - ex->t0_ns) * 1e-9;
     s->first_error = (sl_status)atomic_load_explicit(&ex->first_error, memory_order_relaxed);
     s->n_resumed = ex->n_resumed;
+    s->n_retries = atomic_load_explicit(&ex->n_retries, memory_order_relaxed);
     if (ex->stores != NULL)
         exec_store_bytes(ex, s);
     if (st != SL_OK) {

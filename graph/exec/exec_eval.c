@@ -43,6 +43,8 @@ struct eval {
     struct sl__exec_worker *w; /* this worker's scratch */
     sl_status code;            /* first failure, or SL_OK */
     struct sl_error err;       /* its message */
+    struct sl__put_state *put; /* the put whose chunk this is (counts its retries); NULL
+                                  for an intermediate chunk */
 };
 
 static sl_status eval_node(struct eval *ev, uint32_t id, const uint64_t *coords,
@@ -377,6 +379,20 @@ eval_get(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     sl_error_clear(&err);
     sl_status st =
         sl_array_read_chunk(a, coords, out->buf, out->buf_bytes, ev->w->codec, &missing, &err);
+    /* A read that failed transiently is tried again (sl_plan_opts.retries):
+     * a read has no effect to undo, and the buffer is written whole. */
+    const struct sl_plan_opts *po = &ev->ex->plan->opts;
+    for (uint32_t retry = 1; sl_status_transient(st) && retry <= po->retries; retry++) {
+        if (sl__exec_is_canceled(ev->ex))
+            break;
+        sl__retry_sleep(retry, po->retry_backoff_s, SL__RETRY_CAP_S);
+        atomic_fetch_add_explicit(&ev->ex->n_retries, 1, memory_order_relaxed);
+        if (ev->put != NULL)
+            atomic_fetch_add_explicit(&ev->put->n_retries, 1, memory_order_relaxed);
+        missing = false;
+        sl_error_clear(&err);
+        st = sl_array_read_chunk(a, coords, out->buf, out->buf_bytes, ev->w->codec, &missing, &err);
+    }
     char key[96];
     /* A chunk this run wrote may be absent because it equals the fill value. */
     if (st == SL_OK && missing && writer == NULL && ev->ex->plan->opts.missing_is_error) {
@@ -706,8 +722,11 @@ finish_entry(struct sl__exec *ex, struct sl__entry *e, struct eval *ev, struct e
 void
 sl__exec_entry_abandon(struct sl__exec *ex, struct sl__entry *e, sl_status code, const char *text)
 {
-    struct eval ev = {
-        .ex = ex, .w = &ex->workers[ex->n_workers], .code = SL_OK, .err = SL_ERROR_INIT};
+    struct eval ev = {.ex = ex,
+                      .w = &ex->workers[ex->n_workers],
+                      .code = SL_OK,
+                      .err = SL_ERROR_INIT,
+                      .put = NULL};
     struct eval_out out = {.buf = NULL, .entry = NULL};
     eval_fail(&ev, code, "%s", text);
     (void)finish_entry(ex, e, &ev, &out);
@@ -731,6 +750,7 @@ sl__exec_task_run(struct sl__exec *ex, struct sl__exec_task *t, unsigned worker)
         ev.w = w;
         ev.code = SL_OK;
         ev.err.text[0] = '\0';
+        ev.put = t->output == NULL ? sl__plan_put(ex->plan, root->id) : NULL;
         struct eval_out out;
         out.buf = NULL;
         out.buf_bytes = 0;

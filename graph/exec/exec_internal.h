@@ -26,6 +26,9 @@
 #include "exec_trace_internal.h"
 #include "graph_internal.h"
 
+/* The longest wait between two tries of a store operation (sl__retry_sleep). */
+#define SL__RETRY_CAP_S 2.0
+
 /* ---- runs ------------------------------------------------------------------ */
 
 /* A task: `count` chunks of one stage, walked from position `first` of box `box`. */
@@ -96,6 +99,7 @@ struct sl__exec {
     uint64_t t0_ns;                  /* monotonic start of the run */
     bool prefetch;                   /* a get reads a remote store: hint its chunks */
     uint64_t n_resumed;              /* output chunks an earlier run wrote (journal): skipped */
+    _Atomic uint64_t n_retries;      /* store operations retried (sl_plan_opts.retries); relaxed */
 
     /* Memory orders (the pairs are named where each access is):
      * - `accounted`, `in_flight` and `driver_waiting` form a Dekker pair

@@ -97,6 +97,8 @@ sl__exec_puts_resume(struct sl__exec *ex)
     const sl_journal *j = ex->plan->journal;
     for (uint32_t i = 0; i < ex->plan->n_puts; i++)
         ex->plan->puts[i].n_resumed = 0;
+    for (uint32_t i = 0; i < ex->plan->n_puts; i++)
+        atomic_store_explicit(&ex->plan->puts[i].n_retries, 0, memory_order_relaxed);
     if (j == NULL)
         return;
     uint64_t bytes = 0;
@@ -220,6 +222,10 @@ sl__exec_puts_open(struct sl__exec *ex, struct sl_error *err)
          * it, so staging holds compressed bytes and a completed shard only
          * needs assembling. */
         to.encode_on_write = true;
+        /* A unit write that failed transiently is tried again: the
+         * transaction holds its bytes until the write ends. */
+        to.retries = plan->opts.retries;
+        to.retry_backoff_s = plan->opts.retry_backoff_s;
         xp->txn = sl_txn_open(n->u.io.array, &to, err);
         if (xp->txn == NULL)
             return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
@@ -242,6 +248,8 @@ sl__exec_puts_commit(struct sl__exec *ex, uint32_t phase)
         sl_status st = sl_txn_commit(xp->txn, ex->workers[ex->n_workers].codec, &e);
         struct sl_txn_stats ts;
         sl_txn_get_stats(xp->txn, &ts);
+        atomic_fetch_add_explicit(&ex->plan->puts[i].n_retries, ts.n_retries, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ex->n_retries, ts.n_retries, memory_order_relaxed);
         /* (Units, not bytes: chunks of fill staged encoded count none.) */
         if (st != SL_OK && ts.staged_units > 0)
             sl__exec_note_failure(ex, st, &e);

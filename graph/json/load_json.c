@@ -86,8 +86,8 @@ static void
 run_parse(sl_graph_json *doc, const json_t *run)
 {
     static const char *const keys[] = {
-        "threads",        "memory",      "error_policy",  "missing", "comment",
-        "io_concurrency", "io_attempts", "io_deadline_s", "journal", NULL};
+        "threads",     "memory",        "error_policy", "missing", "comment", "io_concurrency",
+        "io_attempts", "io_deadline_s", "journal",      "retries", NULL};
     static const char *const policies[] = {"collect", "fail_fast", NULL};
     static const char *const missing[] = {"fill", "error", NULL};
     struct sl__jdiag *d = &doc->diag;
@@ -120,6 +120,10 @@ run_parse(sl_graph_json *doc, const json_t *run)
         else
             doc->run.io_deadline_s = json_number_value(v);
     }
+    uint64_t retries;
+    if ((v = json_object_get(run, "retries")) != NULL &&
+        sl__jget_uint(d, v, "/run/retries", 0, SL_PLAN_MAX_RETRIES, &retries))
+        doc->run.retries = (uint32_t)retries;
     int k;
     if ((v = json_object_get(run, "error_policy")) != NULL &&
         (k = jget_enum(d, v, "/run/error_policy", policies)) >= 0)

@@ -228,6 +228,8 @@ struct sl_graph_json_run {
     double io_deadline_s;    /* "io_deadline_s": seconds per remote request; 0 when not given */
     const char *journal;     /* "journal": the run journal's path, relative ones joined to
                                 the base directory; NULL when not given.  The document's */
+    uint32_t retries;        /* "retries": tries again of a store operation that failed
+                                transiently (sl_plan_opts.retries); 0 when not given */
 };
 
 /** Copy the file's run options into `out`.  Thread-safety: any thread. */

@@ -131,6 +131,23 @@ SL_API SL_NODISCARD sl_status sl_journal_read_staging(const char *path,
 SL_API SL_NODISCARD sl_status sl_journal_check(const sl_plan *plan, const char *path,
                                                struct sl_error *err);
 
+/**
+ * Check that the report at `report_path` (docs/report.schema.json, as
+ * sl_plan_write_report writes it) is of the run that wrote the journal
+ * `j` (opened with resume): every put of the plan is in it with the same
+ * chunk grid, and the units whose chunks it lists as failed are exactly
+ * the units the journal does not hold as done, except in a put whose
+ * records the journal dropped as it reads units that run again (a pyramid
+ * level above a failed unit), which runs again whole.  A run with `j` then
+ * reruns exactly those units (`sluice run --rerun-failed`).
+ * @return SL_OK and the number of such units in `*units`; SL_EPARSE (not
+ * a report), SL_ECONFLICT (a put missing or of another grid, or a unit
+ * done in one and failed or absent in the other: named), SL_ENOMEM.
+ * Thread-safety: not while the plan runs.
+ */
+SL_API SL_NODISCARD sl_status sl_journal_check_report(const sl_journal *j, const char *report_path,
+                                                      uint64_t *units, struct sl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,6 +62,9 @@ typedef void sl_progress_fn(void *ctx, const struct sl_progress *progress);
  */
 typedef sl_status sl_phase_fn(void *ctx, uint32_t phase, uint32_t n_phases);
 
+/* The most retries sl_plan_opts.retries may ask. */
+#define SL_PLAN_MAX_RETRIES 100
+
 /* How to prepare and run a plan. */
 struct sl_plan_opts {
     size_t memory_budget;       /* bytes of chunk buffers alive at once; 0: no limit */
@@ -81,6 +84,12 @@ struct sl_plan_opts {
                                    get SL_ESKIPPED */
     sl_phase_fn *phase_done;    /* NULL: none */
     void *phase_ctx;            /* passed to `phase_done` */
+    uint32_t retries;           /* tries after the first of a store operation that failed
+                                   transiently (sl_status_transient): a get's chunk read,
+                                   a put's unit write (SL_PLAN_MAX_RETRIES at most; 0: none) */
+    double retry_backoff_s;     /* the first retry waits up to this, doubling per retry
+                                   up to 2 s, each wait jittered to half of it at least
+                                   (0.05 s; at most 60) */
 };
 /* clang-format off */
 #define SL_PLAN_OPTS_DEFAULT                                                   \
@@ -95,7 +104,9 @@ struct sl_plan_opts {
                            .n_parts = 1,                                       \
                            .part = 0,                                          \
                            .phase_done = NULL,                                 \
-                           .phase_ctx = NULL})
+                           .phase_ctx = NULL,                          \
+                           .retries = 0,                               \
+                           .retry_backoff_s = 0.05})
 /* clang-format on */
 
 /* One failed chunk of a put, with its message. */
@@ -129,6 +140,8 @@ struct sl_run_summary {
     unsigned remote_max_in_flight; /* the most requests a remote store had in flight */
     uint64_t n_resumed;            /* of n_ok, chunks an earlier run wrote: their units were
                                       in the plan's journal (sl_journal_open) and skipped */
+    uint64_t n_retries;            /* store operations tried again after a transient failure
+                                      (sl_plan_opts.retries): chunk reads and unit writes */
 };
 
 /* A put's per-chunk status array. */

@@ -7,6 +7,8 @@
 #ifndef SL_STATUS_H
 #define SL_STATUS_H
 
+#include <stdbool.h>
+
 #include <sluice/common.h>
 
 #ifdef __cplusplus
@@ -61,6 +63,15 @@ SL_API const char *sl_status_name(sl_status code);
  * Thread-safety: any thread.
  */
 SL_API const char *sl_status_message(sl_status code);
+
+/**
+ * Whether a failure with `code` may go away when the same operation is
+ * tried again: SL_EIO, SL_ETIMEDOUT and SL_ENETWORK.  Never corrupt or
+ * malformed data, usage errors, absent objects, or SL_EHTTP (a server's
+ * final answer: the HTTP engine already retried its 5xx answers).
+ * Thread-safety: any thread.
+ */
+SL_API bool sl_status_transient(sl_status code);
 
 /* Defined in <sluice/error.h>, which includes this header. */
 struct sl_error;

@@ -128,6 +128,11 @@ struct sl_txn_opts {
                                       with a codec context) is encoded by that
                                       write and kept only encoded; see below
                                       (default false) */
+    unsigned retries;              /* tries after the first of a unit's store write
+                                      or delete that failed transiently
+                                      (sl_status_transient); default 0 */
+    double retry_backoff_s;        /* the first retry waits up to this, doubling
+                                      per retry up to 2 s (default 0.05) */
 };
 
 /* write_behind of 2 where the array's store waits for a device on every
@@ -136,15 +141,17 @@ struct sl_txn_opts {
  * (S3: 8 PUTs in flight); 0 where a set does not wait (the memory store),
  * where a thread more would only compete for the cores. */
 #define SL_TXN_WRITE_BEHIND_AUTO UINT_MAX
-#define SL_TXN_OPTS_DEFAULT                        \
-    ((struct sl_txn_opts){.flush_full = true,      \
-                          .clean_leftovers = true, \
-                          .par = NULL,             \
-                          .on_unit = NULL,         \
-                          .on_unit_arg = NULL,     \
-                          .write_behind = 0,       \
-                          .reread = false,         \
-                          .encode_on_write = false})
+#define SL_TXN_OPTS_DEFAULT                         \
+    ((struct sl_txn_opts){.flush_full = true,       \
+                          .clean_leftovers = true,  \
+                          .par = NULL,              \
+                          .on_unit = NULL,          \
+                          .on_unit_arg = NULL,      \
+                          .write_behind = 0,        \
+                          .reread = false,          \
+                          .encode_on_write = false, \
+                          .retries = 0,             \
+                          .retry_backoff_s = 0.05})
 
 /* What a transaction did so far. */
 struct sl_txn_stats {
@@ -155,6 +162,7 @@ struct sl_txn_stats {
     uint64_t staged_bytes;      /* chunk data staged now (see sl_txn_staged_bytes) */
     uint64_t peak_staged_bytes; /* the most staged at once */
     uint64_t staged_units;      /* units staged now, not yet written or dropped */
+    uint64_t n_retries;         /* unit writes and deletes tried again (`retries`) */
 };
 
 /**

@@ -87,6 +87,7 @@ sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
     t->n_per_unit = a->meta.sharded ? a->meta.n_per_shard : 1;
     t->mask_bytes = (a->layout.n_bytes / a->elem_bytes + 63) / 64 * 8;
     atomic_init(&t->phase, SL__TXN_OPEN);
+    atomic_init(&t->n_retries, 0);
     t->first_err = SL_ERROR_INIT;
     pthread_mutex_init(&t->pool_mu, NULL);
     pthread_mutex_init(&t->err_mu, NULL);
@@ -442,5 +443,6 @@ sl_txn_get_stats(const sl_txn *t, struct sl_txn_stats *out)
         .staged_bytes = atomic_load_explicit(&m->staged_bytes, memory_order_relaxed),
         .peak_staged_bytes = atomic_load_explicit(&m->peak_staged_bytes, memory_order_relaxed),
         .staged_units = atomic_load_explicit(&m->n_units_staged, memory_order_relaxed),
+        .n_retries = atomic_load_explicit(&m->n_retries, memory_order_relaxed),
     };
 }

@@ -80,6 +80,27 @@ set_flags(const sl_txn *t)
     return t->opts.reread ? SL__SET_REREAD : 0;
 }
 
+/*
+ * Set (or, with `data` NULL, delete) a unit's object `key`, tried again
+ * after a transient failure as opts.retries asks: the bytes are in hand,
+ * and a set or delete done twice leaves what one leaves.
+ */
+static sl_status
+unit_store(const sl_txn *t, const char *key, const void *data, size_t size, struct sl_error *err)
+{
+    sl_store *s = t->a->store;
+    sl_status st = data != NULL ? sl__store_set(s, key, data, size, set_flags(t), err)
+                                : sl_store_delete(s, key, err);
+    for (unsigned retry = 1; sl_status_transient(st) && retry <= t->opts.retries; retry++) {
+        sl__retry_sleep(retry, t->opts.retry_backoff_s, 2.0);
+        atomic_fetch_add_explicit(&((sl_txn *)t)->n_retries, 1, memory_order_relaxed);
+        sl_error_clear(err);
+        st = data != NULL ? sl__store_set(s, key, data, size, set_flags(t), err)
+                          : sl_store_delete(s, key, err);
+    }
+    return st;
+}
+
 /* Assemble shard `u` into `out`: its staged chunks over `old` (the
  * stored shard's, when `u` is partial).  `*empty`: no chunk is left;
  * `*index` (may be NULL): its entries, native (offset, length) pairs
@@ -173,9 +194,8 @@ shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
 {
     const sl_array *a = t->a;
     if (u->assembled)
-        return u->assembled_empty
-                   ? sl_store_delete(a->store, key, err)
-                   : sl__store_set(a->store, key, u->bytes.data, u->bytes.size, set_flags(t), err);
+        return u->assembled_empty ? unit_store(t, key, NULL, 0, err)
+                                  : unit_store(t, key, u->bytes.data, u->bytes.size, err);
     struct sl__shard_old old = {NULL, NULL};
     if (u->n_complete < u->n_inside)
         SL_TRY(sl__shard_read_old(a, key, ctx, &old, err));
@@ -184,8 +204,8 @@ shard_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
     bool empty = false;
     SL_TRY(shard_assemble(t, u, key, &old, out, ctx, &empty, NULL, err));
     if (empty)
-        return sl_store_delete(a->store, key, err);
-    return sl__store_set(a->store, key, out->data, out->size, set_flags(t), err);
+        return unit_store(t, key, NULL, 0, err);
+    return unit_store(t, key, out->data, out->size, err);
 }
 
 /* Write chunk unit `u` of an unsharded array (stripe lock held). */
@@ -210,8 +230,8 @@ chunk_write_locked(const sl_txn *t, const struct sl__txn_unit *u, const char *ke
     bool empty = false;
     SL_TRY(sl__txn_chunk_view(t, c, ctx, &v, &empty, err));
     if (empty)
-        return sl_store_delete(a->store, key, err);
-    return sl__store_set(a->store, key, v.data, v.size, set_flags(t), err);
+        return unit_store(t, key, NULL, 0, err);
+    return unit_store(t, key, v.data, v.size, err);
 }
 
 /* Write unit `u` once under its stripe lock and take it out of the

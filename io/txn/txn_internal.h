@@ -107,6 +107,7 @@ struct sl_txn {
     _Atomic uint64_t n_units_written;
     _Atomic uint64_t n_units_failed;
     _Atomic uint64_t n_units_early;
+    _Atomic uint64_t n_retries;                     /* see struct sl_txn_stats */
     pthread_mutex_t pool_mu;                        /* guards `pool` and `pool_bare` */
     struct sl__txn_chunk *pool;                     /* free chunk records with a buffer */
     struct sl__txn_chunk *pool_bare;                /* free records without */

@@ -240,7 +240,8 @@ static const char *const derive_graph =
     "   \"big\": {\"op\": \"scale\", \"input\": \"f32\", \"scale\": 0.5, \"offset\": 1},\n"
     "   \"wf\": {\"op\": \"put\", \"input\": \"big\", \"array\": \"f\"}},\n"
     " \"run\": {\"threads\": 3, \"memory\": \"1.5M\", \"error_policy\": \"fail_fast\", "
-    "\"missing\": \"error\", \"io_concurrency\": 12, \"io_attempts\": 4, \"io_deadline_s\": 2.5}}";
+    "\"missing\": \"error\", \"io_concurrency\": 12, \"io_attempts\": 4, \"io_deadline_s\": 2.5, "
+    "\"retries\": 5}}";
 
 Test(graph_load_json, validating_creates_nothing_and_reads_run_options)
 {
@@ -260,6 +261,7 @@ Test(graph_load_json, validating_creates_nothing_and_reads_run_options)
     cr_assert_eq(run.io_concurrency, 12);
     cr_assert_eq(run.io_attempts, 4);
     cr_assert_float_eq(run.io_deadline_s, 2.5, 1e-12);
+    cr_assert_eq(run.retries, 5);
     sl_graph *g = sl_graph_json_graph(doc);
     cr_assert(sl_graph_is_sealed(g));
     cr_assert_eq(sl_graph_node_count(g), 7, "six nodes and the put's rechunk of wf");

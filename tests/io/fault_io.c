@@ -18,7 +18,8 @@ static int
 fault_tick(struct sl_fault_io *f, sl_fault_op op)
 {
     uint64_t n = atomic_fetch_add(&f->calls[op], 1) + 1;
-    if (f->fail_op == (int)op && (n == f->fail_at || (f->fail_sticky && n > f->fail_at)))
+    if (f->fail_op == (int)op && n >= f->fail_at &&
+        (n < f->fail_at + f->fail_times || f->fail_sticky))
         return -f->fail_errno;
     return 0;
 }
@@ -219,6 +220,7 @@ sl_fault_io_init(struct sl_fault_io *f)
     memset(f, 0, sizeof(*f));
     f->inner = sl_io_table_default();
     f->fail_op = -1;
+    f->fail_times = 1;
     atomic_init(&f->mut_fired_op, -1);
     pthread_mutex_init(&f->lock, NULL);
     f->table = (struct sl_io_table){
@@ -255,6 +257,7 @@ sl_fault_io_reset(struct sl_fault_io *f)
     atomic_store(&f->n_direct_opens, 0);
     f->fail_op = -1;
     f->fail_at = 0;
+    f->fail_times = 1;
     f->fail_sticky = false;
     f->write_max = 0;
     atomic_store(&f->n_mutating, 0);
@@ -274,7 +277,16 @@ sl_fault_io_fail(struct sl_fault_io *f, sl_fault_op op, uint64_t at, int errno_v
 {
     f->fail_op = (int)op;
     f->fail_at = atomic_load(&f->calls[op]) + at;
+    f->fail_times = 1;
     f->fail_errno = errno_value;
+}
+
+void
+sl_fault_io_fail_times(struct sl_fault_io *f, sl_fault_op op, uint64_t at, uint64_t times,
+                       int errno_value)
+{
+    sl_fault_io_fail(f, op, at, errno_value);
+    f->fail_times = times;
 }
 
 void

@@ -50,17 +50,18 @@ typedef enum sl_fault_kind {
 } sl_fault_kind;
 
 struct sl_fault_io {
-    struct sl_io_table table;                      /* give &table to the store */
-    const struct sl_io_table *inner;               /* the table doing the real work */
-    _Atomic uint64_t calls[SL_FAULT_OP_COUNT_];    /* calls made, by operation */
-    _Atomic uint64_t n_direct_opens;               /* opens asking for O_DIRECT */
-    int fail_op;                                   /* operation to fail, or -1 */
-    uint64_t fail_at;                              /* 1-based call number of fail_op to fail */
-    int fail_errno;                                /* errno the failing call reports */
-    bool fail_sticky;                              /* also fail every later call of fail_op */
-    size_t write_max;                              /* > 0: each write writes at most this */
-    pthread_mutex_t lock;                          /* guards the rename targets */
-    char *targets[SL_FAULT_MAX_TARGETS];           /* rename targets seen */
+    struct sl_io_table table;                   /* give &table to the store */
+    const struct sl_io_table *inner;            /* the table doing the real work */
+    _Atomic uint64_t calls[SL_FAULT_OP_COUNT_]; /* calls made, by operation */
+    _Atomic uint64_t n_direct_opens;            /* opens asking for O_DIRECT */
+    int fail_op;                                /* operation to fail, or -1 */
+    uint64_t fail_at;                           /* 1-based call number of fail_op to fail */
+    uint64_t fail_times;                        /* ... and the calls after it, this many in all */
+    int fail_errno;                             /* errno the failing call reports */
+    bool fail_sticky;                           /* also fail every later call of fail_op */
+    size_t write_max;                           /* > 0: each write writes at most this */
+    pthread_mutex_t lock;                       /* guards the rename targets */
+    char *targets[SL_FAULT_MAX_TARGETS];        /* rename targets seen */
     unsigned target_renames[SL_FAULT_MAX_TARGETS]; /* renames onto each target */
     unsigned n_targets;                            /* entries used */
     _Atomic uint64_t n_mutating;                   /* mutating calls made */
@@ -80,6 +81,11 @@ void sl_fault_io_fini(struct sl_fault_io *f);
 
 /* Fail the `at`-th call (counting from now) of `op` with `errno_value`. */
 void sl_fault_io_fail(struct sl_fault_io *f, sl_fault_op op, uint64_t at, int errno_value);
+
+/* Fail `times` calls of `op` in a row, from the `at`-th (counting from
+ * now), with `errno_value`: a transient fault, gone after `times`. */
+void sl_fault_io_fail_times(struct sl_fault_io *f, sl_fault_op op, uint64_t at, uint64_t times,
+                            int errno_value);
 
 /* Plan a fault of `kind` on the `at`-th mutating call counting from now
  * (the `at`-th write for SL_FAULT_SHORT and SL_FAULT_SHORT_ERRNO; see

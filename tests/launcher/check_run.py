@@ -189,9 +189,13 @@ def check_chunk_failures(tmp):
     with open(os.path.join(d, "raw.zarr", "1.1.1"), "wb") as f:
         f.write(b"not a zstd frame")
     report = os.path.join(d, "report.json")
-    rc, _, err = run("run", "--no-progress", "--report", report, os.path.join(d, "select.json"))
+    rc, _, err = run("run", "--no-progress", "--retries", "3", "--report", report,
+                     os.path.join(d, "select.json"))
     expect(rc == 1 and "ECORRUPT" in err, f"a corrupt chunk makes run exit 1: {rc} {err}")
     rep = json.load(open(report))
+    expect(rep["summary"]["retries"] == 0 and all(p["retries"] == 0 for p in rep["puts"])
+           and "tried again" not in err,
+           f"--retries does not retry a corrupt chunk: {rep['summary']} {err}")
     failed = {p["name"]: [f["chunk"] for f in p["failures"]] for p in rep["puts"]}
     messages = [f["message"] for p in rep["puts"] for f in p["failures"]]
     expect(failed == {"write_crop": [[0, 0, 1], [0, 1, 1], [1, 0, 1], [1, 1, 1]],
@@ -201,6 +205,73 @@ def check_chunk_failures(tmp):
     expect(rep["summary"]["ok"] == rep["summary"]["chunks"] - 4, "the other chunks are written")
     rc, _, err = run("run", "--no-progress", "--fail-fast", os.path.join(d, "select.json"))
     expect(rc == 1 and "cancelled" in err, f"--fail-fast stops: {err}")
+
+
+def check_rerun_failed(tmp):
+    """--rerun-failed REPORT reruns exactly the units REPORT lists as failed."""
+    d = workdir(tmp, "rerun")
+    graph = os.path.join(d, "select.json")
+    chunk = os.path.join(d, "raw.zarr", "1.1.1")
+    good = open(chunk, "rb").read()
+    with open(chunk, "wb") as f:
+        f.write(b"not a zstd frame")
+    report = os.path.join(d, "report.json")
+    rc, _, err = run("run", "--no-progress", "--report", report, graph)
+    expect(rc == 1, f"the corrupt input fails some units: {rc} {err}")
+    rep = json.load(open(report))
+    n_failed = sum(len(p["failures"]) for p in rep["puts"])
+    expect(n_failed == 4, f"4 units failed (unsharded: a unit is a chunk): {n_failed}")
+    outs = [os.path.join(d, "out", "crop.zarr"), os.path.join(d, "out", "slabs.zarr")]
+    before = [checksum(o) for o in outs]
+    with open(chunk, "wb") as f:
+        f.write(good)
+    # A report that is not the journal's run: one failure left out.
+    tampered = dict(rep, puts=[dict(p, failures=p["failures"][1:]) if p["failures"] else p
+                               for p in rep["puts"]])
+    bad = write_graph(d, "tampered.json", json.dumps(tampered))
+    shutil.copy(report + ".journal", bad + ".journal")
+    rc, _, err = run("run", "--no-progress", "--rerun-failed", bad, graph)
+    expect(rc == 2 and "--rerun-failed refused" in err and "is not done in the journal" in err,
+           f"a report that disagrees with the journal is refused: {rc} {err}")
+    expect([checksum(o) for o in outs] == before, "and the outputs are left as they were")
+    rc, _, err = run("run", "--no-progress", "--rerun-failed", os.path.join(d, "none.json"),
+                     graph)
+    expect(rc == 2 and "no journal" in err, f"no journal, no rerun: {rc} {err}")
+    report2 = os.path.join(d, "report2.json")
+    rc, _, err = run("run", "--no-progress", "--rerun-failed", report, "--report", report2,
+                     graph)
+    expect(rc == 0 and "rerunning the 4 units" in err, f"--rerun-failed fixes them: {rc} {err}")
+    s = json.load(open(report2))["summary"]
+    expect(s["objects_written"] == 4 and s["resumed"] == s["chunks"] - 4 and s["failed"] == 0,
+           f"exactly the failed units are written again: {s}")
+    clean = workdir(tmp, "rerun_clean")
+    rc, _, err = run("run", "--no-progress", os.path.join(clean, "select.json"))
+    expect(rc == 0, f"a clean run: {err}")
+    expect([checksum(o) for o in outs] ==
+           [checksum(os.path.join(clean, "out", n)) for n in ("crop.zarr", "slabs.zarr")],
+           "the output is byte-identical to a clean run's")
+    # A pyramid: the levels above a failed unit read it, so they run again.
+    raw5 = os.path.join(d, "tczyx.zarr")
+    chunk = os.path.join(raw5, "c", "0", "0", "0", "1", "1")
+    good = open(chunk, "rb").read()
+    with open(chunk, "wb") as f:
+        f.write(b"not a zstd frame")
+    pyr, report = os.path.join(d, "pyr.zarr"), os.path.join(d, "pyr.json")
+    args = ("pyramid", raw5, pyr, "--levels", "3", "--factors", "1,1,1,2,2", "--no-progress")
+    rc, _, err = run(*args, "--report", report)
+    expect(rc == 1, f"the pyramid fails where it reads the corrupt chunk: {rc} {err}")
+    with open(chunk, "wb") as f:
+        f.write(good)
+    rc, _, err = run(*args, "--rerun-failed", report, "--report", report2)
+    expect(rc == 0 and "or that read them" in err, f"--rerun-failed of a pyramid: {rc} {err}")
+    s = json.load(open(report2))["summary"]
+    expect(s["failed"] == 0 and 0 < s["resumed"] < s["chunks"], f"part of it is redone: {s}")
+    clean = os.path.join(d, "clean.zarr")
+    rc, _, err = run(*args[:2], clean, *args[3:])
+    expect(rc == 0, f"a clean pyramid: {err}")
+    for level in ("0", "1", "2"):
+        expect(checksum(os.path.join(pyr, level)) == checksum(os.path.join(clean, level)),
+               f"level {level} is byte-identical to a clean run's")
 
 
 def write_graph(d, name, doc):
@@ -262,6 +333,9 @@ def check_explain_and_options(tmp):
     expect(rc == 2 and "EBUDGET" in err, f"the file's memory budget is used: {err}")
     rc, _, err = run("run", "--no-progress", "--memory", "64M", small_graph)
     expect(rc == 0, f"--memory overrides the file's budget: {err}")
+    small["run"]["retries"] = 2
+    rc, _, err = run("run", "--no-progress", "--memory", "64M", write_graph(d, "retries.json", small))
+    expect(rc == 0, f"the file's run.retries is taken: {err}")
     rc, _, err = run("run", "--progress", graph)
     expect(rc == 0 and "100%" in err and "chunks" in err, f"--progress reports progress: {err}")
 
@@ -281,6 +355,9 @@ def check_usage():
                       (["run", "a.json", "b.json"], "more than one graph file"),
                       (["run", "--bogus", "a.json"], "unknown option"),
                       (["run", "--threads", "0", "a.json"], "--threads"),
+                      (["run", "--retries", "101", "a.json"], '--retries: "101" is not a count from 0 to 100'),
+                      (["run", "--retries", "-1", "a.json"], "--retries"),
+                      (["copy", "--retries", "x", "a.zarr", "b.zarr"], "--retries"),
                       (["explain", "a.json", "--dot"], "--dot needs a value"),
                       (["validate"], "GRAPH.json is missing")):
         rc, _, err = run(*args)
@@ -292,6 +369,7 @@ def main():
         check_examples(tmp)
         check_dry_run_missing(tmp)
         check_chunk_failures(tmp)
+        check_rerun_failed(tmp)
         check_invalid(tmp)
         check_explain_and_options(tmp)
         check_usage()
