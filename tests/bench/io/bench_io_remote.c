@@ -328,17 +328,8 @@ main(int argc, char **argv)
     int reps = argc > 1 ? atoi(argv[1]) : 3;
     if (reps < 1)
         reps = 3;
-    g_dir = getenv("SL_BENCH_DATA");
-    if (g_dir == NULL || g_dir[0] == '\0')
-        g_dir = "/tmp/sluice-bench-data";
-    g_root = getenv("SL_BENCH_SOURCE_ROOT");
-    g_exe = getenv("SL_SLUICE_EXE");
-    if (g_root == NULL || g_exe == NULL) {
-        fprintf(stderr, "bench_io_remote: needs SL_BENCH_SOURCE_ROOT and SL_SLUICE_EXE "
-                        "(run via tests/bench/run.sh); skipped\n");
+    if (!bench_remote_init("bench_io_remote", &g_root, &g_exe, &g_dir))
         return 0;
-    }
-    bench_remote_init("bench_io_remote", g_root);
     char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "/usr/bin/python3 %s/tests/bench/io/peer_zarr_read.py create %s/b3.zarr", g_root,

@@ -18,11 +18,24 @@
 
 static const char *g_prog = "bench", *g_root = ".";
 
-void
-bench_remote_init(const char *prog, const char *root)
+bool
+bench_remote_init(const char *prog, const char **root, const char **exe, const char **dir)
 {
     g_prog = prog;
-    g_root = root;
+    *dir = getenv("SL_BENCH_DATA");
+    if (*dir == NULL || (*dir)[0] == '\0')
+        *dir = "/tmp/sluice-bench-data";
+    *root = getenv("SL_BENCH_SOURCE_ROOT");
+    *exe = getenv("SL_SLUICE_EXE");
+    if (*root == NULL || *exe == NULL) {
+        fprintf(stderr,
+                "%s: needs SL_BENCH_SOURCE_ROOT and SL_SLUICE_EXE (run via "
+                "tests/bench/run.sh); skipped\n",
+                prog);
+        return false;
+    }
+    g_root = *root;
+    return true;
 }
 
 void

@@ -11,14 +11,18 @@
 #ifndef SL_BENCH_REMOTE_H
 #define SL_BENCH_REMOTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include <sluice.h>
 
-/* The program name that messages start with, and the source root that
- * holds tests/bench/io/peer_remote.py; call first. */
-void bench_remote_init(const char *prog, const char *root);
+/* Read the environment tests/bench/run.sh sets: the source root
+ * (SL_BENCH_SOURCE_ROOT), the launcher (SL_SLUICE_EXE) and the data folder
+ * (SL_BENCH_DATA, default /tmp/sluice-bench-data), and name the program
+ * `prog` in failures.  False, after saying so on stderr, when the first
+ * two are not set: the bench is then skipped. */
+bool bench_remote_init(const char *prog, const char **root, const char **exe, const char **dir);
 
 /* Print "<prog>: <what>" (and the error's text) on stderr, exit 1. */
 void bench_remote_fail(const char *what);
