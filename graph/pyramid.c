@@ -281,13 +281,59 @@ pyr_check_group(sl_store *store, const char *group, bool overwrite, struct sl_er
                         name, format, kind == SL_ZARR_ARRAY ? "array" : "group");
 }
 
-/* Create the level arrays (arrays[k], one reference each), then the group. */
+/* For into_group: the group at `group` must be there, of the levels'
+ * format, its attributes read into `attrs`; a node at a level's path is
+ * refused, or deleted when overwriting. */
 static sl_status
-pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char *group,
-                const struct sl_pyramid_opts *o, sl_dtype dtype, sl_array **arrays,
-                struct sl_error *err)
+pyr_check_into(const struct sl__pyramid_layout *l, sl_store *store, const char *group,
+               bool overwrite, struct sl_buf *attrs, struct sl_error *err)
 {
-    if (!o->open_existing)
+    sl_zarr_kind kind = SL_ZARR_NONE;
+    int format = 0;
+    char name[SL_STORE_KEY_MAX + 4096];
+    sl_store_name(store, group, name, sizeof(name));
+    SL_TRY(sl_zarr_read_node(store, group, &kind, &format, attrs, err));
+    if (kind == SL_ZARR_NONE)
+        return sl_error_set(err, SL_ENOTFOUND, NULL,
+                            "pyramid: %s holds no Zarr group to write the levels into", name);
+    if (kind != SL_ZARR_GROUP || format != l->zarr_format)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "pyramid: %s is a Zarr v%d %s; the levels written into it are Zarr "
+                            "v%d arrays, which only a v%d group holds",
+                            name, format, kind == SL_ZARR_GROUP ? "group" : "array",
+                            l->zarr_format, l->zarr_format);
+    /* Every level's path looked at before any is deleted. */
+    for (int pass = 0; pass < (overwrite ? 2 : 1); pass++) {
+        for (uint32_t k = 0; k < l->n_levels; k++) {
+            char path[SL_STORE_KEY_MAX];
+            pyr_level_path(group, k, path, sizeof(path));
+            SL_TRY(sl_zarr_probe(store, path, &kind, &format, err));
+            if (kind != SL_ZARR_NONE && pass == 1)
+                SL_TRY(sl_store_delete_tree(store, path, err));
+            if (kind == SL_ZARR_NONE || overwrite)
+                continue;
+            sl_store_name(store, path, name, sizeof(name));
+            return sl_error_set(err, SL_EEXIST, NULL,
+                                "pyramid: %s already holds a Zarr v%d %s where level %" PRIu32
+                                " goes; set opts.level.overwrite to replace it (`sluice pyramid "
+                                "--into` takes --overwrite)",
+                                name, format, kind == SL_ZARR_ARRAY ? "array" : "group", k);
+        }
+    }
+    return SL_OK;
+}
+
+/* Check the group (pyr_check_group, or pyr_check_into reading its
+ * attributes into `base`), then create the level arrays (arrays[k], one
+ * reference each). */
+static sl_status
+pyr_write_levels(const struct sl__pyramid_layout *l, sl_store *store, const char *group,
+                 const struct sl_pyramid_opts *o, sl_dtype dtype, struct sl_buf *base,
+                 sl_array **arrays, struct sl_error *err)
+{
+    if (!o->open_existing && o->into_group)
+        SL_TRY(pyr_check_into(l, store, group, o->level.overwrite, base, err));
+    else if (!o->open_existing)
         SL_TRY(pyr_check_group(store, group, o->level.overwrite, err));
     for (uint32_t k = 0; k < l->n_levels; k++) {
         struct sl_array_spec spec = o->level;
@@ -312,13 +358,28 @@ pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char 
             return e.code;
         }
     }
-    if (o->open_existing)
-        return SL_OK;
-    char *attrs = sl__pyramid_ome_json(l, o->name, o->group_attributes, err);
-    if (attrs == NULL)
-        return err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
-    sl_status st = sl_group_create(store, group, l->zarr_format, attrs, err);
+    return SL_OK;
+}
+
+/* Create the level arrays (arrays[k], one reference each), then the group
+ * (into_group: rewrite its attributes). */
+static sl_status
+pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char *group,
+                const struct sl_pyramid_opts *o, sl_dtype dtype, sl_array **arrays,
+                struct sl_error *err)
+{
+    struct sl_buf base = SL_BUF_INIT;
+    sl_status st = pyr_write_levels(l, store, group, o, dtype, &base, arrays, err);
+    char *attrs = NULL;
+    if (st == SL_OK && !o->open_existing) {
+        attrs = sl__pyramid_ome_json(l, o->name, o->group_attributes,
+                                     o->into_group ? (const char *)base.data : NULL, err);
+        st = attrs != NULL ? SL_OK : err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
+    }
+    if (attrs != NULL)
+        st = sl_group_create(store, group, l->zarr_format, attrs, err);
     free(attrs);
+    sl_buf_fini(&base);
     return st;
 }
 

@@ -41,12 +41,15 @@ sl_status sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint3
 /*
  * The group attributes of layout `l` as compact JSON text: {"ome": {...}}
  * for OME-Zarr 0.5, {"multiscales": [...]} for 0.4, beside the keys of
- * `user` (a JSON object, or NULL) but those the OME metadata owns ("ome",
- * "multiscales", "_ARRAY_DIMENSIONS").  `name` may be NULL.
+ * `base` (an existing group's attributes the levels are written into, or
+ * NULL), then those of `user` (the source's, or NULL) that `base` lacks,
+ * but those the OME metadata owns ("ome", "multiscales",
+ * "_ARRAY_DIMENSIONS"; of `base`'s "ome" object only "version" and
+ * "multiscales" are replaced).  `name` may be NULL.
  * @return the text (release with free()), or NULL with SL_ENOMEM, or
- * SL_EINVAL when `user` is not a JSON object.
+ * SL_EINVAL when `user` or `base` is not a JSON object.
  */
 char *sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const char *user,
-                           struct sl_error *err);
+                           const char *base, struct sl_error *err);
 
 #endif /* SL_PYRAMID_INTERNAL_H */

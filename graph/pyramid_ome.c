@@ -144,37 +144,56 @@ ome_multiscale(const struct sl__pyramid_layout *l, const char *name)
     return keep_if(ok, ms);
 }
 
-/* The group's attributes to start from: `user` (a JSON object) without
- * the keys the OME metadata owns, or an empty object. */
+/* `text` parsed as a JSON object, the keys the OME metadata owns dropped
+ * (v3's "ome" kept when `keep_ome`: its other keys stay); an empty object
+ * for NULL.  NULL after SL_EINVAL naming `what`, or SL_ENOMEM. */
 static json_t *
-ome_user_root(const char *user, struct sl_error *err)
+ome_user_object(const char *text, const char *what, bool keep_ome, struct sl_error *err)
 {
-    json_t *root = user != NULL ? json_loads(user, JSON_REJECT_DUPLICATES, NULL) : json_object();
-    if (user != NULL && !json_is_object(root)) {
+    json_t *root = text != NULL ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : json_object();
+    if (text != NULL && !json_is_object(root)) {
         json_decref(root);
-        sl_error_set(err, SL_EINVAL, NULL,
-                     "pyramid: the group attributes given are not a JSON object");
+        sl_error_set(err, SL_EINVAL, NULL, "pyramid: %s are not a JSON object", what);
         return NULL;
     }
     static const char *const owned[] = {"ome", "multiscales", "_ARRAY_DIMENSIONS"};
-    for (size_t i = 0; root != NULL && i < sizeof(owned) / sizeof(owned[0]); i++)
+    for (size_t i = keep_ome ? 1 : 0; root != NULL && i < sizeof(owned) / sizeof(owned[0]); i++)
         json_object_del(root, owned[i]);
+    if (root != NULL && !json_is_object(json_object_get(root, "ome")))
+        json_object_del(root, "ome");
     if (root == NULL)
         sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
     return root;
 }
 
+/* The group's attributes to start from: `base`'s keys (an existing group's,
+ * or NULL), then those of `user` that `base` lacks, without the keys the OME
+ * metadata owns (v3's "ome" object of `base` kept). */
+static json_t *
+ome_user_root(const char *user, const char *base, struct sl_error *err)
+{
+    json_t *root = ome_user_object(base, "the group's attributes", true, err);
+    json_t *add = root != NULL ? ome_user_object(user, "the group attributes given", false, err)
+                               : NULL;
+    if (add != NULL && json_object_update_missing(root, add) != 0)
+        sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
+    bool ok = add != NULL && (err == NULL || err->code == SL_OK);
+    json_decref(add);
+    return keep_if(ok, root);
+}
+
 char *
 sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const char *user,
-                     struct sl_error *err)
+                     const char *base, struct sl_error *err)
 {
-    json_t *root = ome_user_root(user, err);
+    json_t *root = ome_user_root(user, base, err);
     if (root == NULL)
         return NULL;
     json_t *list = json_array();
     bool ok = push(list, ome_multiscale(l, name));
     if (l->zarr_format == 3) {
-        json_t *ome = json_object();
+        json_t *ome = json_object_get(root, "ome");
+        ome = ome != NULL ? json_incref(ome) : json_object();
         ok = put(ome, "version", json_string("0.5")) && ok;
         ok = put(ome, "multiscales", keep_if(ok, list)) && ok;
         ok = put(root, "ome", keep_if(ok, ome)) && ok;

@@ -54,7 +54,14 @@ const struct cmd cmd_pyramid = {
              "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
              "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
              "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
-             "                       to list it\n" ARRAY_OPTS_HELP,
+             "                       to list it\n"
+             "  --into               write the levels 0 .. N-1 straight into the existing\n"
+             "                       group DSTGROUP (an OME container beside its labels,\n"
+             "                       say), in place: its other members stay, its attributes\n"
+             "                       are kept and get the multiscales (SRC's attributes only\n"
+             "                       where DSTGROUP lacks the key); a level already there is\n"
+             "                       refused unless --overwrite; the levels take DSTGROUP's\n"
+             "                       Zarr format; consolidated metadata is rewritten\n" ARRAY_OPTS_HELP,
     .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
@@ -70,7 +77,8 @@ struct word_list {
 struct pyramid_args {
     const char *paths[2];            /* SRC, DSTGROUP */
     const char *member;              /* --member NAME; NULL: none */
-    bool consolidated;               /* --member's group has consolidated metadata */
+    bool into;                       /* --into: the levels go straight into DSTGROUP */
+    bool consolidated;               /* --member's or --into's group has consolidated metadata */
     const char *dst;                 /* where the image goes: DSTGROUP, or DSTGROUP/NAME */
     char dst_buf[4096];              /* DSTGROUP/NAME */
     uint32_t levels;                 /* --levels; 0: not given */
@@ -130,6 +138,10 @@ parse_doubles(const char *text, double *out, uint32_t *n)
 static int
 pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
 {
+    if (strcmp(argv[*i], "--into") == 0) {
+        a->into = true;
+        return 1;
+    }
     static const char *const names[] = {"--levels", "--name",  "--axes",        "--axis-types",
                                         "--units",  "--scale", "--translation", "--member"};
     const size_t n_names = sizeof(names) / sizeof(names[0]);
@@ -212,6 +224,15 @@ pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct ar
     if (dso->n_factors == 0)
         return cmd_usage_error(&cmd_pyramid, "need --factors");
     a->dst = a->paths[1];
+    if (a->member != NULL && a->into)
+        return cmd_usage_error(&cmd_pyramid,
+                               "--member and --into: give one (a new member of DSTGROUP, or "
+                               "the levels straight into DSTGROUP)");
+    if (a->into && (ro->resume || ro->rerun_failed != NULL))
+        return cmd_usage_error(&cmd_pyramid,
+                               "--into writes in place and cannot be resumed: drop %s, or use "
+                               "--member NAME (staged, resumable)",
+                               ro->resume ? "--resume" : "--rerun-failed");
     if (a->member != NULL) {
         size_t len = strlen(a->paths[1]);
         while (len > 1 && a->paths[1][len - 1] == '/')
@@ -219,7 +240,18 @@ pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct ar
         snprintf(a->dst_buf, sizeof(a->dst_buf), "%.*s/%s", (int)len, a->paths[1], a->member);
         a->dst = a->dst_buf;
     }
-    return dest_check_alias(&cmd_pyramid, a->paths[0], a->dst);
+    if (!a->into)
+        return dest_check_alias(&cmd_pyramid, a->paths[0], a->dst);
+    /* SRC may be a member of DSTGROUP, but not where a level goes. */
+    for (uint32_t k = 0; k < a->levels; k++) {
+        size_t len = strlen(a->paths[1]);
+        while (len > 1 && a->paths[1][len - 1] == '/')
+            len--;
+        snprintf(a->dst_buf, sizeof(a->dst_buf), "%.*s/%" PRIu32, (int)len, a->paths[1], k);
+        if (dest_check_alias(&cmd_pyramid, a->paths[0], a->dst_buf) != 0)
+            return 2;
+    }
+    return 0;
 }
 
 /* Check that a per-axis list has one entry per dimension (or was not given). */
@@ -325,9 +357,13 @@ pyr_build(void *ctx, sl_store *out, bool real, sl_graph **g)
     *g = sl_graph_create(NULL, &err);
     uint32_t get, puts[SL_PYRAMID_MAX_LEVELS];
     struct sl_pyramid_opts mine = j->o;
-    /* A resumed run opens the levels its earlier run made. */
-    bool first = (!real || dist_rank() == 0) && !(real && dest_has_node(out, ""));
+    /* A resumed run opens the levels its earlier run made; --into's group
+     * is there from the start (the rehearsal's memory store gets one). */
+    bool first = (!real || dist_rank() == 0) && (j->a->into || !(real && dest_has_node(out, "")));
+    mine.into_group = j->a->into;
     sl_status st = *g != NULL ? sl_graph_add_get(*g, "input", j->src, &get, &err) : SL_ENOMEM;
+    if (st == SL_OK && !real && j->a->into)
+        st = sl_group_create(out, "", mine.level.zarr_format, NULL, &err);
     if (st == SL_OK && first)
         st = sl_graph_add_pyramid(*g, "level", get, out, "", &mine, puts, &err);
     if (real)
@@ -362,14 +398,16 @@ group_is_consolidated(sl_store *s)
 }
 
 /*
- * After a --member run whose image is in place (`rc` 0 or 1), rewrite the
- * group's consolidated metadata, when it has some, so that it lists the
- * image too.  @return `rc`, or 1 when that fails (after a message).
+ * After a --member or --into run whose image is in place (`rc` 0 or 1),
+ * rewrite the group's consolidated metadata, when it has some, so that it
+ * lists the image too.  @return `rc`, or 1 when that fails (after a
+ * message).
  */
 static int
 pyramid_member_consolidate(const struct pyramid_args *a, const struct run_opts *ro, int rc)
 {
-    if (a->member == NULL || !a->consolidated || (rc != 0 && rc != 1) || dist_rank() != 0)
+    if ((a->member == NULL && !a->into) || !a->consolidated || (rc != 0 && rc != 1) ||
+        dist_rank() != 0)
         return rc;
     struct sl_error err = SL_ERROR_INIT;
     sl_store *group = sl_url_is_s3(a->paths[1]) ? open_output_store(a->paths[1], ro, &err)
@@ -385,14 +423,64 @@ pyramid_member_consolidate(const struct pyramid_args *a, const struct run_opts *
     return 1;
 }
 
+/* --into: name the levels of DSTGROUP's older multiscale image that the
+ * new one does not replace (they stay, listed nowhere: never deleted, as
+ * one may be SRC itself or data kept on purpose). */
+static void
+pyramid_into_note(const struct pyramid_args *a, sl_store *group)
+{
+    struct sl_ome_multiscale *old = malloc(sizeof(*old));
+    if (old == NULL || sl_ome_multiscale_read(group, "", 0, old, NULL, NULL) != SL_OK) {
+        free(old);
+        return;
+    }
+    for (uint32_t k = 0; k < old->n_levels; k++) {
+        char *end;
+        unsigned long n = strtoul(old->levels[k].path, &end, 10);
+        bool replaced = *end == '\0' && old->levels[k].path[0] >= '0' &&
+                        old->levels[k].path[0] <= '9' && n < a->levels &&
+                        (n == 0 || old->levels[k].path[0] != '0');
+        if (!replaced)
+            fprintf(stderr,
+                    "sluice pyramid: --into: level \"%s\" of the multiscale image DSTGROUP "
+                    "described before stays, but the new multiscales do not list it\n",
+                    old->levels[k].path);
+    }
+    free(old);
+}
+
+/* --into: a level already in DSTGROUP (store `group`) is refused unless
+ * --overwrite.  0, or 2 after a message naming it. */
+static int
+pyramid_into_check(const struct pyramid_args *a, const struct array_opts *ao, sl_store *group)
+{
+    for (uint32_t k = 0; k < a->levels && !ao->overwrite && !ao->overwrite_in_place; k++) {
+        char level[16];
+        snprintf(level, sizeof(level), "%" PRIu32, k);
+        sl_zarr_kind kind = SL_ZARR_NONE;
+        int format = 0;
+        if (sl_zarr_probe(group, level, &kind, &format, NULL) == SL_OK && kind != SL_ZARR_NONE)
+            return cmd_usage_error(&cmd_pyramid,
+                                   "--into: DSTGROUP \"%s\" holds a Zarr v%d %s \"%s\" where "
+                                   "level %" PRIu32 " goes (pass --overwrite to replace the "
+                                   "levels; its other members stay)",
+                                   a->paths[1], format,
+                                   kind == SL_ZARR_ARRAY ? "array" : "group", level, k);
+    }
+    pyramid_into_note(a, group);
+    return 0;
+}
+
 /*
- * For --member: DSTGROUP must hold a Zarr group, whose format the image
- * takes (another given with --format is refused: readers walk one format
- * per hierarchy).  0, or 2 after a message.
+ * For --member and --into: DSTGROUP must hold a Zarr group, whose format
+ * the image takes (another given with --format is refused: readers walk
+ * one format per hierarchy).  0, or 2 after a message.
  */
 static int
 pyramid_member_check(struct pyramid_args *a, struct array_opts *ao, const struct run_opts *ro)
 {
+    char opt[300];
+    snprintf(opt, sizeof(opt), a->into ? "--into" : "--member %s", a->member);
     struct sl_error err = SL_ERROR_INIT;
     sl_store *group = open_input_store(a->paths[1], ro, &err);
     sl_zarr_kind kind = SL_ZARR_NONE;
@@ -400,22 +488,54 @@ pyramid_member_check(struct pyramid_args *a, struct array_opts *ao, const struct
     sl_status st = group != NULL ? sl_zarr_probe(group, "", &kind, &format, &err) : err.code;
     if (st == SL_OK && kind == SL_ZARR_GROUP)
         a->consolidated = group_is_consolidated(group);
+    int rc = st == SL_OK && kind == SL_ZARR_GROUP && a->into ? pyramid_into_check(a, ao, group) : 0;
     sl_store_unref(group);
     if (st != SL_OK && st != SL_ENOTFOUND)
         return cmd_fail("pyramid", a->paths[1], &err);
     if (kind != SL_ZARR_GROUP)
         return cmd_usage_error(&cmd_pyramid,
-                               "--member %s: DSTGROUP \"%s\" holds %s, not a Zarr group to add "
-                               "the image to (without --member DSTGROUP becomes the image's group)",
-                               a->member, a->paths[1],
-                               kind == SL_ZARR_ARRAY ? "a Zarr array" : "no Zarr node");
+                               "%s: DSTGROUP \"%s\" holds %s, not a Zarr group to %s (without "
+                               "%s DSTGROUP becomes the image's group)",
+                               opt, a->paths[1],
+                               kind == SL_ZARR_ARRAY ? "a Zarr array" : "no Zarr node",
+                               a->into ? "write the levels into" : "add the image to",
+                               a->into ? "--into" : "--member");
     if (ao->format != 0 && ao->format != format)
         return cmd_usage_error(&cmd_pyramid,
-                               "--member %s: --format v%d, but DSTGROUP \"%s\" is a Zarr v%d "
+                               "%s: --format v%d, but DSTGROUP \"%s\" is a Zarr v%d "
                                "group (its members are v%d too)",
-                               a->member, ao->format, a->paths[1], format, format);
+                               opt, ao->format, a->paths[1], format, format);
     ao->format = format;
-    return 0;
+    return rc;
+}
+
+/*
+ * --into: the levels written in place into DSTGROUP's store (a failed or
+ * killed run leaves the levels written so far, and the group's attributes
+ * naming them: run again with --overwrite).  Under mpirun rank 0 creates
+ * the levels and rewrites the attributes, then every rank writes its own
+ * shards.  @return the exit status.
+ */
+static int
+pyramid_write_into(struct pyr_job *j, const struct run_opts *ro)
+{
+    const char *dst = j->a->paths[1];
+    const char *nodes[2] = {dst, j->a->paths[0]};
+    if (run_files_check(&cmd_pyramid, ro, nodes, 2) != 0 ||
+        rehearse(&cmd_pyramid, pyr_build, j, ro, "pyramid") != 0)
+        return 2;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *out = sl_url_is_s3(dst) ? open_output_store(dst, ro, &err)
+                                      : open_dir_store(dst, true, &err);
+    if (out == NULL)
+        return cmd_fail("pyramid", dst, &err);
+    sl_graph *g = NULL;
+    int rc = pyr_build(j, out, true, &g);
+    if (rc == 0)
+        rc = run_graph(&cmd_pyramid, g, ro, "pyramid");
+    sl_graph_unref(g);
+    sl_store_unref(out);
+    return dist_exit_status(rc);
 }
 
 static int
@@ -440,7 +560,7 @@ run_pyramid(int argc, char **argv)
     struct pyr_job j = {.a = &a, .src = src, .o = SL_PYRAMID_OPTS_DEFAULT};
     char name[256];
     rc = downsample_opts_bind(&cmd_pyramid, &dso, src, &op);
-    if (rc == 0 && a.member != NULL)
+    if (rc == 0 && (a.member != NULL || a.into))
         rc = pyramid_member_check(&a, &ao, &ro); /* before the levels take ao's format */
     if (rc == 0)
         rc = pyramid_opts_make(&a, &dso, &ao, src, &j.o);
@@ -448,7 +568,10 @@ run_pyramid(int argc, char **argv)
         base_name(a.dst, name, sizeof(name));
         j.o.name = a.name != NULL ? a.name : name;
         j.o.group_attributes = sl_array_attributes(src);
-        rc = dest_write(&cmd_pyramid, a.paths[0], a.dst, &ao, pyr_build, &j, &ro, "pyramid");
+        j.o.level.overwrite = a.into && (ao.overwrite || ao.overwrite_in_place);
+        rc = a.into ? pyramid_write_into(&j, &ro)
+                    : dest_write(&cmd_pyramid, a.paths[0], a.dst, &ao, pyr_build, &j, &ro,
+                                 "pyramid");
         rc = pyramid_member_consolidate(&a, &ro, rc);
     }
     sl_array_unref(src);

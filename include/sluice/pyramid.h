@@ -64,6 +64,17 @@ struct sl_pyramid_opts {
                                      source array's), less the keys that metadata
                                      owns: "ome", "multiscales" and
                                      "_ARRAY_DIMENSIONS"; NULL: none */
+    bool into_group;              /* write the levels into the existing group at
+                                     `group` (an OME container holding "labels",
+                                     say) instead of creating it: its other members
+                                     stay, its attributes are kept (beside them
+                                     group_attributes' keys it lacks), its OME
+                                     metadata gets this image's multiscales (an
+                                     older "multiscales" is replaced; v3's other
+                                     "ome" keys, such as "omero", stay); the levels
+                                     must take its Zarr format.  Its consolidated
+                                     metadata is not rewritten: call
+                                     sl_group_consolidate after the run */
 };
 /* clang-format off */
 #define SL_PYRAMID_OPTS_DEFAULT                                          \
@@ -113,7 +124,11 @@ struct sl_pyramid_opts {
  * the rules, a non-finite or negative scale, group_attributes not a JSON
  * object); SL_EUNSUPPORTED (the method
  * is not defined for the input's dtype, sharding in Zarr v2); SL_EEXIST
- * (something is at `group` or at a level's path and overwrite is false);
+ * (something is at `group` or at a level's path and overwrite is false;
+ * with into_group only a level's path counts, and overwrite deletes the
+ * node there first); SL_ENOTFOUND (into_group: no group at `group`);
+ * SL_EINVAL also for into_group over an array, or over a group of another
+ * Zarr format than opts->level.zarr_format;
  * SL_ESTATE (sealed graph); SL_ENOMEM; or the store's error (SL_EACCES,
  * SL_ENOSPC, SL_EIO).  On failure
  * the graph is unchanged; arrays and metadata already written stay in the
