@@ -300,8 +300,8 @@ pyr_check_into(const struct sl__pyramid_layout *l, sl_store *store, const char *
         return sl_error_set(err, SL_EINVAL, NULL,
                             "pyramid: %s is a Zarr v%d %s; the levels written into it are Zarr "
                             "v%d arrays, which only a v%d group holds",
-                            name, format, kind == SL_ZARR_GROUP ? "group" : "array",
-                            l->zarr_format, l->zarr_format);
+                            name, format, kind == SL_ZARR_GROUP ? "group" : "array", l->zarr_format,
+                            l->zarr_format);
     /* Every level's path looked at before any is deleted. */
     for (int pass = 0; pass < (overwrite ? 2 : 1); pass++) {
         for (uint32_t k = 0; k < l->n_levels; k++) {
@@ -371,12 +371,10 @@ pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char 
     struct sl_buf base = SL_BUF_INIT;
     sl_status st = pyr_write_levels(l, store, group, o, dtype, &base, arrays, err);
     char *attrs = NULL;
-    if (st == SL_OK && !o->open_existing) {
-        attrs = sl__pyramid_ome_json(l, o->name, o->group_attributes,
-                                     o->into_group ? (const char *)base.data : NULL, err);
-        st = attrs != NULL ? SL_OK : err != NULL && err->code != SL_OK ? err->code : SL_ENOMEM;
-    }
-    if (attrs != NULL)
+    if (st == SL_OK && !o->open_existing)
+        st = sl__pyramid_ome_json(l, o->name, o->group_attributes,
+                                  o->into_group ? (const char *)base.data : NULL, &attrs, err);
+    if (st == SL_OK && attrs != NULL)
         st = sl_group_create(store, group, l->zarr_format, attrs, err);
     free(attrs);
     sl_buf_fini(&base);

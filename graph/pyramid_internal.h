@@ -46,10 +46,11 @@ sl_status sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint3
  * but those the OME metadata owns ("ome", "multiscales",
  * "_ARRAY_DIMENSIONS"; of `base`'s "ome" object only "version" and
  * "multiscales" are replaced).  `name` may be NULL.
- * @return the text (release with free()), or NULL with SL_ENOMEM, or
+ * @return SL_OK with the text in `*out` (release with free()); SL_ENOMEM;
  * SL_EINVAL when `user` or `base` is not a JSON object.
  */
-char *sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const char *user,
-                           const char *base, struct sl_error *err);
+sl_status sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name,
+                               const char *user, const char *base, char **out,
+                               struct sl_error *err);
 
 #endif /* SL_PYRAMID_INTERNAL_H */

@@ -14,6 +14,7 @@
 
 #include <sluice/version.h>
 
+#include "core_internal.h"
 #include "pyramid_internal.h"
 
 /* Set obj[key] = value.  Takes `value` even on failure (jansson's "steal"
@@ -144,51 +145,56 @@ ome_multiscale(const struct sl__pyramid_layout *l, const char *name)
     return keep_if(ok, ms);
 }
 
-/* `text` parsed as a JSON object, the keys the OME metadata owns dropped
- * (v3's "ome" kept when `keep_ome`: its other keys stay); an empty object
- * for NULL.  NULL after SL_EINVAL naming `what`, or SL_ENOMEM. */
-static json_t *
-ome_user_object(const char *text, const char *what, bool keep_ome, struct sl_error *err)
+/* `text` parsed as a JSON object into `*out`, the keys the OME metadata
+ * owns dropped (v3's "ome" kept when `keep_ome`: its other keys stay); an
+ * empty object for NULL.  SL_EINVAL names `what`. */
+static sl_status
+ome_user_object(const char *text, const char *what, bool keep_ome, json_t **out,
+                struct sl_error *err)
 {
     json_t *root = text != NULL ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : json_object();
-    if (text != NULL && !json_is_object(root)) {
+    if (text != NULL && root != NULL && !json_is_object(root)) {
         json_decref(root);
-        sl_error_set(err, SL_EINVAL, NULL, "pyramid: %s are not a JSON object", what);
-        return NULL;
+        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: %s are not a JSON object", what);
     }
-    static const char *const owned[] = {"ome", "multiscales", "_ARRAY_DIMENSIONS"};
-    for (size_t i = keep_ome ? 1 : 0; root != NULL && i < sizeof(owned) / sizeof(owned[0]); i++)
-        json_object_del(root, owned[i]);
-    if (root != NULL && !json_is_object(json_object_get(root, "ome")))
-        json_object_del(root, "ome");
     if (root == NULL)
-        sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
-    return root;
+        return text != NULL ? sl_error_set(err, SL_EINVAL, NULL, "pyramid: %s are not JSON", what)
+                            : sl_error_set(err, SL_ENOMEM, NULL,
+                                           "pyramid: no memory for the OME-Zarr metadata");
+    static const char *const owned[] = {"ome", "multiscales", "_ARRAY_DIMENSIONS"};
+    for (size_t i = keep_ome ? 1 : 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+        json_object_del(root, owned[i]);
+    if (!json_is_object(json_object_get(root, "ome")))
+        json_object_del(root, "ome");
+    *out = root;
+    return SL_OK;
 }
 
 /* The group's attributes to start from: `base`'s keys (an existing group's,
  * or NULL), then those of `user` that `base` lacks, without the keys the OME
  * metadata owns (v3's "ome" object of `base` kept). */
-static json_t *
-ome_user_root(const char *user, const char *base, struct sl_error *err)
+static sl_status
+ome_user_root(const char *user, const char *base, json_t **out, struct sl_error *err)
 {
-    json_t *root = ome_user_object(base, "the group's attributes", true, err);
-    json_t *add = root != NULL ? ome_user_object(user, "the group attributes given", false, err)
-                               : NULL;
-    if (add != NULL && json_object_update_missing(root, add) != 0)
-        sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
-    bool ok = add != NULL && (err == NULL || err->code == SL_OK);
+    json_t *root = NULL, *add = NULL;
+    SL_TRY(ome_user_object(base, "the group's attributes", true, &root, err));
+    sl_status st = ome_user_object(user, "the group attributes given", false, &add, err);
+    if (st == SL_OK && json_object_update_missing(root, add) != 0)
+        st = sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
     json_decref(add);
-    return keep_if(ok, root);
+    if (st != SL_OK)
+        json_decref(root);
+    *out = st == SL_OK ? root : NULL;
+    return st;
 }
 
-char *
+sl_status
 sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const char *user,
-                     const char *base, struct sl_error *err)
+                     const char *base, char **out, struct sl_error *err)
 {
-    json_t *root = ome_user_root(user, base, err);
-    if (root == NULL)
-        return NULL;
+    json_t *root = NULL;
+    *out = NULL;
+    SL_TRY(ome_user_root(user, base, &root, err));
     json_t *list = json_array();
     bool ok = push(list, ome_multiscale(l, name));
     if (l->zarr_format == 3) {
@@ -200,9 +206,9 @@ sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const
     } else {
         ok = put(root, "multiscales", keep_if(ok, list)) && ok;
     }
-    char *text = ok ? json_dumps(root, JSON_COMPACT) : NULL;
+    *out = ok ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);
-    if (text == NULL)
-        sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
-    return text;
+    if (*out == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
+    return SL_OK;
 }

@@ -56,15 +56,6 @@ struct copy_for {
     bool used;                   /* some member array is PATH */
 };
 
-/* One node below the copied group. */
-struct copy_member {
-    char *path;                /* from SRC's root, e.g. "labels/0" */
-    sl_zarr_kind kind;         /* SL_ZARR_ARRAY or SL_ZARR_GROUP */
-    char *attrs;               /* a group's attributes (JSON object text) */
-    sl_array *src;             /* an array's input */
-    struct sl_array_spec spec; /* an array's output layout */
-};
-
 /* What a copy's graph is built from. */
 struct copy_job {
     const char *dst_path;        /* DST as given */
@@ -72,14 +63,10 @@ struct copy_job {
     struct sl_array_spec spec;   /* its output's layout */
     bool group;                  /* SRC is a group */
     int format;                  /* the output nodes' Zarr format (a group) */
-    char *attrs;                 /* SRC group's attributes */
-    struct copy_member *members; /* below SRC's group */
-    uint32_t n_members;          /* entries in members */
-    uint32_t cap_members;        /* allocated */
+    struct sl_group_tree tree;   /* SRC's group and everything below it */
+    struct sl_array_spec *specs; /* per node of `tree`: an array's output layout */
     struct copy_for fors[COPY_MAX_FOR];
     uint32_t n_fors;
-    char bad[256];     /* a member that is neither array nor group */
-    bool consolidated; /* SRC's group has consolidated metadata: so will DST's */
 };
 
 /* Parse --chunks-for/--shards-for at argv[*i].  1, 0 (not one), 2 (usage). */
@@ -127,12 +114,14 @@ copy_member_opts(struct copy_job *j, const struct array_opts *ao, const char *pa
     return o;
 }
 
-/* The spec of member array `m`; 0, or 2 after a message naming it. */
+/* The spec of member array `m` into `spec`; 0, or 2 after a message
+ * naming it. */
 static int
-copy_member_spec(struct copy_job *j, const struct array_opts *ao, struct copy_member *m)
+copy_member_spec(struct copy_job *j, const struct array_opts *ao, const struct sl_group_node *m,
+                 struct sl_array_spec *spec)
 {
     struct array_opts o = copy_member_opts(j, ao, m->path);
-    uint32_t rank = sl_array_rank(m->src);
+    uint32_t rank = sl_array_rank(m->array);
     const char *which = o.n_chunks != 0 && o.n_chunks != rank ? "chunks" : "shards";
     uint32_t n = o.n_chunks != 0 && o.n_chunks != rank ? o.n_chunks : o.n_shards;
     if (n != 0 && n != rank)
@@ -140,75 +129,23 @@ copy_member_spec(struct copy_job *j, const struct array_opts *ao, struct copy_me
                                "--%s has %" PRIu32 " values but member array \"%s\" has %" PRIu32
                                " dimension%s (give it its own with --%s-for %s=...)",
                                which, n, m->path, rank, CMD_PLURAL(rank), which, m->path);
-    return array_opts_spec(&cmd_copy, &o, m->src, sl_array_shape(m->src), &m->spec);
-}
-
-/* Take one member of SRC's group (sl_group_member_fn). */
-static sl_status
-copy_member_take(void *arg, const struct sl_group_member *gm)
-{
-    struct copy_job *j = arg;
-    struct sl_error err = SL_ERROR_INIT;
-    if (gm->kind != SL_ZARR_ARRAY && gm->kind != SL_ZARR_GROUP) {
-        snprintf(j->bad, sizeof(j->bad), "%s", gm->path);
-        return SL_EPARSE;
-    }
-    if (j->n_members == j->cap_members) {
-        uint32_t cap = j->cap_members != 0 ? 2 * j->cap_members : 16;
-        struct copy_member *m = realloc(j->members, cap * sizeof(*m));
-        if (m == NULL)
-            return SL_ENOMEM;
-        j->members = m;
-        j->cap_members = cap;
-    }
-    struct copy_member *m = &j->members[j->n_members];
-    memset(m, 0, sizeof(*m));
-    j->consolidated = j->consolidated || gm->consolidated;
-    m->kind = gm->kind;
-    m->path = strdup(gm->path);
-    if (m->path == NULL)
-        return SL_ENOMEM;
-    j->n_members++;
-    if (gm->kind == SL_ZARR_ARRAY) {
-        m->src = sl_group_member_open(gm, NULL, &err);
-        return m->src != NULL ? SL_OK : err.code;
-    }
-    struct sl_buf b = SL_BUF_INIT;
-    sl_status st = sl_group_member_attributes(gm, &b, &err);
-    m->attrs = st == SL_OK ? strdup((const char *)b.data) : NULL;
-    sl_buf_fini(&b);
-    return st != SL_OK ? st : m->attrs != NULL ? SL_OK : SL_ENOMEM;
-}
-
-/* Parents before children, so that a group is made before its members. */
-static int
-copy_member_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct copy_member *)a)->path, ((const struct copy_member *)b)->path);
+    return array_opts_spec(&cmd_copy, &o, m->array, sl_array_shape(m->array), spec);
 }
 
 /* Read SRC's group: its attributes, members and their specs.  0, 1 (a
  * message said why the input cannot be read) or 2 (usage). */
 static int
-copy_group_open(struct copy_job *j, sl_store *in, const char *src, const struct array_opts *ao,
-                const struct sl_buf *attrs)
+copy_group_open(struct copy_job *j, sl_store *in, const char *src, const struct array_opts *ao)
 {
     struct sl_error err = SL_ERROR_INIT;
-    j->attrs = strdup(attrs->data != NULL ? (const char *)attrs->data : "{}");
-    sl_status st =
-        j->attrs != NULL ? sl_group_members(in, "", copy_member_take, j, &err) : SL_ENOMEM;
-    if (st != SL_OK) {
-        if (err.code == SL_OK && j->bad[0] != '\0')
-            sl_error_set(&err, st, NULL, "member \"%s\" cannot be read as a Zarr array or group",
-                         j->bad);
-        else if (err.code == SL_OK)
-            sl_error_set(&err, st, NULL, "out of memory reading the group's members");
+    if (sl_group_tree_read(in, "", &j->tree, &err) != SL_OK)
         return cmd_fail("copy", src, &err);
-    }
-    if (j->n_members > 1)
-        qsort(j->members, j->n_members, sizeof(*j->members), copy_member_cmp);
-    for (uint32_t k = 0; k < j->n_members; k++)
-        if (j->members[k].kind == SL_ZARR_ARRAY && copy_member_spec(j, ao, &j->members[k]) != 0)
+    j->specs = calloc(j->tree.n_nodes + 1, sizeof(*j->specs));
+    if (j->specs == NULL)
+        return cmd_usage_error(&cmd_copy, "out of memory for %" PRIu32 " members", j->tree.n_nodes);
+    for (uint32_t k = 0; k < j->tree.n_nodes; k++)
+        if (j->tree.nodes[k].kind == SL_ZARR_ARRAY &&
+            copy_member_spec(j, ao, &j->tree.nodes[k], &j->specs[k]) != 0)
             return 2;
     for (uint32_t k = 0; k < j->n_fors; k++)
         if (!j->fors[k].used)
@@ -251,10 +188,11 @@ copy_add_groups(const struct copy_job *j, sl_store *out, bool real, struct sl_er
 {
     sl_status st = SL_OK;
     if (!real || dist_rank() == 0) {
-        st = sl_group_create(out, "", j->format, j->attrs, err);
-        for (uint32_t k = 0; st == SL_OK && k < j->n_members; k++)
-            if (j->members[k].kind == SL_ZARR_GROUP)
-                st = sl_group_create(out, j->members[k].path, j->format, j->members[k].attrs, err);
+        st = sl_group_create(out, "", j->format, j->tree.attributes, err);
+        for (uint32_t k = 0; st == SL_OK && k < j->tree.n_nodes; k++)
+            if (j->tree.nodes[k].kind == SL_ZARR_GROUP)
+                st = sl_group_create(out, j->tree.nodes[k].path, j->format,
+                                     j->tree.nodes[k].attributes, err);
     }
     return real ? dist_share(st, err) : st;
 }
@@ -265,21 +203,21 @@ static sl_status
 copy_add_group(struct copy_job *j, sl_graph *g, sl_store *out, bool real, struct sl_error *err)
 {
     sl_status st = copy_add_groups(j, out, real, err);
-    for (uint32_t k = 0; st == SL_OK && k < j->n_members; k++) {
-        const struct copy_member *m = &j->members[k];
+    for (uint32_t k = 0; st == SL_OK && k < j->tree.n_nodes; k++) {
+        const struct sl_group_node *m = &j->tree.nodes[k];
         if (m->kind != SL_ZARR_ARRAY)
             continue;
         char get[64], put[64];
         copy_node_name(get, sizeof(get), "input", k, m->path);
         copy_node_name(put, sizeof(put), "output", k, m->path);
-        st = copy_add_array(g, out, m->path, get, put, m->src, &m->spec, real, err);
+        st = copy_add_array(g, out, m->path, get, put, m->array, &j->specs[k], real, err);
         if (st != SL_OK && strstr(err->text, m->path) == NULL) {
             struct sl_error e = *err;
             sl_error_set(err, e.code, NULL, "member \"%s\": %s", m->path, e.text);
         }
     }
     /* Every node's metadata is written now: gather it. */
-    if (st != SL_OK || !j->consolidated)
+    if (st != SL_OK || !j->tree.consolidated)
         return st;
     if (!real || dist_rank() == 0)
         st = sl_group_consolidate(out, "", err);
@@ -303,13 +241,8 @@ copy_build(void *ctx, sl_store *out, bool real, sl_graph **g)
 static void
 copy_job_fini(struct copy_job *j)
 {
-    for (uint32_t k = 0; k < j->n_members; k++) {
-        free(j->members[k].path);
-        free(j->members[k].attrs);
-        sl_array_unref(j->members[k].src);
-    }
-    free(j->members);
-    free(j->attrs);
+    sl_group_tree_fini(&j->tree);
+    free(j->specs);
     sl_array_unref(j->src);
 }
 
@@ -318,16 +251,15 @@ static int
 copy_open(struct copy_job *j, sl_store *in, const char *src, const struct array_opts *ao)
 {
     struct sl_error err = SL_ERROR_INIT;
-    struct sl_buf attrs = SL_BUF_INIT;
     sl_zarr_kind kind = SL_ZARR_NONE;
     int format = 0;
-    if (sl_zarr_read_node(in, "", &kind, &format, &attrs, &err) != SL_OK)
+    if (sl_zarr_probe(in, "", &kind, &format, &err) != SL_OK)
         return cmd_fail("copy", src, &err);
     int rc = 0;
     if (kind == SL_ZARR_GROUP) {
         j->group = true;
         j->format = ao->format != 0 ? ao->format : format;
-        rc = copy_group_open(j, in, src, ao, &attrs);
+        rc = copy_group_open(j, in, src, ao);
     } else if (j->n_fors != 0) {
         rc = cmd_usage_error(&cmd_copy, "--chunks-for and --shards-for name members of a "
                                         "group; SRC is an array (use --chunks, --shards)");
@@ -337,7 +269,6 @@ copy_open(struct copy_job *j, sl_store *in, const char *src, const struct array_
                  ? cmd_fail("copy", src, &err)
                  : array_opts_spec(&cmd_copy, ao, j->src, sl_array_shape(j->src), &j->spec);
     }
-    sl_buf_fini(&attrs);
     return rc;
 }
 

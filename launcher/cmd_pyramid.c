@@ -26,42 +26,43 @@ static int run_pyramid(int argc, char **argv);
 const struct cmd cmd_pyramid = {
     .name = "pyramid",
     .summary = "write a multiscale OME-Zarr pyramid of an array",
-    .usage = "usage: sluice pyramid SRC DSTGROUP --levels N --factors F1,F2,... [options]\n"
-             "\n"
-             "Write the Zarr array in directory SRC as a multiscale image: a Zarr group in\n"
-             "directory DSTGROUP with arrays 0 .. N-1 and OME-Zarr \"multiscales\" metadata\n"
-             "(version 0.5 in a Zarr v3 group, 0.4 in v2).  Level 0 is SRC laid out as the\n"
-             "options say; level k+1 is level k, read back, downsampled by the factors\n"
-             "(extent ceil(n / F)).  Chunk and shard shapes apply to every level, clipped to\n"
-             "its shape.  SRC's attributes go to the group beside the OME metadata, less\n"
-             "the keys it owns (\"ome\", \"multiscales\", \"_ARRAY_DIMENSIONS\").  Exit\n"
-             "status: 0 when every chunk of every level is written, 1 when some failed\n"
-             "(each is reported; the levels above a failed chunk fail with it), 2 for bad\n"
-             "usage.\n"
-             "\n"
-             "Options:\n"
-             "  --levels N           number of levels, 1 or more (required)\n" DOWNSAMPLE_OPTS_HELP
-             "  --name NAME          the multiscale image's name (default: DSTGROUP's base name)\n"
-             "  --axes A1,A2,...     axis names (default: SRC's dimension names, else t,c,z,y,x\n"
-             "                       for 5 dimensions, c,z,y,x for 4, z,y,x for 3, y,x for 2)\n"
-             "  --axis-types T1,...  OME axis types: time, channel, space or custom (default:\n"
-             "                       by name for t, c, z, y, x, else by position)\n"
-             "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
-             "                       empty entry writes none)\n"
-             "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
-             "  --translation T1,... level 0's offset per axis (default 0)\n"
-             "  --member NAME        add the image as member NAME of the existing group\n"
-             "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
-             "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
-             "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
-             "                       to list it\n"
-             "  --into               write the levels 0 .. N-1 straight into the existing\n"
-             "                       group DSTGROUP (an OME container beside its labels,\n"
-             "                       say), in place: its other members stay, its attributes\n"
-             "                       are kept and get the multiscales (SRC's attributes only\n"
-             "                       where DSTGROUP lacks the key); a level already there is\n"
-             "                       refused unless --overwrite; the levels take DSTGROUP's\n"
-             "                       Zarr format; consolidated metadata is rewritten\n" ARRAY_OPTS_HELP,
+    .usage =
+        "usage: sluice pyramid SRC DSTGROUP --levels N --factors F1,F2,... [options]\n"
+        "\n"
+        "Write the Zarr array in directory SRC as a multiscale image: a Zarr group in\n"
+        "directory DSTGROUP with arrays 0 .. N-1 and OME-Zarr \"multiscales\" metadata\n"
+        "(version 0.5 in a Zarr v3 group, 0.4 in v2).  Level 0 is SRC laid out as the\n"
+        "options say; level k+1 is level k, read back, downsampled by the factors\n"
+        "(extent ceil(n / F)).  Chunk and shard shapes apply to every level, clipped to\n"
+        "its shape.  SRC's attributes go to the group beside the OME metadata, less\n"
+        "the keys it owns (\"ome\", \"multiscales\", \"_ARRAY_DIMENSIONS\").  Exit\n"
+        "status: 0 when every chunk of every level is written, 1 when some failed\n"
+        "(each is reported; the levels above a failed chunk fail with it), 2 for bad\n"
+        "usage.\n"
+        "\n"
+        "Options:\n"
+        "  --levels N           number of levels, 1 or more (required)\n" DOWNSAMPLE_OPTS_HELP
+        "  --name NAME          the multiscale image's name (default: DSTGROUP's base name)\n"
+        "  --axes A1,A2,...     axis names (default: SRC's dimension names, else t,c,z,y,x\n"
+        "                       for 5 dimensions, c,z,y,x for 4, z,y,x for 3, y,x for 2)\n"
+        "  --axis-types T1,...  OME axis types: time, channel, space or custom (default:\n"
+        "                       by name for t, c, z, y, x, else by position)\n"
+        "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
+        "                       empty entry writes none)\n"
+        "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
+        "  --translation T1,... level 0's offset per axis (default 0)\n"
+        "  --member NAME        add the image as member NAME of the existing group\n"
+        "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
+        "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
+        "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
+        "                       to list it\n"
+        "  --into               write the levels 0 .. N-1 straight into the existing\n"
+        "                       group DSTGROUP (an OME container beside its labels,\n"
+        "                       say), in place: its other members stay, its attributes\n"
+        "                       are kept and get the multiscales (SRC's attributes only\n"
+        "                       where DSTGROUP lacks the key); a level already there is\n"
+        "                       refused unless --overwrite; the levels take DSTGROUP's\n"
+        "                       Zarr format; consolidated metadata is rewritten\n" ARRAY_OPTS_HELP,
     .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
@@ -464,8 +465,8 @@ pyramid_into_check(const struct pyramid_args *a, const struct array_opts *ao, sl
                                    "--into: DSTGROUP \"%s\" holds a Zarr v%d %s \"%s\" where "
                                    "level %" PRIu32 " goes (pass --overwrite to replace the "
                                    "levels; its other members stay)",
-                                   a->paths[1], format,
-                                   kind == SL_ZARR_ARRAY ? "array" : "group", level, k);
+                                   a->paths[1], format, kind == SL_ZARR_ARRAY ? "array" : "group",
+                                   level, k);
     }
     pyramid_into_note(a, group);
     return 0;
@@ -525,8 +526,8 @@ pyramid_write_into(struct pyr_job *j, const struct run_opts *ro)
         rehearse(&cmd_pyramid, pyr_build, j, ro, "pyramid") != 0)
         return 2;
     struct sl_error err = SL_ERROR_INIT;
-    sl_store *out = sl_url_is_s3(dst) ? open_output_store(dst, ro, &err)
-                                      : open_dir_store(dst, true, &err);
+    sl_store *out =
+        sl_url_is_s3(dst) ? open_output_store(dst, ro, &err) : open_dir_store(dst, true, &err);
     if (out == NULL)
         return cmd_fail("pyramid", dst, &err);
     sl_graph *g = NULL;
@@ -569,9 +570,9 @@ run_pyramid(int argc, char **argv)
         j.o.name = a.name != NULL ? a.name : name;
         j.o.group_attributes = sl_array_attributes(src);
         j.o.level.overwrite = a.into && (ao.overwrite || ao.overwrite_in_place);
-        rc = a.into ? pyramid_write_into(&j, &ro)
-                    : dest_write(&cmd_pyramid, a.paths[0], a.dst, &ao, pyr_build, &j, &ro,
-                                 "pyramid");
+        rc = a.into
+                 ? pyramid_write_into(&j, &ro)
+                 : dest_write(&cmd_pyramid, a.paths[0], a.dst, &ao, pyr_build, &j, &ro, "pyramid");
         rc = pyramid_member_consolidate(&a, &ro, rc);
     }
     sl_array_unref(src);

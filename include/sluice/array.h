@@ -332,6 +332,49 @@ SL_API sl_array *sl_group_member_open(const struct sl_group_member *m,
 SL_API SL_NODISCARD sl_status sl_group_member_attributes(const struct sl_group_member *m,
                                                          struct sl_buf *out, struct sl_error *err);
 
+/* One node below a group, as sl_group_tree_read lists it. */
+struct sl_group_node {
+    char *path;        /* from the store's root, e.g. "labels/cells" */
+    sl_zarr_kind kind; /* SL_ZARR_ARRAY or SL_ZARR_GROUP */
+    int zarr_format;   /* 2 or 3 */
+    char *attributes;  /* a group's attributes (JSON object text); NULL for an array */
+    sl_array *array;   /* an array, open (one reference); NULL for a group */
+};
+
+/* A group's hierarchy: the group's own attributes and everything below it. */
+struct sl_group_tree {
+    int zarr_format;             /* the group's */
+    char *attributes;            /* the group's attributes (JSON object text) */
+    bool consolidated;           /* its members came from consolidated metadata */
+    struct sl_group_node *nodes; /* sorted by path: a group before its members */
+    uint32_t n_nodes;            /* entries in nodes */
+    uint32_t cap_nodes_;         /* sluice's */
+    void *internal_;             /* sluice's */
+};
+
+/**
+ * Read the group at `path` and every node below it (sl_group_members'
+ * walk: one read with consolidated metadata) into `out`: arrays opened
+ * (from their consolidated entries where there are some), groups'
+ * attributes read, sorted so that a group comes before its members.
+ * Release with sl_group_tree_fini, on success only.
+ * @return SL_OK; SL_ENOTFOUND (nothing at `path`); SL_EINVAL (an array
+ * there); SL_EPARSE (a member that is neither array nor group, named, or
+ * unreadable metadata); SL_EUNSUPPORTED (a store that cannot list, without
+ * consolidated metadata); SL_ENOMEM; a store error.  On failure `out`
+ * holds nothing.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_group_tree_read(sl_store *store, const char *path,
+                                                 struct sl_group_tree *out, struct sl_error *err);
+
+/**
+ * Release what sl_group_tree_read put in `t` (the arrays' references too)
+ * and empty it; NULL or an empty tree is allowed.
+ * Thread-safety: one thread per tree.
+ */
+SL_API void sl_group_tree_fini(struct sl_group_tree *t);
+
 /**
  * Write the consolidated metadata of the group at `path`: every metadata
  * document below it, found by listing the store (older consolidated
