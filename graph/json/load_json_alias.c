@@ -25,8 +25,8 @@ struct alias_entry {
     const char *path;  /* as written */
     const char *full;  /* joined to the base directory */
     const char *owner; /* "/arrays/<name>" or "/nodes/<id>" */
-    const char *key;   /* "path" or "group" */
-    bool written;      /* created, written by a put, or a pyramid's group */
+    const char *key;   /* "path", "group" or "source" (a copy's) */
+    bool written;      /* created, written by a put, or a pyramid's or copy's group */
     char *real;        /* resolved; owned, NULL when it could not be */
     size_t real_bytes; /* its allocation */
 };
@@ -58,16 +58,28 @@ alias_collect(const sl_graph_json *doc, struct alias_entry *e)
     }
     for (size_t i = 0; i < doc->n_nodes; i++) {
         const struct sl__jnode *node = &doc->nodes[i];
-        if (node->kind != SL__JNODE_PYRAMID || node->pyramid.full_path == NULL ||
-            alias_http(node->pyramid.full_path))
-            continue;
-        if (e != NULL)
-            e[n] = (struct alias_entry){.path = node->pyramid.group,
-                                        .full = node->pyramid.full_path,
-                                        .owner = node->ptr,
-                                        .key = "group",
-                                        .written = true};
-        n++;
+        /* A pyramid's or copy's group (written); a copy's source (read). */
+        const char *full[2] = {NULL, NULL}, *path[2] = {NULL, NULL};
+        if (node->kind == SL__JNODE_PYRAMID) {
+            full[0] = node->pyramid.full_path;
+            path[0] = node->pyramid.group;
+        } else if (node->kind == SL__JNODE_COPY) {
+            full[0] = node->copy.full_path;
+            path[0] = node->copy.group;
+            full[1] = node->copy.source_full;
+            path[1] = node->copy.source;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (full[k] == NULL || alias_http(full[k]))
+                continue;
+            if (e != NULL)
+                e[n] = (struct alias_entry){.path = path[k],
+                                            .full = full[k],
+                                            .owner = node->ptr,
+                                            .key = k == 0 ? "group" : "source",
+                                            .written = k == 0};
+            n++;
+        }
     }
     return n;
 }
@@ -116,7 +128,9 @@ alias_report(sl_graph_json *doc, const struct alias_entry *a, const struct alias
     bool s3 = sl_url_is_s3(a->real) || sl_url_is_s3(b->real);
     sl_fs_overlap o =
         s3 ? sl_s3_url_overlap(b->real, a->real) : sl_fs_path_overlap(b->real, a->real);
-    if (o == SL_FS_APART || (o != SL_FS_SAME && !a->written && !b->written))
+    /* Reading one place twice is wrong only for two "arrays" entries. */
+    bool copy_read = strcmp(a->key, "source") == 0 || strcmp(b->key, "source") == 0;
+    if (o == SL_FS_APART || ((o != SL_FS_SAME || copy_read) && !a->written && !b->written))
         return false;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, b->owner, b->key);

@@ -210,7 +210,8 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
     if (n->mark == 2)
         return !n->bad;
     n->mark = 2;
-    if (n->bad || (n->kind != SL__JNODE_GET && !sl__jnode_built(doc, n->input))) {
+    bool sourced = n->kind == SL__JNODE_GET || n->kind == SL__JNODE_COPY;
+    if (n->bad || (!sourced && !sl__jnode_built(doc, n->input))) {
         n->bad = true;
         return false;
     }
@@ -233,6 +234,9 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
         break;
     case SL__JNODE_PYRAMID:
         ok = sl__jpyramid_build(doc, n, on_disk);
+        break;
+    case SL__JNODE_COPY:
+        ok = sl__jcopy_build(doc, n, on_disk);
         break;
     }
     n->bad = !ok;

@@ -98,6 +98,7 @@ typedef enum sl__jnode_kind {
     SL__JNODE_RECHUNK, /* new chunk shape */
     SL__JNODE_OP,      /* a built-in op of the registry */
     SL__JNODE_PYRAMID, /* a multiscale pyramid (fields checked; not built yet) */
+    SL__JNODE_COPY,    /* a whole group copied (no input; nothing reads it) */
 } sl__jnode_kind;
 
 /* One slice of a select: per dimension [start, stop); stop UINT64_MAX
@@ -133,6 +134,33 @@ struct sl__jpyramid {
     uint8_t fill[16];                   /* the levels' fill value, parsed when built */
 };
 
+/* One entry of a copy node's "members": a member array's own layout. */
+struct sl__jcopy_member {
+    const char *path;          /* the member array's path in the source group (the key) */
+    char ptr[SL__JPTR_MAX];    /* "/nodes/<id>/members/<path>" */
+    struct sl__jcreate create; /* its "chunks", "shards", "codec" */
+};
+
+/* A copy node's fields, and the source's hierarchy read in the document
+ * pass. */
+struct sl__jcopy {
+    const char *source;               /* "source": the group to copy, as written */
+    char *source_full;                /* joined to the base directory, or the URL; owned */
+    const char *group;                /* "group": the copy's path */
+    char *full_path;                  /* joined to the base directory; owned */
+    bool exists;                      /* something is stored at "group" already */
+    bool overwrite;                   /* "overwrite" */
+    bool in_place;                    /* "overwrite": "in-place" */
+    struct sl__jcreate create;        /* "create": format, chunks, shards, codec */
+    size_t n_members;                 /* "members" entries */
+    struct sl__jcopy_member *members; /* owned */
+    sl_store *in;                     /* the source's store; retained */
+    bool have_tree;                   /* `tree` was read */
+    struct sl_group_tree tree;        /* the source group and everything below it */
+    int format;                       /* the copy's Zarr format */
+    struct sl_array_spec *specs;      /* per node of `tree`: an array's layout; owned */
+};
+
 struct sl__jnode;
 
 /* Add the pyramid of node `n` to the graph (a memory store in the first
@@ -158,6 +186,7 @@ struct sl__jnode {
     size_t n_slices;              /* select: slices */
     struct sl__jslice *slices;    /* select: owned */
     struct sl__jpyramid pyramid;  /* pyramid fields */
+    struct sl__jcopy copy;        /* copy fields */
     int n_consumers;              /* nodes naming it as input */
     bool bad;                     /* an error was reported for it, or an input is bad */
     int mark;                     /* cycle search and build state: 0, 1 visiting, 2 done */
@@ -237,6 +266,18 @@ sl__jnode_built(const sl_graph_json *doc, int i)
 /* The fields of pyramid node `n` (load_json_pyramid.c). */
 void sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n);
 
+/* The fields of copy node `n`, then the source's hierarchy and each member
+ * array's layout (load_json_copy.c). */
+void sl__jcopy_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Add copy node `n`'s groups, arrays and get -> put pairs (a memory store
+ * in the first pass, "group" in the second).  @return false after
+ * reporting. */
+bool sl__jcopy_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk);
+
+/* Free what copy node `n` holds. */
+void sl__jcopy_fini(sl_graph_json *doc, struct sl__jnode *n);
+
 /* Free everything the nodes hold. */
 void sl__jnodes_fini(sl_graph_json *doc);
 
@@ -268,6 +309,9 @@ struct sl__jdest {
 
 /* The destination of created array `a`, reported at `ptr`. */
 struct sl__jdest sl__jarray_dest(const struct sl__jarray *a, const char *ptr);
+
+/* Where copy `c` is written, reported at `ptr` (load_json_copy.c). */
+struct sl__jdest sl__jcopy_dest(const struct sl__jcopy *c, const char *ptr);
 
 /*
  * Open the store at `full_path` (a path or URL) with the document's remote

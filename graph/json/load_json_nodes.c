@@ -27,6 +27,9 @@ static const char *const pyramid_keys[] = {
     "op",   "id",   "input", "group",       "levels",    "factors", "method", "create",
     "name", "axes", "scale", "translation", "overwrite", "comment", NULL};
 
+static const char *const copy_keys[] = {"op",      "id",        "source",  "group", "create",
+                                        "members", "overwrite", "comment", NULL};
+
 /* Node kinds besides the registry's ops, by the name "op" gives them. */
 static const struct {
     const char *name;
@@ -38,6 +41,7 @@ static const struct {
     {"select", SL__JNODE_SELECT, select_keys},
     {"rechunk", SL__JNODE_RECHUNK, rechunk_keys},
     {"pyramid", SL__JNODE_PYRAMID, pyramid_keys},
+    {"copy", SL__JNODE_COPY, copy_keys},
 };
 
 /* The name "op" gives a kind other than a built-in op. */
@@ -270,7 +274,7 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
              n->kind == SL__JNODE_OP ? n->op->name : node_kind_name(n->kind));
     sl__jcheck_keys(&doc->diag, n->obj, n->ptr, what, keys, n->op);
     node_string(doc, n, "comment", NULL, &(const char *){NULL});
-    if (n->kind != SL__JNODE_GET)
+    if (n->kind != SL__JNODE_GET && n->kind != SL__JNODE_COPY)
         node_string(doc, n, "input", "the id of the node whose chunks this one reads",
                     &n->input_name);
     if (n->kind == SL__JNODE_GET || n->kind == SL__JNODE_PUT)
@@ -292,6 +296,9 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
         break;
     case SL__JNODE_PYRAMID:
         sl__jpyramid_parse(doc, n);
+        break;
+    case SL__JNODE_COPY:
+        sl__jcopy_parse(doc, n);
         break;
     case SL__JNODE_GET:
     case SL__JNODE_PUT:
@@ -381,6 +388,7 @@ sl__jnodes_fini(sl_graph_json *doc)
         sl_free(&doc->alloc, n->slices, n->n_slices * sizeof(struct sl__jslice));
         if (n->pyramid.full_path != NULL)
             sl_free(&doc->alloc, n->pyramid.full_path, strlen(n->pyramid.full_path) + 1);
+        sl__jcopy_fini(doc, n);
     }
     sl_free(&doc->alloc, doc->order, (doc->n_nodes + 1) * sizeof(size_t));
     sl_free(&doc->alloc, doc->nodes, doc->n_nodes * sizeof(struct sl__jnode));
