@@ -176,7 +176,9 @@ copy_member_spec(sl_graph_json *doc, const struct sl__jnode *n, uint32_t k)
         sp->dimension_names[d] = sl_array_dimension_name(m->array, d);
     }
     if (shards != NULL && sp->zarr_format == 2) {
-        sl__jdiag_add(&doc->diag, SL_EINVAL, own_shards ? own->ptr : cat,
+        char at[SL__JPTR_MAX];
+        sl__jptr_key(at, own_shards ? own->ptr : cat, "shards");
+        sl__jdiag_add(&doc->diag, SL_EINVAL, at,
                       "member array \"%s\": Zarr v2 has no sharding; set \"format\": 3 in "
                       "\"create\"",
                       m->path);
