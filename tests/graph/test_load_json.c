@@ -530,3 +530,108 @@ Test(graph_load_json, other_processes_open_what_the_first_created)
     sl_graph_json_destroy(other);
     sl_test_rmtree(dir);
 }
+
+/* A group at dir/name with `attrs`. */
+static void
+make_group(const char *dir, const char *name, const char *attrs)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(path, NULL, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    cr_assert_eq(sl_group_create(s, "", 3, attrs, &err), SL_OK, "%s", err.text);
+    sl_store_unref(s);
+}
+
+/* Whether arrays dir/a and dir/b hold the same elements of raw_shape. */
+static bool
+same_contents(const char *dir, const char *a, const char *b)
+{
+    sl_array *x = open_array(dir, a), *y = open_array(dir, b);
+    static uint16_t vx[20 * 30 * 40], vy[20 * 30 * 40];
+    struct sl_region all = sl_region_whole(3, raw_shape);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_read_region(x, &all, vx, sizeof(vx), NULL, NULL, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_eq(sl_array_read_region(y, &all, vy, sizeof(vy), NULL, NULL, &err), SL_OK, "%s",
+                 err.text);
+    sl_array_unref(x);
+    sl_array_unref(y);
+    return memcmp(vx, vy, sizeof(vx)) == 0;
+}
+
+static const char copy_graph[] =
+    "{\"sluice\": 1, \"arrays\": {},\n"
+    " \"nodes\": {\"all\": {\"op\": \"copy\", \"source\": \"src.zarr\", \"group\": "
+    "\"out.zarr\",\n"
+    "   \"create\": {\"codec\": \"zstd:1,crc32c\"},\n"
+    "   \"members\": {\"sub/b\": {\"chunks\": [5, 5, 5], \"shards\": [10, 10, 20]}}}}}";
+
+Test(graph_load_json, a_copy_node_copies_a_whole_group)
+{
+    const char *dir = sl_test_tmpdir("json-copy");
+    make_group(dir, "src.zarr", "{\"title\":\"source\"}");
+    make_array(dir, "src.zarr/a", raw_shape, raw_chunks, NULL, true);
+    make_group(dir, "src.zarr/sub", "{\"kind\":\"labels\"}");
+    make_array(dir, "src.zarr/sub/b", raw_shape, raw_chunks, NULL, true);
+    struct errs e;
+    sl_graph_json *doc = load_text(dir, copy_graph, true, &e);
+    cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
+    /* A get and a put per array: nothing else. */
+    cr_assert_eq(sl_graph_node_count(sl_graph_json_graph(doc)), 2 + 2 + 1, "rechunk for sub/b");
+    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
+    po.n_workers = 2;
+    po.pin = SL_PIN_NONE;
+    sl_pool *pool = sl_pool_create(&po, NULL);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
+    sl_plan_destroy(plan);
+    sl_pool_destroy(pool);
+    cr_assert_not(path_exists(dir, "out.zarr"), "written beside its path until committed");
+    cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
+    sl_graph_json_destroy(doc);
+
+    cr_assert(same_contents(dir, "src.zarr/a", "out.zarr/a"));
+    cr_assert(same_contents(dir, "src.zarr/sub/b", "out.zarr/sub/b"));
+    sl_array *a = open_array(dir, "out.zarr/a"), *b = open_array(dir, "out.zarr/sub/b");
+    cr_assert_eq(sl_array_chunk_shape(a)[1], 10, "the source's chunks by default");
+    cr_assert_null(sl_array_shard_shape(a));
+    cr_assert_eq(sl_array_chunk_shape(b)[0], 5, "the member's own chunks");
+    cr_assert_eq(sl_array_shard_shape(b)[2], 20, "and shards");
+    cr_assert_str_eq(sl_array_attributes(b), "{\"origin\":\"test\"}");
+    sl_array_unref(a);
+    sl_array_unref(b);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/out.zarr", dir);
+    sl_store *s = sl_store_open_fs(path, NULL, &err);
+    struct sl_buf attrs = SL_BUF_INIT;
+    cr_assert_eq(sl_group_attributes(s, "", &attrs, &err), SL_OK, "%s", err.text);
+    cr_assert_str_eq((const char *)attrs.data, "{\"title\":\"source\"}");
+    cr_assert_eq(sl_group_attributes(s, "sub", &attrs, &err), SL_OK, "%s", err.text);
+    cr_assert_str_eq((const char *)attrs.data, "{\"kind\":\"labels\"}");
+    sl_buf_fini(&attrs);
+    /* Every array carries the crc32c checksum "create" asked for. */
+    struct sl_buf meta = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(s, "sub/b/zarr.json", NULL, &meta, NULL, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_not_null(memmem(meta.data, meta.size, "crc32c", 6));
+    sl_buf_fini(&meta);
+    sl_store_unref(s);
+
+    /* Other processes of a split run open what the first made. */
+    struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
+    o.base_dir = dir;
+    o.new_arrays = SL_GRAPH_JSON_OPEN;
+    doc = load_text(dir, copy_graph, true, &e);
+    cr_assert_null(doc, "the copy exists now: refused without overwrite");
+    cr_assert_str_eq(e.rec[0].path, "/nodes/all/group");
+    sl_graph_json *other =
+        sl_graph_json_load_string(copy_graph, strlen(copy_graph), NULL, &o, errs_init(&e, 4));
+    cr_assert_not_null(other, "%s %s", e.rec[0].path, e.rec[0].text);
+    cr_assert_eq(sl_graph_node_count(sl_graph_json_graph(other)), 5);
+    sl_graph_json_destroy(other);
+    sl_test_rmtree(dir);
+}
