@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Write the input the example graphs read: DIR/raw.zarr, a Zarr v2 uint16
+"""Write the inputs the example graphs read: DIR/raw.zarr, a Zarr v2 uint16
 array of shape (32, 96, 128) in chunks of (8, 32, 32), holding
-1000 + 10 z + y + x.  Needs numpy and zarr (Debian: python3-zarr).
+1000 + 10 z + y + x; and DIR/image.zarr, a Zarr v2 group (consolidated
+metadata, attributes) holding that array as "raw" and a group "labels" with
+a uint8 label image "labels/cells" of the same shape.  Needs numpy and zarr
+(Debian: python3-zarr).
 
     examples/graphs/make_raw.py DIR
 """
@@ -22,6 +25,15 @@ def main():
                           chunks=(8, 32, 32), dtype="u2", compressor=Zstd(level=1), fill_value=0)
     out[...] = data
     out.attrs["_ARRAY_DIMENSIONS"] = ["z", "y", "x"]
+    image = zarr.open_group(f"{sys.argv[1]}/image.zarr", mode="w")
+    image.attrs["description"] = "the example image with its labels"
+    raw = image.create_dataset("raw", data=data, chunks=(8, 32, 32), compressor=Zstd(level=1))
+    raw.attrs["_ARRAY_DIMENSIONS"] = ["z", "y", "x"]
+    labels = image.create_group("labels")
+    labels.attrs["labels"] = ["cells"]
+    cells = ((y // 16 + x // 16) % 5).astype(np.uint8)
+    labels.create_dataset("cells", data=cells, chunks=(32, 32, 32), compressor=Zstd(level=1))
+    zarr.consolidate_metadata(f"{sys.argv[1]}/image.zarr")
 
 
 if __name__ == "__main__":
