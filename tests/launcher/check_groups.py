@@ -23,6 +23,20 @@ keys OME owns; the image takes the group's format, and consolidated
 metadata is rewritten to list it.  Refusals: no group at DSTGROUP, another
 format, an existing member without --overwrite, a name with a slash.
 
+Graph files: a copy node copies the hierarchy to v3 (crc32c, one member's
+own shards; read with zarrita) and another to v2 (zarr-python) in one run,
+a put per array named by its path; a chunk shape of the wrong rank is
+refused naming the member.
+
+pyramid --into: the levels written straight into an existing OME container
+whose member is SRC, v2 (consolidated; read with zarr-python) and v3 (an
+"ome" object with "omero"; read with zarrita): the group's members and
+attributes stay, SRC's are added where the group lacks the key, the old
+multiscales are replaced; levels already there need --overwrite, which
+keeps (and names) an older level the new image does not list; refusals:
+SRC where a level goes, --member or --resume beside --into, an array, a
+group of another format.
+
 Exits 77 (skipped) without numpy and zarr (python3-zarr); zarrita checks
 are skipped, saying so, without node or tests/tools/node_modules.
 """
@@ -365,6 +379,148 @@ def check_pyramid_v3(tmp):
     expect(d.get("ok") and d.get("shape") == [10, 13], f"zarrita: image level 2 {d}")
 
 
+def check_graph_copy(tmp, src):
+    """A graph file's copy node: the v2 group into v3 with crc32c and one
+    member's own shards (read by zarrita), then back into v2 (zarr-python)."""
+    graph = os.path.join(tmp, "copy_graph.json")
+    with open(graph, "w") as f:
+        json.dump({"sluice": 1, "arrays": {}, "nodes": {
+            "tree": {"op": "copy", "source": "src.zarr", "group": "graph_v3.zarr",
+                     "create": {"format": 3, "codec": "zstd:3,crc32c"},
+                     "members": {"raw": {"chunks": [4, 5, 7], "shards": [8, 10, 7]}}},
+            "back": {"op": "copy", "source": "src.zarr", "group": "graph_v2.zarr",
+                     "members": {"a/b/c": {"chunks": [9]}}}}}, f)
+    report = os.path.join(tmp, "copy_graph_report.json")
+    rc, _, err = run("run", graph, "--no-progress", "--report", report)
+    expect(rc == 0, f"a graph file copies two groups: {err}")
+    if rc != 0:
+        return
+    with open(report) as f:
+        names = sorted(p.get("name") for p in json.load(f).get("puts", []))
+    expect(names == sorted([f"tree:{a}" for a in ARRAYS] + [f"back:{a}" for a in ARRAYS]),
+           f"a put per member array, named by its path: {names}")
+    dst = os.path.join(tmp, "graph_v3.zarr")
+    for g, attrs in GROUPS.items():
+        expect(v3_attrs(os.path.join(dst, g)) == attrs, f"graph copy: v3 {g or '/'} attributes")
+    raw = json.load(open(os.path.join(dst, "raw", "zarr.json")))
+    codecs = json.dumps(raw["codecs"])
+    expect(raw["chunk_grid"]["configuration"]["chunk_shape"] == [8, 10, 7] and
+           "crc32c" in codecs and '"chunk_shape": [4, 5, 7]' in codecs,
+           f"graph copy: raw's own shards, crc32c from create: {codecs}")
+    got = zarrita_read([os.path.join(dst, a) for a in ARRAYS])
+    for a, (data, _, attrs) in ARRAYS.items():
+        want = checksum(os.path.join(src, a))
+        expect(checksum(os.path.join(dst, a)) == want, f"graph copy: v3 {a} contents")
+        expect(v3_attrs(os.path.join(dst, a)) == attrs, f"graph copy: v3 {a} attributes")
+        if got is not None:
+            d = got.get(os.path.join(dst, a), {})
+            expect(d.get("ok") and d.get("sha256") == want, f"graph copy: zarrita reads {a}: {d}")
+    root = zarr.open_group(os.path.join(tmp, "graph_v2.zarr"), mode="r")
+    for g, attrs in GROUPS.items():
+        node = root if g == "" else root[g]
+        expect(dict(node.attrs) == attrs, f"graph copy: v2 {g or '/'} attributes")
+    for a, (data, chunks, attrs) in ARRAYS.items():
+        z = root[a]
+        expect(np.array_equal(z[...], data) and dict(z.attrs) == attrs,
+               f"graph copy: zarr-python reads v2 {a}")
+        expect(z.chunks == ((9,) if a == "a/b/c" else chunks), f"graph copy: v2 {a} chunks")
+    # Validation names what is wrong before anything runs.
+    with open(graph, "w") as f:
+        json.dump({"sluice": 1, "arrays": {}, "nodes": {
+            "tree": {"op": "copy", "source": "src.zarr", "group": "bad.zarr",
+                     "create": {"chunks": [4, 4]}}}}, f)
+    rc, _, err = run("validate", graph)
+    expect(rc == 2 and "/nodes/tree/create/chunks" in err and "member array" in err and
+           not os.path.exists(os.path.join(tmp, "bad.zarr")),
+           f"a chunk shape of the wrong rank is refused naming the member: {err}")
+
+
+def make_container(path, fmt, data):
+    """An OME container holding the image as member "raw", a labels group and
+    attributes of its own (v3: an "ome" object with "omero" beside)."""
+    if fmt == 2:
+        g = zarr.open_group(path, mode="w")
+        g.attrs.update({"owner": "lab", "multiscales": [{"stale": True}]})
+        raw = g.create_dataset("raw", data=data, chunks=(16, 16))
+        raw.attrs.update({"channel": "DAPI", "owner": "not this"})
+        g.create_group("labels").attrs["labels"] = ["cells"]
+        g["labels"].create_dataset("cells", data=np.ones((4, 4), dtype="u1"))
+        zarr.consolidate_metadata(path)
+        return os.path.join(path, "raw")
+    os.makedirs(os.path.join(path, "labels"))
+    attrs = {"owner": "lab", "ome": {"version": "0.5", "omero": {"channels": [{"label": "DAPI"}]},
+                                     "multiscales": [{"stale": True}]}}
+    for p, a in (("", attrs), ("labels", {"labels": ["cells"]})):
+        with open(os.path.join(path, p, "zarr.json"), "w") as f:
+            json.dump({"zarr_format": 3, "node_type": "group", "attributes": a}, f)
+    src, _ = make_image(os.path.join(path + ".src"), 3)
+    return src
+
+
+def check_pyramid_into(tmp):
+    """`pyramid --into`: the levels straight into an existing OME container,
+    its members and attributes kept; read by zarr-python (v2) and zarrita (v3)."""
+    data = (np.arange(40 * 50, dtype=np.uint16).reshape(40, 50) * 3) % 1000
+    grp = os.path.join(tmp, "into2.zarr")
+    src = make_container(grp, 2, data)
+    rc, _, err = run("pyramid", src, grp, "--into", "--levels", "3", "--factors", "2,2",
+                     "--no-progress")
+    expect(rc == 0, f"pyramid --into a v2 container, SRC one of its members: {err}")
+    g = zarr.open_consolidated(grp, mode="r")
+    attrs = dict(g.attrs)
+    ms = attrs.get("multiscales", [{}])[0]
+    expect(attrs.get("owner") == "lab" and attrs.get("channel") == "DAPI" and
+           [d["path"] for d in ms.get("datasets", [])] == ["0", "1", "2"] and
+           ms.get("version") == "0.4",
+           f"v2 --into: the group's attributes kept, SRC's added, multiscales replaced: {attrs}")
+    expect(sorted(g.group_keys()) == ["labels"] and sorted(g.array_keys()) == ["0", "1", "2", "raw"],
+           f".zmetadata lists the levels beside raw and labels: {sorted(g.array_keys())}")
+    expect(np.array_equal(g["0"][...], data) and np.array_equal(g["raw"][...], data) and
+           g["2"].shape == (10, 13) and np.array_equal(g["labels/cells"][...], np.ones((4, 4))),
+           "v2 --into: level 0 is SRC, level 2 is smaller, SRC and labels kept")
+    rc, _, err = run("pyramid", src, grp, "--into", "--levels", "2", "--factors", "2,2")
+    expect(rc == 2 and '"0" where level 0 goes' in err and "--overwrite" in err,
+           f"levels already there need --overwrite: {err}")
+    rc, _, err = run("pyramid", src, grp, "--into", "--levels", "2", "--factors", "2,2",
+                     "--overwrite", "--no-progress")
+    expect(rc == 0 and 'level "2"' in err and os.path.exists(os.path.join(grp, "2", ".zarray")),
+           f"--overwrite replaces levels 0 and 1, keeps 2 and names it: {err}")
+    ms = zarr.open_consolidated(grp, mode="r").attrs["multiscales"][0]
+    expect([d["path"] for d in ms["datasets"]] == ["0", "1"], f"two levels listed now: {ms}")
+    for args, why, words in (
+            ((os.path.join(grp, "0"), grp, "--into"), "SRC where a level goes", "same directory"),
+            ((src, grp, "--into", "--member", "x"), "--into with --member", "give one"),
+            ((src, grp, "--into", "--resume", "--journal", os.path.join(tmp, "j")),
+             "--into with --resume", "cannot be resumed"),
+            ((src, os.path.join(grp, "labels", "cells"), "--into"), "--into an array",
+             "holds a Zarr array"),
+            ((src, grp, "--into", "--format", "v3"), "--into another format", "Zarr v2 group")):
+        rc, _, err = run("pyramid", *args, "--levels", "2", "--factors", "2,2")
+        expect(rc == 2 and words in err, f"{why} is refused: {err}")
+
+    grp = os.path.join(tmp, "into3.zarr")
+    src = make_container(grp, 3, data)
+    rc, _, err = run("pyramid", src, grp, "--into", "--levels", "3", "--factors", "2,2",
+                     "--no-progress")
+    expect(rc == 0, f"pyramid --into a v3 container: {err}")
+    attrs = v3_attrs(grp)
+    ome = attrs.get("ome", {})
+    expect(attrs.get("owner") == "lab" and attrs.get("channel") == "DAPI" and
+           ome.get("omero") == {"channels": [{"label": "DAPI"}]} and ome.get("version") == "0.5"
+           and [d["path"] for d in ome.get("multiscales", [{}])[0].get("datasets", [])] ==
+           ["0", "1", "2"], f"v3 --into: omero and the group's keys kept: {attrs}")
+    expect(v3_attrs(os.path.join(grp, "labels")) == {"labels": ["cells"]}, "v3 labels kept")
+    got = zarrita_read([grp, os.path.join(grp, "0"), os.path.join(grp, "2")])
+    if got is not None:
+        d = got.get(grp, {})
+        expect(d.get("ok") and d.get("attributes") == ["channel", "ome", "owner"],
+               f"zarrita: the container {d}")
+        d = got.get(os.path.join(grp, "0"), {})
+        expect(d.get("ok") and d.get("sha256") == checksum(src), f"zarrita: level 0 is SRC {d}")
+        d = got.get(os.path.join(grp, "2"), {})
+        expect(d.get("ok") and d.get("shape") == [10, 13], f"zarrita: level 2 {d}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="sluice-groups-") as tmp:
         src = os.path.join(tmp, "src.zarr")
@@ -377,6 +533,8 @@ def main():
         check_consolidated(tmp, src)
         check_pyramid_v2(tmp)
         check_pyramid_v3(tmp)
+        check_graph_copy(tmp, src)
+        check_pyramid_into(tmp)
     for f in failures:
         print("FAIL:", f)
     print(f"groups: {len(failures)} failures")

@@ -128,7 +128,27 @@ def check_pyramid(d, raw):
         prev = got
 
 
+def check_copy_group(d, raw):
+    group = os.path.join(d, "out", "image_v3.zarr")
+    meta = json.load(open(os.path.join(group, "zarr.json")))
+    expect(meta.get("zarr_format") == 3 and
+           meta["attributes"] == {"description": "the example image with its labels"} and
+           sorted(meta.get("consolidated_metadata", {}).get("metadata", {})) ==
+           ["labels", "labels/cells", "raw"],
+           f"copy_group: a v3 group with the source's attributes, consolidated: {meta}")
+    for member in ("raw", "labels/cells"):
+        expect(checksum(os.path.join(group, member)) == checksum(os.path.join(d, "image.zarr",
+                                                                              member)),
+               f"copy_group: {member} holds the source's contents")
+        codecs = json.dumps(json.load(open(os.path.join(group, member, "zarr.json")))["codecs"])
+        expect("crc32c" in codecs, f"copy_group: {member} has a crc32c checksum: {codecs}")
+    rawmeta = json.load(open(os.path.join(group, "raw", "zarr.json")))
+    expect(rawmeta["chunk_grid"]["configuration"]["chunk_shape"] == [16, 96, 128],
+           f"copy_group: raw in its own shards: {rawmeta['chunk_grid']}")
+
+
 CHECKS = {
+    "copy_group.json": check_copy_group,
     "pyramid.json": check_pyramid,
     "copy_rechunk.json": check_copy_rechunk,
     "select.json": check_select,
