@@ -606,3 +606,86 @@ Test(graph_pyramid, axes_default_by_name_then_position)
     cr_assert_eq(sl__pyramid_layout(l, SL_DTYPE_U8, 4, shape, chunk, &o, NULL), SL_OK);
     free(l);
 }
+
+/* into_group: the levels go into an existing group, which keeps its
+ * members and attributes (v3's other "ome" keys too); refusals touch
+ * nothing; overwrite deletes the level paths only. */
+Test(graph_pyramid, into_an_existing_group_keeps_its_members_and_attributes)
+{
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {16, 24}, chunk[] = {8, 8};
+    uint16_t *data;
+    sl_array *src = make_input(s, "img/raw", 2, shape, chunk, &data);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_group_create(s, "img", 3,
+                                 "{\"owner\":\"lab\",\"ome\":{\"version\":\"0.5\",\"omero\":"
+                                 "{\"id\":1},\"multiscales\":[{\"stale\":true}]}}",
+                                 &err),
+                 SL_OK, "%s", err.text);
+    cr_assert_eq(sl_group_create(s, "img/labels", 3, "{\"labels\":[\"cells\"]}", &err), SL_OK);
+    sl_graph *g = sl_graph_create(NULL, &err);
+    uint32_t get;
+    cr_assert_eq(sl_graph_add_get(g, "in", src, &get, &err), SL_OK, "%s", err.text);
+    struct sl_pyramid_opts o = SL_PYRAMID_OPTS_DEFAULT;
+    o.n_levels = 2;
+    o.factor[0] = o.factor[1] = 2;
+    o.into_group = true;
+    o.group_attributes = "{\"owner\":\"source\",\"unit\":\"um\",\"multiscales\":[1]}";
+    cr_assert_eq(sl_graph_add_pyramid(g, "p", get, s, "img", &o, NULL, &err), SL_OK, "%s",
+                 err.text);
+    json_t *a = group_attrs(s, "img/zarr.json", true);
+    cr_assert_str_eq(json_string_value(json_object_get(a, "owner")), "lab", "the group's own");
+    cr_assert_str_eq(json_string_value(json_object_get(a, "unit")), "um", "the source's, added");
+    cr_assert_null(json_object_get(a, "multiscales"), "a v3 group's multiscales live in ome");
+    json_t *ome = json_object_get(a, "ome");
+    cr_assert_not_null(json_object_get(ome, "omero"), "omero stays");
+    json_t *ds =
+        json_object_get(json_array_get(json_object_get(ome, "multiscales"), 0), "datasets");
+    cr_assert_eq(json_array_size(ds), 2, "the stale multiscales replaced");
+    json_decref(a);
+    a = group_attrs(s, "img/labels/zarr.json", true);
+    cr_assert_not_null(json_object_get(a, "labels"), "labels untouched");
+    json_decref(a);
+    sl_zarr_kind kind;
+    cr_assert_eq(sl_zarr_probe(s, "img/raw", &kind, NULL, &err), SL_OK);
+    cr_assert_eq(kind, SL_ZARR_ARRAY, "the source member stays");
+
+    /* Level paths taken: refused, nothing written; overwrite replaces them. */
+    sl_graph *g2 = sl_graph_create(NULL, &err);
+    cr_assert_eq(sl_graph_add_get(g2, "in", src, &get, &err), SL_OK);
+    struct sl_store_stats before, after;
+    sl_store_get_stats(s, &before);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_pyramid(g2, "p", get, s, "img", &o, NULL, &err), SL_EEXIST);
+    cr_assert_not_null(strstr(err.text, "where level 0 goes"), "%s", err.text);
+    sl_store_get_stats(s, &after);
+    cr_assert_eq(after.n_set, before.n_set, "a refusal writes nothing");
+    cr_assert_eq(after.n_delete, before.n_delete, "nor deletes");
+    o.level.overwrite = true;
+    o.n_levels = 1;
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_pyramid(g2, "p", get, s, "img", &o, NULL, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_eq(sl_zarr_probe(s, "img/1", &kind, NULL, &err), SL_OK);
+    cr_assert_eq(kind, SL_ZARR_ARRAY, "a level the new image does not take stays");
+    cr_assert_eq(sl_zarr_probe(s, "img/labels", &kind, NULL, &err), SL_OK);
+    cr_assert_eq(kind, SL_ZARR_GROUP, "overwrite deletes the level paths only");
+
+    /* No group, an array, another format. */
+    o.level.overwrite = false;
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_pyramid(g2, "q", get, s, "none", &o, NULL, &err), SL_ENOTFOUND);
+    cr_assert_not_null(strstr(err.text, "holds no Zarr group"), "%s", err.text);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_pyramid(g2, "q", get, s, "img/raw", &o, NULL, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "is a Zarr v3 array"), "%s", err.text);
+    cr_assert_eq(sl_group_create(s, "v2", 2, NULL, &err), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_pyramid(g2, "q", get, s, "v2", &o, NULL, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "only a v3 group holds"), "%s", err.text);
+    sl_graph_unref(g);
+    sl_graph_unref(g2);
+    free(data);
+    sl_array_unref(src);
+    sl_store_unref(s);
+}
