@@ -34,6 +34,7 @@
 #include <sluice.h>
 
 #include "fault_io.h"
+#include "graph_fault_fixture.h"
 #include "plain_test.h"
 #include "testutil.h"
 
@@ -61,12 +62,8 @@ struct output {
 };
 
 struct sweep {
-    char root[512];
-    struct sl_fault_io fio;
-    sl_pool *pool;
-    sl_store *mem;   /* holds the source */
-    sl_store *plain; /* the filesystem store, default I/O table */
-    sl_store *fault; /* the same directory through fio, durable */
+    struct sl_test_fault_fs fs; /* the fault store durable */
+    sl_store *mem;              /* holds the source */
     sl_array *src;
     struct output out[N_OUT];
     sl_plan *plan;
@@ -74,49 +71,6 @@ struct sweep {
 };
 
 /* ---- setup --------------------------------------------------------------------- */
-
-static sl_array *
-create_array(sl_store *s, const char *path, const uint64_t *shape, const uint64_t *chunk,
-             const uint64_t *shard)
-{
-    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
-    sp.rank = 2;
-    sp.dtype = SL_DTYPE_U16;
-    for (int d = 0; d < 2; d++) {
-        sp.shape[d] = shape[d];
-        sp.chunk_shape[d] = chunk[d];
-        sp.shard_shape[d] = shard != NULL ? shard[d] : 0;
-    }
-    sp.checksum = true;
-    struct sl_error err = SL_ERROR_INIT;
-    sl_array *a = sl_array_create(s, path, &sp, NULL, &err);
-    cr_assert_not_null(a, "%s: %s", path, err.text);
-    return a;
-}
-
-static void
-write_whole(sl_array *a, const uint16_t *img)
-{
-    const uint64_t *shape = sl_array_shape(a);
-    struct sl_region all = sl_region_whole(2, shape);
-    struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_array_write_region(a, &all, img, shape[0] * shape[1] * 2, NULL, NULL, &err),
-                 SL_OK, "%s", err.text);
-}
-
-static uint16_t *
-read_whole(sl_array *a)
-{
-    const uint64_t *shape = sl_array_shape(a);
-    size_t bytes = (size_t)(shape[0] * shape[1] * 2);
-    uint16_t *img = malloc(bytes);
-    cr_assert_not_null(img);
-    struct sl_region all = sl_region_whole(2, shape);
-    struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_array_read_region(a, &all, img, bytes, NULL, NULL, &err), SL_OK, "%s",
-                 err.text);
-    return img;
-}
 
 /* The source: distinct values, zero (the fill value) in its top-left 16x16
  * corner, so "copy" deletes 4 chunks and "pyr" deletes shard (0, 0). */
@@ -156,10 +110,10 @@ restore_old(struct sweep *sw)
     for (int i = 0; i < N_OUT; i++) {
         struct output *o = &sw->out[i];
         char dir[700];
-        snprintf(dir, sizeof(dir), "%s/%s/c/%" PRIu64, sw->root, o->path,
+        snprintf(dir, sizeof(dir), "%s/%s/c/%" PRIu64, sw->fs.root, o->path,
                  (o->shape[0] - 1) / o->unit[0]);
         sl_test_rmtree(dir);
-        write_whole(o->plain, o->old_img);
+        sl_test_write_whole_u16(o->plain, o->old_img);
     }
 }
 
@@ -201,16 +155,16 @@ reference_images(struct sweep *sw)
 {
     sl_store *m = sl_store_create_memory(NULL, NULL);
     cr_assert_not_null(m);
-    sl_array *copy = create_array(m, "copy", sw->out[0].shape, (const uint64_t[]){8, 8}, NULL);
-    sl_array *pyr = create_array(m, "pyr", sw->out[1].shape, (const uint64_t[]){4, 4},
-                                 (const uint64_t[]){8, 8});
+    sl_array *copy = sl_test_array_u16(m, "copy", sw->out[0].shape, (const uint64_t[]){8, 8}, NULL);
+    sl_array *pyr = sl_test_array_u16(m, "pyr", sw->out[1].shape, (const uint64_t[]){4, 4},
+                                      (const uint64_t[]){8, 8});
     uint32_t puts[2];
     sl_plan *plan = make_plan(sw->src, copy, pyr, puts);
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_plan_run(plan, sw->pool, &err), SL_OK, "%s", err.text);
-    sw->out[0].new_img = read_whole(copy);
-    sw->out[1].new_img = read_whole(pyr);
-    uint16_t *src = read_whole(sw->src);
+    cr_assert_eq(sl_plan_run(plan, sw->fs.pool, &err), SL_OK, "%s", err.text);
+    sw->out[0].new_img = sl_test_read_whole_u16(copy);
+    sw->out[1].new_img = sl_test_read_whole_u16(pyr);
+    uint16_t *src = sl_test_read_whole_u16(sw->src);
     cr_assert_arr_eq(sw->out[0].new_img, src, SRC_Y * SRC_X * 2, "the copy equals the source");
     free(src);
     sl_plan_destroy(plan);
@@ -223,35 +177,23 @@ static void
 sweep_init(struct sweep *sw)
 {
     memset(sw, 0, sizeof(*sw));
-    snprintf(sw->root, sizeof(sw->root), "%s", sl_test_tmpdir_ram("exec-fault"));
-    sl_fault_io_init(&sw->fio);
-    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
-    po.n_workers = 2;
-    po.pin = SL_PIN_NONE;
-    sw->pool = sl_pool_create(&po, NULL);
-    cr_assert_not_null(sw->pool);
+    sl_test_fault_fs_init(&sw->fs, sl_test_tmpdir_ram("exec-fault"), 2, true);
     sw->mem = sl_store_create_memory(NULL, NULL);
     struct sl_error err = SL_ERROR_INIT;
-    sw->plain = sl_store_open_fs(sw->root, NULL, &err);
-    cr_assert_not_null(sw->plain, "%s", err.text);
-    struct sl_fs_store_opts fo = SL_FS_STORE_OPTS_DEFAULT;
-    fo.durable = true;
-    fo.io = &sw->fio.table;
-    sw->fault = sl_store_open_fs(sw->root, &fo, &err);
-    cr_assert_not_null(sw->fault, "%s", err.text);
 
-    sw->src = create_array(sw->mem, "src", (const uint64_t[]){SRC_Y, SRC_X},
-                           (const uint64_t[]){8, 8}, NULL);
+    sw->src = sl_test_array_u16(sw->mem, "src", (const uint64_t[]){SRC_Y, SRC_X},
+                                (const uint64_t[]){8, 8}, NULL);
     uint16_t *src = source_image();
-    write_whole(sw->src, src);
+    sl_test_write_whole_u16(sw->src, src);
     free(src);
     sw->out[0] = (struct output){.path = "copy", .shape = {SRC_Y, SRC_X}, .unit = {8, 8}};
     sw->out[1] = (struct output){.path = "pyr", .shape = {PYR_Y, PYR_X}, .unit = {8, 8}};
-    sw->out[0].plain = create_array(sw->plain, "copy", sw->out[0].shape, sw->out[0].unit, NULL);
-    sw->out[1].plain =
-        create_array(sw->plain, "pyr", sw->out[1].shape, (const uint64_t[]){4, 4}, sw->out[1].unit);
+    sw->out[0].plain =
+        sl_test_array_u16(sw->fs.plain, "copy", sw->out[0].shape, sw->out[0].unit, NULL);
+    sw->out[1].plain = sl_test_array_u16(sw->fs.plain, "pyr", sw->out[1].shape,
+                                         (const uint64_t[]){4, 4}, sw->out[1].unit);
     for (int i = 0; i < N_OUT; i++) {
-        sw->out[i].faulty = sl_array_open(sw->fault, sw->out[i].path, NULL, &err);
+        sw->out[i].faulty = sl_array_open(sw->fs.fault, sw->out[i].path, NULL, &err);
         cr_assert_not_null(sw->out[i].faulty, "%s", err.text);
         sw->out[i].old_img = old_image(&sw->out[i]);
     }
@@ -273,12 +215,8 @@ sweep_fini(struct sweep *sw)
         free(sw->out[i].new_img);
     }
     sl_array_unref(sw->src);
-    sl_store_unref(sw->fault);
-    sl_store_unref(sw->plain);
     sl_store_unref(sw->mem);
-    sl_pool_destroy(sw->pool);
-    sl_fault_io_fini(&sw->fio);
-    sl_test_rmtree(sw->root);
+    sl_test_fault_fs_fini(&sw->fs);
 }
 
 /* ---- checks ---------------------------------------------------------------------- */
@@ -341,7 +279,8 @@ check_output(struct sweep *sw, struct output *o, const char *what, sl_status inj
 {
     struct sl_put_status ps;
     cr_assert_eq(sl_plan_put_status(sw->plan, o->put, &ps, NULL), SL_OK);
-    uint16_t *back = read_whole(o->plain); /* fails the test if anything does not decode */
+    uint16_t *back =
+        sl_test_read_whole_u16(o->plain); /* fails the test if anything does not decode */
     uint64_t n_units[2] = {(o->shape[0] + o->unit[0] - 1) / o->unit[0],
                            (o->shape[1] + o->unit[1] - 1) / o->unit[1]};
     uint64_t failed = 0, n_failed_chunks = 0;
@@ -452,9 +391,9 @@ check_run(struct sweep *sw, sl_status st, const struct sl_error *err, sl_status 
 {
     (void)err, (void)what;
     n_temps = 0;
-    nftw(sw->root, count_temp, 16, FTW_PHYS);
+    nftw(sw->fs.root, count_temp, 16, FTW_PHYS);
     cr_assert_eq(n_temps, 0, "%s: %d temporary files left", what, n_temps);
-    cr_assert_eq(sl_store_list(sw->plain, "", refuse_temporaries, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_store_list(sw->fs.plain, "", refuse_temporaries, NULL, NULL), SL_OK);
     if (fails)
         cr_assert_eq(st, injected, "%s: the run returned %s (%s)", what, sl_status_name(st),
                      err->text);
@@ -480,10 +419,10 @@ rerun_clean(struct sweep *sw, const char *what)
 {
     (void)what;
     struct sl_error err = SL_ERROR_INIT;
-    cr_assert_eq(sl_plan_run(sw->plan, sw->pool, &err), SL_OK, "%s: the clean rerun: %s", what,
+    cr_assert_eq(sl_plan_run(sw->plan, sw->fs.pool, &err), SL_OK, "%s: the clean rerun: %s", what,
                  err.text);
     for (int i = 0; i < N_OUT; i++) {
-        uint16_t *back = read_whole(sw->out[i].plain);
+        uint16_t *back = sl_test_read_whole_u16(sw->out[i].plain);
         cr_assert_arr_eq(back, sw->out[i].new_img, sw->out[i].shape[0] * sw->out[i].shape[1] * 2,
                          "%s: the clean rerun left %s different", what, sw->out[i].path);
         free(back);
@@ -505,15 +444,15 @@ sweep_kind(struct sweep *sw, sl_fault_kind kind, int errno_value)
     for (uint64_t k = 1;; k++) {
         cr_assert_lt(k, 10000, "the workload never ends");
         restore_old(sw);
-        sl_fault_io_reset(&sw->fio);
-        sl_fault_io_fail_mutating(&sw->fio, k, kind, errno_value);
+        sl_fault_io_reset(&sw->fs.fio);
+        sl_fault_io_fail_mutating(&sw->fs.fio, k, kind, errno_value);
         struct sl_error err = SL_ERROR_INIT;
-        sl_status st = sl_plan_run(sw->plan, sw->pool, &err);
+        sl_status st = sl_plan_run(sw->plan, sw->fs.pool, &err);
         /* The short kinds hit the k-th write, the others the k-th call. */
-        uint64_t calls = kind == SL_FAULT_ERRNO ? sl_fault_io_mutating_calls(&sw->fio)
-                                                : sl_fault_io_mutating_writes(&sw->fio);
-        int op = sl_fault_io_fired(&sw->fio);
-        sl_fault_io_reset(&sw->fio);
+        uint64_t calls = kind == SL_FAULT_ERRNO ? sl_fault_io_mutating_calls(&sw->fs.fio)
+                                                : sl_fault_io_mutating_writes(&sw->fs.fio);
+        int op = sl_fault_io_fired(&sw->fs.fio);
+        sl_fault_io_reset(&sw->fs.fio);
         sw->runs++;
         char what[96];
         snprintf(what, sizeof(what), "kind %d, %s, k = %" PRIu64 " (%s)", (int)kind,

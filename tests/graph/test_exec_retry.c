@@ -26,6 +26,7 @@
 #include <sluice.h>
 
 #include "fault_io.h"
+#include "graph_fault_fixture.h"
 #include "plain_test.h"
 #include "testutil.h"
 
@@ -34,63 +35,29 @@ TestSuite(graph_exec_retry, .timeout = 60.0);
 #define SIDE 16 /* [16, 16] uint16 in [8, 8] chunks: 4 chunks */
 
 struct fixture {
-    char root[512];
-    struct sl_fault_io fio;
-    sl_pool *pool;
-    sl_store *plain; /* the directory through the default I/O table */
-    sl_store *fault; /* ... through fio */
-    sl_array *src;   /* on `fault` */
-    sl_array *copy;  /* on `fault` */
+    struct sl_test_fault_fs fs; /* one worker; the fault store not durable */
+    sl_array *src;              /* on `fs.fault` */
+    sl_array *copy;             /* on `fs.fault` */
     uint16_t img[SIDE * SIDE];
 };
-
-static sl_array *
-create_array(sl_store *s, const char *path)
-{
-    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
-    sp.rank = 2;
-    sp.dtype = SL_DTYPE_U16;
-    for (int d = 0; d < 2; d++) {
-        sp.shape[d] = SIDE;
-        sp.chunk_shape[d] = 8;
-    }
-    sp.checksum = true;
-    struct sl_error err = SL_ERROR_INIT;
-    sl_array *a = sl_array_create(s, path, &sp, NULL, &err);
-    cr_assert_not_null(a, "%s: %s", path, err.text);
-    return a;
-}
 
 static void
 fixture_init(struct fixture *f, const char *tag)
 {
     memset(f, 0, sizeof(*f));
-    snprintf(f->root, sizeof(f->root), "%s", sl_test_tmpdir(tag));
-    sl_fault_io_init(&f->fio);
-    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
-    po.n_workers = 1;
-    po.pin = SL_PIN_NONE;
-    f->pool = sl_pool_create(&po, NULL);
-    cr_assert_not_null(f->pool);
-    struct sl_error err = SL_ERROR_INIT;
-    f->plain = sl_store_open_fs(f->root, NULL, &err);
-    cr_assert_not_null(f->plain, "%s", err.text);
-    struct sl_fs_store_opts fo = SL_FS_STORE_OPTS_DEFAULT;
-    fo.io = &f->fio.table;
-    f->fault = sl_store_open_fs(f->root, &fo, &err);
-    cr_assert_not_null(f->fault, "%s", err.text);
-    sl_array *src = create_array(f->plain, "src");
-    sl_array *copy = create_array(f->plain, "copy");
+    sl_test_fault_fs_init(&f->fs, sl_test_tmpdir(tag), 1, false);
+    static const uint64_t shape[2] = {SIDE, SIDE}, chunk[2] = {8, 8};
+    sl_array *src = sl_test_array_u16(f->fs.plain, "src", shape, chunk, NULL);
+    sl_array *copy = sl_test_array_u16(f->fs.plain, "copy", shape, chunk, NULL);
     for (int k = 0; k < SIDE * SIDE; k++)
         f->img[k] = (uint16_t)(1 + k * 37);
-    struct sl_region all = sl_region_whole(2, (const uint64_t[]){SIDE, SIDE});
-    cr_assert_eq(sl_array_write_region(src, &all, f->img, sizeof(f->img), NULL, NULL, &err), SL_OK,
-                 "%s", err.text);
+    sl_test_write_whole_u16(src, f->img);
     sl_array_unref(src);
     sl_array_unref(copy);
-    f->src = sl_array_open(f->fault, "src", NULL, &err);
+    struct sl_error err = SL_ERROR_INIT;
+    f->src = sl_array_open(f->fs.fault, "src", NULL, &err);
     cr_assert_not_null(f->src, "%s", err.text);
-    f->copy = sl_array_open(f->fault, "copy", NULL, &err);
+    f->copy = sl_array_open(f->fs.fault, "copy", NULL, &err);
     cr_assert_not_null(f->copy, "%s", err.text);
 }
 
@@ -99,11 +66,7 @@ fixture_fini(struct fixture *f)
 {
     sl_array_unref(f->src);
     sl_array_unref(f->copy);
-    sl_store_unref(f->fault);
-    sl_store_unref(f->plain);
-    sl_pool_destroy(f->pool);
-    sl_fault_io_fini(&f->fio);
-    sl_test_rmtree(f->root);
+    sl_test_fault_fs_fini(&f->fs);
 }
 
 /* The plan of get "src" → put "copy" with `retries`; `*put`: the put node. */
@@ -153,8 +116,8 @@ static sl_status
 run_counted(struct fixture *f, sl_plan *plan, uint32_t put, uint64_t *retries, uint64_t *n_ok)
 {
     struct sl_error err = SL_ERROR_INIT;
-    sl_status st = sl_plan_run(plan, f->pool, &err);
-    sl_fault_io_reset(&f->fio);
+    sl_status st = sl_plan_run(plan, f->fs.pool, &err);
+    sl_fault_io_reset(&f->fs.fio);
     struct sl_run_summary s;
     sl_plan_summary(plan, &s);
     uint64_t rs, rp;
@@ -172,32 +135,38 @@ run_counted(struct fixture *f, sl_plan *plan, uint32_t put, uint64_t *retries, u
 static void
 assert_copy_equals_source(struct fixture *f)
 {
-    uint16_t back[SIDE * SIDE];
-    struct sl_region all = sl_region_whole(2, (const uint64_t[]){SIDE, SIDE});
     struct sl_error err = SL_ERROR_INIT;
-    sl_array *copy = sl_array_open(f->plain, "copy", NULL, &err);
+    sl_array *copy = sl_array_open(f->fs.plain, "copy", NULL, &err);
     cr_assert_not_null(copy, "%s", err.text);
-    cr_assert_eq(sl_array_read_region(copy, &all, back, sizeof(back), NULL, NULL, &err), SL_OK,
-                 "%s", err.text);
-    cr_assert_arr_eq(back, f->img, sizeof(back), "the copy equals the source");
+    uint16_t *back = sl_test_read_whole_u16(copy);
+    cr_assert_arr_eq(back, f->img, sizeof(f->img), "the copy equals the source");
+    free(back);
     sl_array_unref(copy);
 }
 
-Test(graph_exec_retry, transient_read_retried)
+/* The first call of `op` fails twice with EIO; with 3 retries the run is
+ * ok, 2 retries counted, and the copy equals the source. */
+static void
+check_transient_retried(const char *tag, sl_fault_op op)
 {
     struct fixture f;
-    fixture_init(&f, "retry-read");
+    fixture_init(&f, tag);
     uint32_t put;
     sl_plan *plan = make_plan(&f, 3, &put);
-    sl_fault_io_fail_times(&f.fio, SL_FAULT_PREAD, 1, 2, EIO);
+    sl_fault_io_fail_times(&f.fs.fio, op, 1, 2, EIO);
     uint64_t retries, n_ok;
     sl_status st = run_counted(&f, plan, put, &retries, &n_ok);
-    cr_assert_eq(st, SL_OK, "%s", sl_status_name(st));
-    cr_assert_eq(retries, 2, "2 retries, counted %" PRIu64, retries);
+    cr_assert_eq(st, SL_OK, "%s: %s", sl_fault_op_name(op), sl_status_name(st));
+    cr_assert_eq(retries, 2, "%s: 2 retries, counted %" PRIu64, sl_fault_op_name(op), retries);
     cr_assert_eq(n_ok, 4);
     assert_copy_equals_source(&f);
     sl_plan_destroy(plan);
     fixture_fini(&f);
+}
+
+Test(graph_exec_retry, transient_read_retried)
+{
+    check_transient_retried("retry-read", SL_FAULT_PREAD);
 }
 
 Test(graph_exec_retry, retries_exhausted)
@@ -210,8 +179,8 @@ Test(graph_exec_retry, retries_exhausted)
         /* Every read fails: each chunk's every try (the driver may run a
          * task beside the worker, so a fault of a few calls could be
          * shared between two chunks). */
-        sl_fault_io_fail(&f.fio, SL_FAULT_PREAD, 1, EIO);
-        f.fio.fail_sticky = true;
+        sl_fault_io_fail(&f.fs.fio, SL_FAULT_PREAD, 1, EIO);
+        f.fs.fio.fail_sticky = true;
         uint64_t retries, n_ok;
         sl_status st = run_counted(&f, plan, put, &retries, &n_ok);
         cr_assert_eq(st, SL_EIO, "%u retries: %s", allowed, sl_status_name(st));
@@ -236,7 +205,7 @@ Test(graph_exec_retry, corrupt_not_retried)
     char key[256], path[1024];
     cr_assert_lt(sl_array_chunk_key(f.src, (const uint64_t[]){1, 0}, key, sizeof(key)),
                  sizeof(key));
-    snprintf(path, sizeof(path), "%s/%s", f.root, key);
+    snprintf(path, sizeof(path), "%s/%s", f.fs.root, key);
     FILE *fp = fopen(path, "r+b");
     cr_assert_not_null(fp, "%s", path);
     cr_assert_eq(fseek(fp, 0, SEEK_END), 0);
@@ -260,19 +229,7 @@ Test(graph_exec_retry, corrupt_not_retried)
 
 Test(graph_exec_retry, transient_write_retried)
 {
-    struct fixture f;
-    fixture_init(&f, "retry-write");
-    uint32_t put;
-    sl_plan *plan = make_plan(&f, 3, &put);
-    sl_fault_io_fail_times(&f.fio, SL_FAULT_WRITE, 1, 2, EIO);
-    uint64_t retries, n_ok;
-    sl_status st = run_counted(&f, plan, put, &retries, &n_ok);
-    cr_assert_eq(st, SL_OK, "%s", sl_status_name(st));
-    cr_assert_eq(retries, 2, "2 retries, counted %" PRIu64, retries);
-    cr_assert_eq(n_ok, 4);
-    assert_copy_equals_source(&f);
-    sl_plan_destroy(plan);
-    fixture_fini(&f);
+    check_transient_retried("retry-write", SL_FAULT_WRITE);
 }
 
 Test(graph_exec_retry, bad_options_refused)

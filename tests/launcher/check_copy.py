@@ -12,36 +12,15 @@ naming it.  Exits 77 (skipped) without numpy and zarr (python3-zarr).
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-failures = []
+from launcher_util import checksum, expect, finish, run, skip_without, zarrita_read
 
-try:
-    import numpy as np
-    import zarr
-    from numcodecs import Zstd
-except ImportError as e:
-    print(f"skipped: {e} (install python3-zarr)")
-    sys.exit(77)
-
-
-def run(*args):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def checksum(path):
-    rc, out, err = run("checksum", path)
-    expect(rc == 0, f"checksum {path}: {err}")
-    return out.split()[0] if rc == 0 else None
+skip_without("numpy", "zarr", "numcodecs")
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+from numcodecs import Zstd  # noqa: E402
 
 
 def make_input(path):
@@ -151,20 +130,6 @@ def check_side_files(tmp):
            f"side files: nothing left behind: {os.listdir(tmp)}")
 
 
-def zarrita_read(path):
-    """zarrita's reading of `path` (tests/tools/zarr_read.mjs), or None when absent."""
-    tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
-    node = shutil.which("node") or shutil.which("nodejs")
-    if not node or not os.path.isdir(os.path.join(tools, "node_modules", "zarrita")):
-        expect(os.environ.get("SL_REQUIRE_ZARRITA") != "1",
-               "SL_REQUIRE_ZARRITA=1 but node or tests/tools/node_modules/zarrita is missing")
-        print("zarrita checks skipped: node or zarrita missing")
-        return None
-    p = subprocess.run([node, os.path.join(tools, "zarr_read.mjs"), path], capture_output=True,
-                       text=True)
-    return json.loads(p.stdout.splitlines()[0]) if p.stdout else {"ok": False, "error": p.stderr}
-
-
 def check_crc32c(tmp):
     src = os.path.join(tmp, "in.zarr")
     want = checksum(src)
@@ -179,8 +144,9 @@ def check_crc32c(tmp):
         names = [c["name"] for c in codecs]
         expect(names == ["bytes", "zstd", "crc32c"], f"{name}: chain {names}")
         expect(checksum(dst) == want, f"{name}: contents kept")
-        r = zarrita_read(dst)
-        if r is not None:
+        got = zarrita_read([dst])
+        if got is not None:
+            r = got.get(dst, {"ok": False, "error": "no answer from zarr_read.mjs"})
             expect(r.get("ok", True) and r.get("sha256") == want,
                    f"{name}: zarrita reads the crc32c chain equal: {r}")
     # flip one byte inside the compressed payload of one chunk
@@ -220,10 +186,7 @@ def main():
         check_failures(tmp, data)
         check_usage(tmp)
         check_side_files(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"copy: {len(failures)} failures")
-    return 1 if failures else 0
+    return finish("copy")
 
 
 if __name__ == "__main__":

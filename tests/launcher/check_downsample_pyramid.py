@@ -12,34 +12,19 @@ without numpy and zarr (python3-zarr).
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-failures = []
+from launcher_util import expect, finish, run, skip_without
 
-try:
-    import numpy as np
-    import zarr
-    from numcodecs import Zstd
-except ImportError as e:
-    print(f"skipped: {e} (install python3-zarr)")
-    sys.exit(77)
+skip_without("numpy", "zarr", "numcodecs")
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+from numcodecs import Zstd  # noqa: E402
 
 SHAPE = (2, 2, 9, 70, 50)
 CHUNKS = (1, 1, 4, 32, 32)
 FACTORS = (1, 1, 2, 2, 2)
-
-
-def run(*args):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def make_input(path):
@@ -253,10 +238,7 @@ def main():
         check_pyramid(tmp, data)
         check_failures(tmp, data)
         check_usage(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"downsample and pyramid: {len(failures)} failures")
-    return 1 if failures else 0
+    return finish("downsample and pyramid")
 
 
 if __name__ == "__main__":

@@ -8,22 +8,10 @@ graph), names both paths as written (or where the link leads and
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-failures = []
-
-
-def run(*args, cwd=None):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+from launcher_util import expect, finish, run
 
 
 def snapshot(root):
@@ -129,9 +117,7 @@ def main():
         expect(rc == 0, f"a graph without aliases runs: {rc} {out}{err}")
         expect(os.path.isdir(os.path.join(d, "out.zarr")), "its output is created")
 
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+    return finish("graph aliases")
 
 
 if __name__ == "__main__":

@@ -43,51 +43,14 @@ are skipped, saying so, without node or tests/tools/node_modules.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-failures = []
+from launcher_util import checksum, expect, finish, run, skip_without, zarrita_read
 
-try:
-    import numpy as np
-    import zarr
-except ImportError as e:
-    print(f"skipped: {e} (install python3-zarr)")
-    sys.exit(77)
-
-
-def run(*args):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def checksum(path):
-    rc, out, err = run("checksum", path)
-    expect(rc == 0, f"checksum {path}: {err}")
-    return out.split()[0] if rc == 0 else None
-
-
-def zarrita_read(paths):
-    """zarrita's description of each path (tests/tools/zarr_read.mjs), or None."""
-    tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
-    node = shutil.which("node") or shutil.which("nodejs")
-    if not node or not os.path.isdir(os.path.join(tools, "node_modules", "zarrita")):
-        expect(os.environ.get("SL_REQUIRE_ZARRITA") != "1",
-               "SL_REQUIRE_ZARRITA=1 but node or tests/tools/node_modules/zarrita is missing")
-        print("zarrita checks skipped: node or zarrita missing")
-        return None
-    p = subprocess.run([node, os.path.join(tools, "zarr_read.mjs"), *paths], capture_output=True,
-                       text=True)
-    lines = [json.loads(line) for line in p.stdout.splitlines()]
-    expect(len(lines) == len(paths), f"zarrita described {len(lines)} of {len(paths)}: {p.stderr}")
-    return {d["path"]: d for d in lines}
+skip_without("numpy", "zarr")
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
 
 
 # The source hierarchy: path -> (kind, attributes, data or None).
@@ -535,10 +498,7 @@ def main():
         check_pyramid_v3(tmp)
         check_graph_copy(tmp, src)
         check_pyramid_into(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"groups: {len(failures)} failures")
-    return 1 if failures else 0
+    return finish("groups")
 
 
 if __name__ == "__main__":

@@ -13,28 +13,17 @@ and agree with the manifest (shape, chunks, shards, groups).  Exits 77
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
 import jsonschema
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
+from launcher_util import expect, failures, finish, run
+
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
                       "info.schema.json")
 FIXTURES = os.environ.get("SL_FIXTURES_DIR", "")
-failures = []
 VALIDATOR = jsonschema.Draft202012Validator(json.load(open(SCHEMA)))
-
-
-def run(*args):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def check_usage():
@@ -211,10 +200,7 @@ def main():
         return 77
     check_fixtures(root)
     check_info_json(root)
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

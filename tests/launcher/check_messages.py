@@ -9,22 +9,10 @@ Needs only the sluice program (arrays are made with `sluice generate`).
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-failures = []
-
-
-def run(*args, cwd=None):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
+from launcher_util import expect, finish, run
 
 
 def generate(path, *extra):
@@ -118,9 +106,7 @@ def main():
         check_long_path_not_cut(d)
         check_usage_errors(d)
         check_overwrite_named(d)
-    for f in failures:
-        print("FAIL:", f)
-    sys.exit(1 if failures else 0)
+    sys.exit(finish("messages"))
 
 
 main()

@@ -25,18 +25,15 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "remote"))
 import s3serve  # noqa: E402
+import launcher_util  # noqa: E402
+from launcher_util import SLUICE, expect, finish, skip_without  # noqa: E402
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 MPIRUN = shutil.which("mpirun")
-failures = []
+skip_without("numpy", "zarr", "numcodecs", hint=None)
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+from numcodecs import Zstd  # noqa: E402
 
-try:
-    import numpy as np
-    import zarr
-    from numcodecs import Zstd
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
 if MPIRUN is None:
     print("skipped: mpirun not found (install openmpi-bin)")
     sys.exit(77)
@@ -49,11 +46,6 @@ def run(np_, *args, timeout=120):
     cmd = ([MPIRUN, "--oversubscribe", "-np", str(np_)] if np_ else []) + [SLUICE, *args]
     p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def same_tree(a, b):
@@ -152,10 +144,7 @@ def check_killed_rank(tmp):
 
 
 def checksum(path, *args, env=None):
-    p = subprocess.run([SLUICE, "checksum", path, *args], capture_output=True, text=True,
-                       env=env, timeout=120)
-    expect(p.returncode == 0, f"checksum {path}: {p.stderr}")
-    return p.stdout.split()[0] if p.returncode == 0 else None
+    return launcher_util.checksum(path, *args, env=env, timeout=120)
 
 
 def copy_graph(tmp, name, dst):
@@ -268,10 +257,7 @@ def main():
         check_s3(tmp)
         check_remote_failure(tmp)
         check_killed_rank(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"mpi: {len(failures)} failures")
-    return 1 if failures else 0
+    return finish("mpi")
 
 
 if __name__ == "__main__":

@@ -37,25 +37,14 @@ import subprocess
 import sys
 import tempfile
 
-SOURCE = os.environ.get("SL_SOURCE_ROOT",
-                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-# meson sets SL_SLUICE_EXE; run by hand, build/ of this tree, else PATH.
-SLUICE = os.environ.get("SL_SLUICE_EXE") or next(
-    (p for p in [os.path.join(SOURCE, "build", "launcher", "sluice")] if os.access(p, os.X_OK)),
-    shutil.which("sluice") or "sluice")
-TOOLS = os.path.join(SOURCE, "tests", "tools")
-sys.path.insert(0, TOOLS)
+import fsnap  # beside this file
+from launcher_util import SLUICE, skip_without, zarrita_command
 
-try:
-    import numpy as np
-    import numcodecs
-    import zarr
-    from zarr_read import describe
-except ImportError as e:
-    print(f"skipped: {e} (install python3-zarr)")
-    sys.exit(77)
-
-import fsnap  # noqa: E402 (beside this file)
+skip_without("numpy", "numcodecs", "zarr", "zarr_read")
+import numpy as np  # noqa: E402
+import numcodecs  # noqa: E402
+import zarr  # noqa: E402
+from zarr_read import describe  # noqa: E402
 
 COMMON = ["--no-progress", "--threads", "2"]
 DST = "out.zarr"
@@ -396,13 +385,7 @@ class Checker:
         """The command that runs zarr_read.mjs, or None (said once)."""
         if hasattr(self, "_zarrita"):
             return self._zarrita
-        node = shutil.which("node") or shutil.which("nodejs")
-        why = None
-        if not node:
-            why = "node is not installed (apt-get install nodejs npm)"
-        elif not os.path.isdir(os.path.join(TOOLS, "node_modules", "zarrita")):
-            why = "tests/tools/node_modules has no zarrita (run: npm ci --prefix tests/tools)"
-        self._zarrita = None if why else [node, os.path.join(TOOLS, "zarr_read.mjs")]
+        self._zarrita, why = zarrita_command()
         if why:
             print(f"zarrita checks skipped: {why}")
             if os.environ.get("SL_REQUIRE_ZARRITA") == "1":

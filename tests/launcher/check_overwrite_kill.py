@@ -18,6 +18,7 @@ run removes them; a final run without a kill must succeed and leave none.
 
 The seed is printed first.  Exits 77 (skipped) without numpy and zarr.
 """
+import functools
 import json
 import os
 import random
@@ -29,31 +30,18 @@ import sys
 import tempfile
 import time
 
-SOURCE = os.environ.get("SL_SOURCE_ROOT",
-                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-# meson sets SL_SLUICE_EXE; run by hand, build/ of this tree, else PATH.
-SLUICE = os.environ.get("SL_SLUICE_EXE") or next(
-    (p for p in [os.path.join(SOURCE, "build", "launcher", "sluice")] if os.access(p, os.X_OK)),
-    shutil.which("sluice") or "sluice")
-TOOLS = os.path.join(SOURCE, "tests", "tools")
-sys.path.insert(0, TOOLS)
+import fsnap  # beside this file
+from launcher_util import SLUICE, run, skip_without, zarrita_command
 
-try:
-    from zarr_read import describe  # numpy and zarr
-except ImportError as e:
-    print(f"skipped: {e} (install python3-zarr)")
-    sys.exit(77)
-
-import fsnap  # noqa: E402 (beside this file)
+skip_without("zarr_read")  # numpy and zarr
+from zarr_read import describe  # noqa: E402
 
 COMMON = ["--no-progress", "--threads", "2"]
 MAX_LEFTOVERS = 10  # staging siblings at once: more means killed runs' are never removed
 PHASES = ((0.0, 0.1), (0.1, 0.4), (0.4, 0.8), (0.8, 1.0), (1.0, 9.9))  # of a full run's time
 
 
-def sluice(*args):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout, p.stderr
+sluice = functools.partial(run, timeout=120)
 
 
 def checksum(path):
@@ -241,12 +229,11 @@ class Kill:
     def zarrita_final(self):
         """zarrita reads the final DST as the new array (skipped, saying so,
         without node or `npm ci --prefix tests/tools`)."""
-        node = shutil.which("node") or shutil.which("nodejs")
-        if not node or not os.path.isdir(os.path.join(TOOLS, "node_modules", "zarrita")):
-            print("zarrita check skipped: needs node and `npm ci --prefix tests/tools`")
+        cmd, why = zarrita_command()
+        if cmd is None:
+            print(f"zarrita check skipped: {why}")
             return
-        p = subprocess.run([node, os.path.join(TOOLS, "zarr_read.mjs"), self.dst],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run([*cmd, self.dst], capture_output=True, text=True, timeout=120)
         got = json.loads(p.stdout or "{}")
         if got.get("sha256") != self.new_sum or got.get("zarr_format") != 2:
             self.fail(f"zarrita reads the final DST as {got or p.stderr.strip()}")

@@ -17,7 +17,6 @@ import re
 import json
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import zlib
@@ -26,19 +25,7 @@ import jsonschema
 import numpy as np
 import zarr
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-failures = []
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
-
-
-def run(*args):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
+from launcher_util import expect, failures, finish, run
 
 def png_read(path):
     """Decode an 8-bit greyscale (or RGB) non-interlaced PNG into a numpy array."""
@@ -256,10 +243,7 @@ def main():
         rc, _, err = run("preview", src, "-o", os.path.join(tmp, "no", "dir", "p.png"))
         expect(rc == 1 and "cannot write" in err, f"an unwritable output fails: {err}")
 
-    for f in failures:
-        print("FAILED:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@
     SL_RESUME_SEED=1234 check_resume_kill.py     replay one sequence
     SL_KEEP_TMP=1                                keep the directory
 """
+import functools
 import hashlib
 import json
 import os
@@ -44,11 +45,7 @@ import sys
 import tempfile
 import time
 
-SOURCE = os.environ.get("SL_SOURCE_ROOT",
-                        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-SLUICE = os.environ.get("SL_SLUICE_EXE") or next(
-    (p for p in [os.path.join(SOURCE, "build", "launcher", "sluice")] if os.access(p, os.X_OK)),
-    shutil.which("sluice") or "sluice")
+from launcher_util import SLUICE, run
 
 COMMON = ["--no-progress", "--threads", "2"]
 LEVELS = 3
@@ -66,9 +63,7 @@ def fail(msg):
         print(f"FAIL {msg}", flush=True)
 
 
-def sluice(*args, timeout=120):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
+sluice = functools.partial(run, timeout=120)
 
 
 def tree(path):
@@ -212,6 +207,16 @@ class Resume:
         p.wait()
         return p.returncode == -signal.SIGKILL
 
+    def resume(self, config):
+        """--resume with a report: (the process, the report's summary; None
+        when the run failed)."""
+        p = subprocess.run(self.argv(config, "--resume", "--report", self.report),
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            return p, None
+        with open(self.report) as f:
+            return p, json.load(f)["summary"]
+
     def resume_and_check(self, config, what):
         """--resume to the end; check exit, bytes, leftovers and writes."""
         trusted = 0
@@ -220,13 +225,10 @@ class Resume:
                 ok, trusted = journal_trusted(f.read())
             if not ok:
                 fail(f"{what}: a killed run's journal has a bad header")
-        p = subprocess.run(self.argv(config, "--resume", "--report", self.report),
-                           capture_output=True, text=True, timeout=120)
-        if p.returncode != 0:
+        p, s = self.resume(config)
+        if s is None:
             fail(f"{what}: --resume exits {p.returncode}: {p.stderr.strip()}")
             return
-        with open(self.report) as f:
-            s = json.load(f)["summary"]
         wrote = s["objects_written"]
         if wrote != self.units[config] - trusted:
             fail(f"{what}: the journal held {trusted} of {self.units[config]} units, but the "
@@ -321,13 +323,10 @@ class Resume:
             return
         with open(self.journal, "rb") as f:
             ok, trusted = journal_trusted(f.read())
-        p = subprocess.run(self.argv(config, "--resume", "--report", self.report),
-                           capture_output=True, text=True, timeout=120)
-        if p.returncode != 0:
+        p, s = self.resume(config)
+        if s is None:
             fail(f"--resume after failed units exits {p.returncode}: {p.stderr.strip()}")
             return
-        with open(self.report) as f:
-            s = json.load(f)["summary"]
         if not 0 < s["objects_written"] < self.units[config] or s["resumed"] == 0:
             fail(f"--resume after failed units wrote {s['objects_written']} of "
                  f"{self.units[config]} units and skipped {s['resumed']} chunks: it should redo "

@@ -16,27 +16,13 @@ import subprocess
 import sys
 import tempfile
 
-SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
-SOURCE = os.environ.get("SL_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+from launcher_util import SOURCE, checksum, expect, finish, run, skip_without
+
+skip_without("numpy", "zarr")
+import numpy as np  # noqa: E402
+import zarr  # noqa: E402
+
 EXAMPLES = os.path.join(SOURCE, "examples", "graphs")
-failures = []
-
-try:
-    import numpy as np
-    import zarr
-except ImportError as e:
-    print(f"skipped: {e} (install python3-zarr)")
-    sys.exit(77)
-
-
-def run(*args, cwd=None):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def workdir(tmp, name):
@@ -64,12 +50,6 @@ def block_mean(a, factors):
         shape += [n // f, f]
     m = a.astype(np.float64).reshape(shape).mean(axis=tuple(range(1, 2 * a.ndim, 2)))
     return np.rint(m).astype(a.dtype)
-
-
-def checksum(path):
-    rc, out, err = run("checksum", path)
-    expect(rc == 0, f"checksum {path}: {err}")
-    return out.split()[0] if rc == 0 else None
 
 
 def check_copy_rechunk(d, raw):
@@ -393,10 +373,7 @@ def main():
         check_invalid(tmp)
         check_explain_and_options(tmp)
         check_usage()
-    for f in failures:
-        print("FAIL:", f)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

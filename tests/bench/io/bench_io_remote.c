@@ -193,8 +193,7 @@ sluice_graph(const struct sel *s, int reps, double *requests)
         if (r == 0)
             bench_proxy_clear(g_control);
         double t0 = sl_bench_now();
-        if (system(cmd) != 0)
-            bench_remote_fail(cmd);
+        bench_shell(cmd, NULL);
         double t = sl_bench_now() - t0;
         if (r >= 0 && t < best)
             best = t;
@@ -206,14 +205,6 @@ sluice_graph(const struct sel *s, int reps, double *requests)
 }
 
 static void
-report(const char *tag, const char *name, double v, const char *unit)
-{
-    char full[128];
-    snprintf(full, sizeof(full), "%s_%s", tag, name);
-    sl_bench_report(full, v, unit);
-}
-
-static void
 run_sluice(const char *tag, const struct sel *s, sl_pool *pool, int reps, struct ways *w)
 {
     double ignore;
@@ -221,15 +212,15 @@ run_sluice(const char *tag, const struct sel *s, sl_pool *pool, int reps, struct
         sluice_batched(s, pool, false, reps, &w->req_batched, &w->bytes, &w->in_flight_batched);
     w->hinted = sluice_batched(s, pool, true, reps, &w->req_hinted, &ignore, &w->in_flight_hinted);
     w->graph = sluice_graph(s, reps, &w->req_graph);
-    report(tag, "sluice_batched_time", w->batched, "s");
-    report(tag, "sluice_batched_requests", w->req_batched, "requests");
-    report(tag, "sluice_batched_bytes", w->bytes, "bytes");
-    report(tag, "sluice_batched_max_in_flight", w->in_flight_batched, "requests");
-    report(tag, "sluice_hinted_time", w->hinted, "s");
-    report(tag, "sluice_hinted_requests", w->req_hinted, "requests");
-    report(tag, "sluice_hinted_max_in_flight", w->in_flight_hinted, "requests");
-    report(tag, "sluice_graph_time", w->graph, "s");
-    report(tag, "sluice_graph_requests", w->req_graph, "requests");
+    bench_report_tagged(tag, "sluice_batched_time", w->batched, "s");
+    bench_report_tagged(tag, "sluice_batched_requests", w->req_batched, "requests");
+    bench_report_tagged(tag, "sluice_batched_bytes", w->bytes, "bytes");
+    bench_report_tagged(tag, "sluice_batched_max_in_flight", w->in_flight_batched, "requests");
+    bench_report_tagged(tag, "sluice_hinted_time", w->hinted, "s");
+    bench_report_tagged(tag, "sluice_hinted_requests", w->req_hinted, "requests");
+    bench_report_tagged(tag, "sluice_hinted_max_in_flight", w->in_flight_hinted, "requests");
+    bench_report_tagged(tag, "sluice_graph_time", w->graph, "s");
+    bench_report_tagged(tag, "sluice_graph_requests", w->req_graph, "requests");
 }
 
 /* ---- peers and ratios ---------------------------------------------------------------------- */
@@ -273,25 +264,25 @@ run_case(int delay_ms, int n, sl_pool *pool, int reps, double bandwidth, double 
            oidx = bench_lines_get(&py, "zarr_fsspec_oindex");
     double zarr_best = loop < oidx ? loop : oidx, dask = bench_lines_get(&py, "dask");
     double zarrita = bench_lines_get(&js, "zarrita");
-    report(tag, "zarr_fsspec_time", zarr_best, "s");
-    report(tag, "dask_time", dask, "s");
-    report(tag, "zarrita_time", zarrita, "s");
+    bench_report_tagged(tag, "zarr_fsspec_time", zarr_best, "s");
+    bench_report_tagged(tag, "dask_time", dask, "s");
+    bench_report_tagged(tag, "zarrita_time", zarrita, "s");
     double floor_s = ceil(w.req_batched / WINDOW) * delay_ms / 1e3 + w.bytes / (bandwidth * 1e6);
     double floor_proxy = ceil(w.req_batched / WINDOW) * delay_ms / 1e3 + w.bytes / (bw_proxy * 1e6);
-    report(tag, "floor", floor_s, "s");
-    report(tag, "floor_via_proxy", floor_proxy, "s");
+    bench_report_tagged(tag, "floor", floor_s, "s");
+    bench_report_tagged(tag, "floor_via_proxy", floor_proxy, "s");
     static const char *const way_names[] = {"batched", "hinted", "graph"};
     const double way_t[] = {w.batched, w.hinted, w.graph};
     char name[96];
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof(name), "%s_speedup_vs_zarr_fsspec", way_names[i]);
-        report(tag, name, zarr_best / way_t[i], "x");
+        bench_report_tagged(tag, name, zarr_best / way_t[i], "x");
         snprintf(name, sizeof(name), "%s_speedup_vs_dask", way_names[i]);
-        report(tag, name, dask / way_t[i], "x");
+        bench_report_tagged(tag, name, dask / way_t[i], "x");
         snprintf(name, sizeof(name), "%s_speedup_vs_zarrita", way_names[i]);
-        report(tag, name, zarrita / way_t[i], "x");
+        bench_report_tagged(tag, name, zarrita / way_t[i], "x");
         snprintf(name, sizeof(name), "%s_over_floor", way_names[i]);
-        report(tag, name, way_t[i] / floor_s, "x");
+        bench_report_tagged(tag, name, way_t[i] / floor_s, "x");
     }
     free(s.out);
     free(s.expect);
@@ -317,25 +308,22 @@ run_downsample(void)
         double rss, t = bench_child_run(cmd, &rss, NULL);
         const char *tag =
             budgets[i][0] ? "remote_20ms_downsample_mem256M" : "remote_20ms_downsample";
-        report(tag, "time", t, "s");
-        report(tag, "peak_rss", rss, "MiB");
+        bench_report_tagged(tag, "time", t, "s");
+        bench_report_tagged(tag, "peak_rss", rss, "MiB");
     }
 }
 
 int
 main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 3;
-    if (reps < 1)
-        reps = 3;
+    int reps = bench_reps(argc, argv, 3);
     if (!bench_remote_init("bench_io_remote", &g_root, &g_exe, &g_dir))
         return 0;
     char cmd[8192];
     snprintf(cmd, sizeof(cmd),
              "/usr/bin/python3 %s/tests/bench/io/peer_zarr_read.py create %s/b3.zarr", g_root,
              g_dir);
-    if (system(cmd) != 0)
-        bench_remote_fail("zarr-python could not write b3.zarr (python3-zarr installed?)");
+    bench_shell(cmd, "zarr-python could not write b3.zarr (python3-zarr installed?)");
 
     struct sl_error err = SL_ERROR_INIT;
     sl_pool *pool = sl_pool_create(NULL, &err);
@@ -343,8 +331,7 @@ main(int argc, char **argv)
         bench_remote_die("pool", &err);
     sl_bench_report("workers", sl_pool_worker_count(pool), "threads");
     struct bench_server server;
-    snprintf(cmd, sizeof(cmd), "serve %s", g_dir);
-    bench_server_start(&server, cmd, 3, "the server did not start (nginx-light installed?)");
+    bench_http_start(&server, g_dir);
     g_nginx = server.word[0];
     g_proxy = server.word[1];
     g_control = server.word[2];

@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sluice.h>
@@ -63,10 +62,7 @@ static int g_server_pid;          /* the proxy's and s3rver's helper */
 struct s3_run {
     double wall, rss_mib;
     double cpu, server_cpu; /* CPU seconds of sluice, of the proxy and s3rver */
-    double requests, get, put, other;
-    double get_max_open, put_max_open; /* the most open at once */
-    double get_busy, put_busy;         /* seconds with one open */
-    double bytes_get, bytes_put;       /* body bytes sent back, received */
+    struct bench_proxy_totals log;
 };
 
 /* Run `cmd` once through the proxy at `delay_ms`; its wall time, peak RSS
@@ -78,64 +74,47 @@ s3_run_once(const char *cmd, double delay_ms, struct s3_run *r)
     double server0 = bench_tree_cpu(g_server_pid);
     r->wall = bench_child_run(cmd, &r->rss_mib, &r->cpu);
     r->server_cpu = bench_tree_cpu(g_server_pid) - server0;
-    struct bench_lines l;
-    bench_proxy_log(g_control, &l);
-    r->requests = bench_lines_need(&l, "requests", "the proxy's log");
-    r->get = bench_lines_need(&l, "get", "the proxy's log");
-    r->put = bench_lines_need(&l, "put", "the proxy's log");
-    r->other = bench_lines_need(&l, "other", "the proxy's log");
-    r->get_max_open = bench_lines_need(&l, "get_max_open", "the proxy's log");
-    r->put_max_open = bench_lines_need(&l, "put_max_open", "the proxy's log");
-    r->get_busy = bench_lines_need(&l, "get_busy", "the proxy's log");
-    r->put_busy = bench_lines_need(&l, "put_busy", "the proxy's log");
-    r->bytes_get = bench_lines_need(&l, "bytes", "the proxy's log");
-    r->bytes_put = bench_lines_need(&l, "req_bytes", "the proxy's log");
-}
-
-static void
-report(const char *tag, const char *name, double v, const char *unit)
-{
-    char full[128];
-    snprintf(full, sizeof(full), "%s_%s", tag, name);
-    sl_bench_report(full, v, unit);
+    bench_proxy_totals(g_control, &r->log);
 }
 
 /* Print run `r` of case `tag` beside its floors; `budget_mib` 0: none. */
 static void
 s3_report(const char *tag, const struct s3_run *r, double delay_ms, double budget_mib)
 {
-    double rounds = ceil(r->requests / WINDOW) * delay_ms / 1e3;
-    double bytes = r->bytes_get + r->bytes_put;
+    const struct bench_proxy_totals *t = &r->log;
+    double rounds = ceil(t->requests / WINDOW) * delay_ms / 1e3;
+    double bytes = t->bytes + t->req_bytes; /* GET bodies and PUT bodies */
     double floor_s = rounds + bytes / (g_bw * 1e6);
-    double floor_proxy = rounds + r->bytes_get / (g_bw_get * 1e6) + r->bytes_put / (g_bw_put * 1e6);
-    report(tag, "wall", r->wall, "s");
-    report(tag, "requests", r->requests, "requests");
-    report(tag, "get_requests", r->get, "requests");
-    report(tag, "put_requests", r->put, "requests");
-    report(tag, "other_requests", r->other, "requests");
-    report(tag, "get_max_open", r->get_max_open, "requests");
-    report(tag, "put_max_open", r->put_max_open, "requests");
+    double floor_proxy = rounds + t->bytes / (g_bw_get * 1e6) + t->req_bytes / (g_bw_put * 1e6);
+    bench_report_tagged(tag, "wall", r->wall, "s");
+    bench_report_tagged(tag, "requests", t->requests, "requests");
+    bench_report_tagged(tag, "get_requests", t->get, "requests");
+    bench_report_tagged(tag, "put_requests", t->put, "requests");
+    bench_report_tagged(tag, "other_requests", t->other, "requests");
+    bench_report_tagged(tag, "get_max_open", t->get_max_open, "requests");
+    bench_report_tagged(tag, "put_max_open", t->put_max_open, "requests");
     /* A PUT open nearly all the time, one at a time: the writes are the
      * run's critical path. */
-    report(tag, "get_busy", r->get_busy / r->wall, "x");
-    report(tag, "put_busy", r->put_busy / r->wall, "x");
-    report(tag, "bytes", bytes, "bytes");
-    report(tag, "bytes_get", r->bytes_get, "bytes");
-    report(tag, "bytes_put", r->bytes_put, "bytes");
-    report(tag, "floor", floor_s, "s");
-    report(tag, "floor_via_proxy", floor_proxy, "s");
-    report(tag, "sluice_cpu", r->cpu, "s");
-    report(tag, "server_cpu", r->server_cpu, "s");
+    bench_report_tagged(tag, "get_busy", t->get_busy / r->wall, "x");
+    bench_report_tagged(tag, "put_busy", t->put_busy / r->wall, "x");
+    bench_report_tagged(tag, "bytes", bytes, "bytes");
+    bench_report_tagged(tag, "bytes_get", t->bytes, "bytes");
+    bench_report_tagged(tag, "bytes_put", t->req_bytes, "bytes");
+    bench_report_tagged(tag, "floor", floor_s, "s");
+    bench_report_tagged(tag, "floor_via_proxy", floor_proxy, "s");
+    bench_report_tagged(tag, "sluice_cpu", r->cpu, "s");
+    bench_report_tagged(tag, "server_cpu", r->server_cpu, "s");
     /* Near 1: the cores were busy with this run alone, whatever the floor. */
-    report(tag, "cpu_busy",
-           (r->cpu + r->server_cpu) / (r->wall * (double)sysconf(_SC_NPROCESSORS_ONLN)), "x");
-    report(tag, "peak_rss", r->rss_mib, "MiB");
+    bench_report_tagged(
+        tag, "cpu_busy",
+        (r->cpu + r->server_cpu) / (r->wall * (double)sysconf(_SC_NPROCESSORS_ONLN)), "x");
+    bench_report_tagged(tag, "peak_rss", r->rss_mib, "MiB");
     if (budget_mib > 0) {
-        report(tag, "memory_budget", budget_mib, "MiB");
-        report(tag, "peak_rss_over_budget", r->rss_mib / budget_mib, "x");
+        bench_report_tagged(tag, "memory_budget", budget_mib, "MiB");
+        bench_report_tagged(tag, "peak_rss_over_budget", r->rss_mib / budget_mib, "x");
     }
-    report(tag, "over_floor_via_proxy", r->wall / floor_proxy, "x");
-    report(tag, "over_floor", r->wall / floor_s, "x");
+    bench_report_tagged(tag, "over_floor_via_proxy", r->wall / floor_proxy, "x");
+    bench_report_tagged(tag, "over_floor", r->wall / floor_s, "x");
 }
 
 /* The first word `sluice checksum PATH` prints, into `out` (65 bytes). */
@@ -195,27 +174,6 @@ s3_case_run(const struct s3_case *c, double delay_ms, int reps)
     s3_report(c->tag, &best, delay_ms, c->budget_mib);
 }
 
-/* Make `path` with `sluice generate` unless it is there. */
-static void
-generate_once(const char *path, const char *opts)
-{
-    char cmd[8192];
-    struct stat st;
-    if (stat(path, &st) == 0)
-        return;
-    snprintf(cmd, sizeof(cmd), "%s generate %s %s --no-progress >/dev/null", g_exe, path, opts);
-    if (system(cmd) != 0)
-        bench_remote_fail(cmd);
-}
-
-/* Run `cmd` (output to a local array); exits when it fails. */
-static void
-run_local(const char *cmd)
-{
-    if (system(cmd) != 0)
-        bench_remote_fail(cmd);
-}
-
 static void
 run_downsample(int reps)
 {
@@ -226,7 +184,7 @@ run_downsample(int reps)
              "%s downsample %s/remote_ds512.zarr %s --factors 2,2,2 --overwrite --no-progress "
              ">/dev/null",
              g_exe, g_dir, ref);
-    run_local(cmd);
+    bench_shell(cmd, NULL);
     /* The input: the same array, copied into S3 (chunks and codec kept). */
     snprintf(in, sizeof(in), "s3://" BUCKET "/ds512_in.zarr");
     snprintf(cmd, sizeof(cmd),
@@ -268,12 +226,12 @@ run_pyramid(int reps)
 {
     char cmd[8192], head[8192], tail[1024], src[4096], ref[4096];
     snprintf(src, sizeof(src), "%s/s3_tczyx.zarr", g_dir);
-    generate_once(src, "--shape 2,2,32,1024,1024 --chunks 1,1,32,256,256");
+    bench_generate_once(g_exe, src, "--shape 2,2,32,1024,1024 --chunks 1,1,32,256,256");
     snprintf(ref, sizeof(ref), "%s/s3_tczyx_pyr_ref.zarr", g_dir);
     snprintf(cmd, sizeof(cmd),
              "%s pyramid %s %s " PYRAMID_OPTS " --overwrite --no-progress >/dev/null", g_exe, src,
              ref);
-    run_local(cmd);
+    bench_shell(cmd, NULL);
     snprintf(head, sizeof(head), "%s pyramid %s", g_exe, src);
     snprintf(tail, sizeof(tail), PYRAMID_OPTS " --endpoint %s --no-progress", g_proxy);
     /* Level 0 is the input copied; levels 1-3 were each computed from the
@@ -286,16 +244,12 @@ run_pyramid(int reps)
 int
 main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 1;
-    if (reps < 1)
-        reps = 1;
+    int reps = bench_reps(argc, argv, 1);
     if (!bench_remote_init("bench_io_s3", &g_root, &g_exe, &g_dir))
         return 0;
 
-    char args[4200];
     struct bench_server nginx, s3;
-    snprintf(args, sizeof(args), "serve %s", g_dir);
-    bench_server_start(&nginx, args, 3, "nginx did not start (nginx-light installed?)");
+    bench_http_start(&nginx, g_dir);
     g_bw = bench_bandwidth(g_dir, nginx.word[0]);
     bench_server_stop(&nginx);
     sl_bench_report("s3_loopback_nginx_bandwidth", g_bw, "MB/s");
@@ -312,7 +266,7 @@ main(int argc, char **argv)
     unsetenv("AWS_SESSION_TOKEN");
     unsetenv("AWS_PROFILE");
 
-    char cmd[8400];
+    char cmd[8400], args[4200];
     struct bench_lines l;
     snprintf(args, sizeof(args), "s3bandwidth %s %s " BUCKET " 2", g_dir, g_proxy);
     bench_peer_cmd(cmd, sizeof(cmd), args);

@@ -38,6 +38,13 @@ bench_remote_init(const char *prog, const char **root, const char **exe, const c
     return true;
 }
 
+int
+bench_reps(int argc, char **argv, int dflt)
+{
+    int reps = argc > 1 ? atoi(argv[1]) : dflt;
+    return reps < 1 ? dflt : reps;
+}
+
 void
 bench_remote_fail(const char *what)
 {
@@ -52,6 +59,32 @@ bench_remote_die(const char *what, const struct sl_error *err)
     sl_error_format(err, line, sizeof(line));
     fprintf(stderr, "%s: %s: %s\n", g_prog, what, line);
     exit(1);
+}
+
+void
+bench_report_tagged(const char *tag, const char *name, double v, const char *unit)
+{
+    char full[128];
+    snprintf(full, sizeof(full), "%s_%s", tag, name);
+    sl_bench_report(full, v, unit);
+}
+
+void
+bench_shell(const char *cmd, const char *what)
+{
+    if (system(cmd) != 0)
+        bench_remote_fail(what != NULL ? what : cmd);
+}
+
+void
+bench_generate_once(const char *exe, const char *path, const char *opts)
+{
+    char cmd[8192];
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return;
+    snprintf(cmd, sizeof(cmd), "%s generate %s %s --no-progress >/dev/null", exe, path, opts);
+    bench_shell(cmd, NULL);
 }
 
 double
@@ -136,6 +169,14 @@ bench_server_stop(struct bench_server *s)
     s->f = NULL;
 }
 
+void
+bench_http_start(struct bench_server *s, const char *dir)
+{
+    char args[4200];
+    snprintf(args, sizeof(args), "serve %s", dir);
+    bench_server_start(s, args, 3, "nginx did not start (nginx-light installed?)");
+}
+
 static void
 proxy_do(const char *what, const char *control, struct bench_lines *l)
 {
@@ -166,6 +207,24 @@ void
 bench_proxy_log(const char *control, struct bench_lines *l)
 {
     proxy_do("log", control, l);
+}
+
+void
+bench_proxy_totals(const char *control, struct bench_proxy_totals *t)
+{
+    struct bench_lines l;
+    bench_proxy_log(control, &l);
+    static const char *const what = "the proxy's log";
+    t->requests = bench_lines_need(&l, "requests", what);
+    t->get = bench_lines_need(&l, "get", what);
+    t->put = bench_lines_need(&l, "put", what);
+    t->other = bench_lines_need(&l, "other", what);
+    t->bytes = bench_lines_need(&l, "bytes", what);
+    t->req_bytes = bench_lines_need(&l, "req_bytes", what);
+    t->get_max_open = bench_lines_need(&l, "get_max_open", what);
+    t->put_max_open = bench_lines_need(&l, "put_max_open", what);
+    t->get_busy = bench_lines_need(&l, "get_busy", what);
+    t->put_busy = bench_lines_need(&l, "put_busy", what);
 }
 
 double
@@ -241,15 +300,7 @@ bench_tree_cpu(int pid)
 void
 bench_ds512_make(const char *exe, const char *dir)
 {
-    char path[4096], cmd[8192];
-    struct stat st;
+    char path[4096];
     snprintf(path, sizeof(path), "%s/remote_ds512.zarr", dir);
-    if (stat(path, &st) == 0)
-        return;
-    snprintf(cmd, sizeof(cmd),
-             "%s generate %s --shape 512,512,512 --chunks 64,64,64 --dtype uint16 "
-             ">/dev/null 2>&1",
-             exe, path);
-    if (system(cmd) != 0)
-        bench_remote_fail(cmd);
+    bench_generate_once(exe, path, "--shape 512,512,512 --chunks 64,64,64 --dtype uint16");
 }

@@ -24,9 +24,23 @@
  * two are not set: the bench is then skipped. */
 bool bench_remote_init(const char *prog, const char **root, const char **exe, const char **dir);
 
+/* REPS, the program's first argument; `dflt` when there is none or it is
+ * below 1. */
+int bench_reps(int argc, char **argv, int dflt);
+
 /* Print "<prog>: <what>" (and the error's text) on stderr, exit 1. */
 void bench_remote_fail(const char *what);
 void bench_remote_die(const char *what, const struct sl_error *err);
+
+/* Print `<tag>_<name>: v unit` (sl_bench_report). */
+void bench_report_tagged(const char *tag, const char *name, double v, const char *unit);
+
+/* Run the shell command `cmd`; exits naming `what` (`cmd` when NULL) when
+ * it fails. */
+void bench_shell(const char *cmd, const char *what);
+
+/* Make the array `path` with `exe generate PATH OPTS` unless it is there. */
+void bench_generate_once(const char *exe, const char *path, const char *opts);
 
 /* `name: value unit` lines of one helper run, kept to look values up. */
 struct bench_lines {
@@ -64,6 +78,10 @@ struct bench_server {
 void bench_server_start(struct bench_server *s, const char *args, int n_words, const char *why_not);
 void bench_server_stop(struct bench_server *s);
 
+/* nginx serving `dir` behind the latency proxy (`peer_remote.py serve`):
+ * word[0] nginx's URL, word[1] the proxy's, word[2] its control URL. */
+void bench_http_start(struct bench_server *s, const char *dir);
+
 /* The proxy at `control`: every request waits `ms` (rules cleared, log
  * emptied); empty its log; its log's totals (requests, get, put, other;
  * bytes sent back, req_bytes received; the most open at once, max_open,
@@ -72,6 +90,18 @@ void bench_server_stop(struct bench_server *s);
 void bench_proxy_delay(const char *control, double ms);
 void bench_proxy_clear(const char *control);
 void bench_proxy_log(const char *control, struct bench_lines *l);
+
+/* The proxy's log totals, every one of them required. */
+struct bench_proxy_totals {
+    double requests, get, put, other;
+    double bytes, req_bytes;           /* body bytes sent back, received */
+    double get_max_open, put_max_open; /* the most open at once */
+    double get_busy, put_busy;         /* seconds with one open */
+};
+
+/* Read the log's totals of the proxy at `control` into `t`; exits naming
+ * the first one the log lacks. */
+void bench_proxy_totals(const char *control, struct bench_proxy_totals *t);
 
 /* Best MB/s of 3 curl GETs of `url`remote_bw.bin (256 MiB, made once in
  * `dir`), the loopback bandwidth of the floors. */
