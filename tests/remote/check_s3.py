@@ -201,6 +201,117 @@ def check_graph_writes(s, tmp):
           "chunk and rehearsals as for local outputs")
 
 
+def s3_get(s, key):
+    """The bytes of object `key` of the bucket (a signed GET through the proxy), or None."""
+    u = urllib.parse.urlsplit(s.proxy_url)
+    target = "/%s/%s" % (s.bucket, key)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("GET", target, headers=sigv4.sigv4_sign("GET", u.netloc, target, {}, b"",
+                                                      "S3RVER", "S3RVER"))
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return body if r.status == 200 else None
+
+
+def check_race(s, tmp):
+    """Two `sluice run` processes put different data into one stored s3:// sharded array
+    at once, their PUTs of each shard in flight together (the proxy holds every shard PUT,
+    the first of c/0/0 and of c/1/1 longer, so that each writer wins some shards).  Each
+    shard must hold exactly one writer's bytes, and the other writer must report every
+    chunk of that shard failed with ECONFLICT: no writer reports ok a shard that is not
+    its own."""
+    env = aws_env(tmp)
+    ep = ("--endpoint", s.proxy_url)
+    shape, chunks, shards = "128,128", "32,32", "64,64"
+    for name, seed in (("race-base", 3), ("race-a", 11), ("race-b", 12)):
+        run("generate", os.path.join(tmp, name + ".zarr"), "--shape", shape, "--chunks", chunks,
+            "--shards", shards, "--seed", str(seed), "--no-progress")
+    url = "s3://%s/race/x.zarr" % s.bucket
+    run("copy", os.path.join(tmp, "race-base.zarr"), url, *ep, "--no-progress", env=env)
+    # Each writer's bytes for each shard: the same put into a local copy of the array.
+    want = {}
+    for w in ("a", "b"):
+        local = os.path.join(tmp, "race-%s-local.zarr" % w)
+        run("copy", os.path.join(tmp, "race-base.zarr"), local, "--no-progress")
+        run("run", write_graph(tmp, "race-%s-local.json" % w,
+                               copy_graph("race-%s.zarr" % w, os.path.basename(local),
+                                          overwrite=True)), "--no-progress")
+        for i in range(2):
+            for j in range(2):
+                with open(os.path.join(local, "c", str(i), str(j)), "rb") as f:
+                    want[w, i, j] = f.read()
+    graphs = {w: write_graph(tmp, "race-%s.json" % w,
+                             copy_graph("race-%s.zarr" % w, url, overwrite=True)) for w in "ab"}
+    held = {"c/0/0": 1200, "c/1/1": 1200}
+    s.set_rules([{"name": "first " + k, "method": "PUT", "path": "*/race/x.zarr/" + k,
+                  "delay_ms": ms, "count": 1} for k, ms in held.items()] +
+                [{"name": "shard", "method": "PUT", "path": "*/race/x.zarr/c/*", "delay_ms": 500}])
+    s.clear_log()
+    procs = {w: subprocess.Popen([SLUICE, "run", graphs[w], "--no-progress", *ep, "--report",
+                                  os.path.join(tmp, "race-%s-report.json" % w)],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for w in "ab"}
+    out = {w: p.communicate(timeout=120) for w, p in procs.items()}
+    log = s.log()
+    s.set_rules([])
+    reports = {w: json.load(open(os.path.join(tmp, "race-%s-report.json" % w))) for w in "ab"}
+    # The PUTs of each shard overlapped, and every listing (each writer learns the
+    # versions stored) ended before the first shard PUT reached s3rver.
+    puts = [e for e in log if e["method"] == "PUT" and "/race/x.zarr/c/" in e["path"]]
+    lists = [e for e in log if e["method"] == "GET" and (e["query"] or "").startswith("list-type")]
+    expect(len(puts) == 8, f"race: {len(puts)} shard PUTs, expected 2 writers x 4 shards: "
+                           f"{[(e['path'], e['status']) for e in puts]}")
+    first_landing = min((e["t"] + (1.2 if e["rule"] != "shard" else 0.5) for e in puts),
+                        default=0)
+    expect(len(lists) >= 2 and all(e["t"] + e["ms"] / 1000 < first_landing for e in lists),
+           f"race: a listing ended after a shard PUT landed at {first_landing}: "
+           f"{[(e['t'], e['ms']) for e in lists]}")
+    for i in range(2):
+        for j in range(2):
+            two = [e for e in puts if e["path"].endswith("/c/%d/%d" % (i, j))]
+            expect(len(two) == 2 and max(e["t"] for e in two) <
+                   min(e["t"] + e["ms"] / 1000 for e in two),
+                   f"race: the PUTs of shard c/{i}/{j} did not overlap: "
+                   f"{[(e['t'], e['ms']) for e in two]}")
+    wins = {"a": 0, "b": 0}
+    for i in range(2):
+        for j in range(2):
+            got = s3_get(s, "race/x.zarr/c/%d/%d" % (i, j))
+            owner = [w for w in "ab" if got == want[w, i, j]]
+            expect(len(owner) == 1, f"race: shard c/{i}/{j} holds neither writer's bytes "
+                                    f"({len(got or b'')} bytes)")
+            if len(owner) != 1:
+                continue
+            wins[owner[0]] += 1
+            loser = "b" if owner[0] == "a" else "a"
+            inner = {(2 * i + di, 2 * j + dj) for di in range(2) for dj in range(2)}
+            for w in "ab":
+                failed = {tuple(f["chunk"]): f for f in reports[w]["puts"][0]["failures"]}
+                mine = {c for c in inner if c in failed}
+                if w == owner[0]:
+                    expect(not mine, f"race: writer {w} owns c/{i}/{j} but reports {sorted(mine)}"
+                                     " failed")
+                    continue
+                expect(mine == inner, f"race: writer {loser} lost c/{i}/{j} but reports only "
+                                      f"{sorted(mine)} of its chunks failed")
+                for c in mine:
+                    m = failed[c]["message"]
+                    expect(failed[c]["code"] == "ECONFLICT" and "another writer" in m and
+                           "/race/x.zarr/c/%d/%d" % (i, j) in m,
+                           f"race: writer {loser}, chunk {c}: {failed[c]['code']}: {m}")
+    for w in "ab":
+        rc = procs[w].returncode
+        expect(rc == (0 if wins[w] == 4 else 1),
+               f"race: writer {w} owns {wins[w]} of 4 shards, exit {rc}: {out[w][1][-300:]}")
+        expect(reports[w]["summary"]["ok"] == 4 * wins[w],
+               f"race: writer {w} owns {wins[w]} shards, reports {reports[w]['summary']['ok']} "
+               "chunks ok")
+    expect(wins["a"] > 0 and wins["b"] > 0, f"race: one writer won every shard: {wins}")
+    print(f"  two processes putting into one s3:// array at once: each of 4 shards is one "
+          f"writer's ({wins}), the other writer reports its chunks ECONFLICT")
+
+
 SECRET_MARK = "Zq8v3kP0tWm9sJ4xR2"
 
 
@@ -345,6 +456,7 @@ def main():
         want = run("checksum", os.path.join(tmp, "v2.zarr")).stdout.split()[0]
         expect(got == want, f"graph file over s3://: checksum {got}, local {want}")
         check_graph_writes(s, tmp)
+        check_race(s, tmp)
     check_secret_kept(s3serve)
     print(f"check_s3: {len(failures)} failures")
     return 1 if failures else 0
