@@ -362,7 +362,7 @@ parts_xml(struct part *parts, size_t n_parts, struct sl_buf *xml, struct sl_erro
  * the new object's ETag into `etag` ("" when S3 gave none). */
 static sl_status
 parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf *xml,
-               const char *cond, char etag[128], bool *retried, struct sl_error *err)
+               const char *cond, char etag[128], struct sl_error *err)
 {
     const char *headers[2] = {cond, NULL};
     char curl[S3_URL_MAX];
@@ -382,7 +382,6 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
                                .headers = cond[0] != '\0' ? headers : NULL,
                                .body = {.alloc = s->alloc}};
     sl_status st = sl__engine_run(sl__remote_engine(s), &req);
-    *retried = req.attempts > 1;
     struct sl__s3_complete_result r;
     struct sl_error pe = SL_ERROR_INIT;
     if (st != SL_OK) {
@@ -410,7 +409,7 @@ parts_complete(sl_store *s, const char *url, const char *id, const struct sl_buf
  * window at once, then complete it.  SL_OK or a failure in `err`. */
 static sl_status
 s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size_t n,
-         uint64_t part_bytes, const char *cond, char etag[128], bool *retried, struct sl_error *err)
+         uint64_t part_bytes, const char *cond, char etag[128], struct sl_error *err)
 {
     size_t n_parts = (size_t)((n + part_bytes - 1) / part_bytes);
     struct part *parts = sl_alloc_zeroed(&s->alloc, n_parts, sizeof(*parts), 0);
@@ -455,7 +454,7 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
         sl_buf_fini(&parts[i].req.body);
     sl_free(&s->alloc, parts, n_parts * sizeof(*parts));
     if (st == SL_OK)
-        st = parts_complete(s, url, id, &xml, cond, etag, retried, err);
+        st = parts_complete(s, url, id, &xml, cond, etag, err);
     sl_buf_fini(&xml);
     return st;
 }
@@ -487,10 +486,14 @@ etags_of(const uint8_t *data, size_t n, uint64_t part_bytes, char one[40], char 
     snprintf(parts, 64, "\"%s-%zu\"", hex, n_parts);
 }
 
-/* Whether a conditional write of `data` to `url` that failed its
- * condition on a retry had landed on an earlier try whose answer was lost
- * (a reset, a truncated answer): the stored object is then these bytes,
- * by its ETag (HEAD).  Its ETag into `etag` when so. */
+/* Whether a write of `data` to `url` that failed its condition (or, a
+ * multipart one, found its upload gone) had landed on an earlier try whose
+ * answer was lost (a reset, a truncated answer; libcurl itself sends a
+ * request again when a kept-alive connection dies before any answer, so
+ * this is asked of every such failure, not only of retried ones): the
+ * stored object is then these bytes, by its ETag (HEAD).  Another
+ * writer's object of the same bytes passes too: what is stored is this
+ * write's.  Its ETag into `etag` when so. */
 static bool
 s3_landed(sl_store *s, const char *url, const uint8_t *data, size_t n, uint64_t part_bytes,
           char etag[128])
@@ -532,10 +535,12 @@ s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, const
     sl_buf_fini(&req.body);
     if (st != SL_OK)
         return st;
-    bool retried = false;
-    st = s3_parts(s, url, id, data, n, x->part_bytes, cond, etag, &retried, err);
-    if (st == SL_ECONFLICT && retried && s3_landed(s, url, data, n, x->part_bytes, etag)) {
-        *err = SL_ERROR_INIT; /* the first try completed it: its answer was lost */
+    st = s3_parts(s, url, id, data, n, x->part_bytes, cond, etag, err);
+    /* A completion whose earlier try completed the upload (its answer
+     * lost) fails its condition, or finds the upload gone (NoSuchUpload). */
+    if ((st == SL_ECONFLICT || st == SL_ENOTFOUND) &&
+        s3_landed(s, url, data, n, x->part_bytes, etag)) {
+        *err = SL_ERROR_INIT; /* an earlier try completed it: its answer was lost */
         return SL_OK;
     }
     if (st != SL_OK) {
@@ -697,7 +702,7 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
     struct sl__http_req req;
     sl_status st = s3_put(s, url, data, n, cond, &req);
     char landed[128];
-    if (st == SL_ECONFLICT && req.attempts > 1 && s3_landed(s, url, data, n, 0, landed)) {
+    if (st == SL_ECONFLICT && s3_landed(s, url, data, n, 0, landed)) {
         st = SL_OK; /* an earlier try wrote it: its answer was lost */
         snprintf(req.etag, sizeof(req.etag), "%s", landed);
     }
