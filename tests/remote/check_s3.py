@@ -16,6 +16,11 @@ put into an existing s3:// array, a chunk whose PUT is denied reported
 alone while the others are written, two outputs one inside the other
 refused, and `run --dry-run` and `explain` of such a file writing nothing.
 A group (a pyramid) copied to s3:// and back keeps its levels and attributes.
+Two `sluice run` processes putting into one s3:// array at once: each shard
+holds one writer's bytes and the other writer reports its chunks ECONFLICT.
+`sluice copy` to s3:// through the proxy's write faults (resets, a cut
+answer, SlowDown on shard PUTs and list pages): once each, every object
+byte-identical; on every try, exactly the affected shards' chunks fail.
 
     check_s3.py    (SL_SLUICE_EXE names the sluice binary)
 Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
@@ -312,6 +317,80 @@ def check_race(s, tmp):
           f"writer's ({wins}), the other writer reports its chunks ECONFLICT")
 
 
+def check_write_faults(s, tmp):
+    """`sluice copy` to s3:// through the proxy's write faults.  Once each (a shard PUT
+    reset while its body arrives, reset before its answer, its answer cut, SlowDown; the
+    listing of the versions stored reset and throttled): the run succeeds and every
+    object is byte-identical to a local copy's.  On every try (a reset, SlowDown): exactly
+    the chunks of those shards fail, with ENETWORK / EHTTP and the shard's URL, the shard
+    is not stored, and every other object is byte-identical."""
+    env = aws_env(tmp)
+    ep = ("--endpoint", s.proxy_url)
+    src = os.path.join(tmp, "v3s.zarr")  # 150 x 200, chunks 32, shards 64: 3 x 4 shards
+    local = os.path.join(tmp, "faults-local.zarr")
+    run("copy", src, local, "--no-progress")
+    shards = [(i, j) for i in range(3) for j in range(4)]
+
+    def stored(prefix, i, j):
+        return s3_get(s, "%s/c/%d/%d" % (prefix, i, j))
+
+    def local_shard(i, j):
+        with open(os.path.join(local, "c", str(i), str(j)), "rb") as f:
+            return f.read()
+
+    once = {"0/0": '"fault": "reset_mid_request"', "0/1": '"fault": "reset_before_answer"',
+            "0/2": '"fault": "truncate_body"', "1/0": '"s3_error": "SlowDown"'}
+    p = "/%s/faults/once.zarr/c/" % s.bucket
+    rules = [dict(json.loads("{%s}" % v), method="PUT", path=p + k, count=1, name="shard " + k)
+             for k, v in once.items()]
+    page = {"method": "GET", "query": "list-type=2&prefix=faults%2Fonce.zarr%2F*", "count": 1}
+    rules += [dict(page, fault="reset_mid_body", after_bytes=40, name="page reset"),
+              dict(page, fault="truncate_body", name="page cut"),
+              dict(page, s3_error="SlowDown", name="page SlowDown")]
+    s.set_rules(rules)
+    s.clear_log()
+    report = os.path.join(tmp, "faults-once.json")
+    dst = "s3://%s/faults/once.zarr" % s.bucket
+    run("copy", src, dst, *ep, "--no-progress", "--report", report, env=env)
+    hit = {e["rule"] for e in s.log() if e["rule"] is not None}
+    s.set_rules([])
+    expect(hit == {r["name"] for r in rules}, f"write faults once: rules not applied: "
+                                              f"{sorted({r['name'] for r in rules} - hit)}")
+    rep = json.load(open(report))
+    expect(rep["summary"]["failed"] == 0, f"write faults once: {rep['summary']}")
+    bad = [(i, j) for i, j in shards if stored("faults/once.zarr", i, j) != local_shard(i, j)]
+    expect(not bad, f"write faults once: shards not byte-identical to a local copy's: {bad}")
+
+    p = "/%s/faults/always.zarr/c/" % s.bucket
+    s.set_rules([{"method": "PUT", "path": p + "1/1", "fault": "reset_mid_request"},
+                 {"method": "PUT", "path": p + "2/0", "s3_error": "SlowDown"}])
+    report = os.path.join(tmp, "faults-always.json")
+    dst = "s3://%s/faults/always.zarr" % s.bucket
+    run("copy", src, dst, *ep, "--no-progress", "--io-attempts", "3", "--report", report,
+        env=env, want=1)
+    s.set_rules([])
+    fails = {tuple(f["chunk"]): f for f in json.load(open(report))["puts"][0]["failures"]}
+    want = {(2, 2): ("ENETWORK", "1/1"), (2, 3): ("ENETWORK", "1/1"),
+            (3, 2): ("ENETWORK", "1/1"), (3, 3): ("ENETWORK", "1/1"),
+            (4, 0): ("EHTTP", "2/0"), (4, 1): ("EHTTP", "2/0")}
+    expect(set(fails) == set(want), f"write faults always: failed chunks {sorted(fails)}, "
+                                    f"expected {sorted(want)}")
+    for c, (code, key) in want.items():
+        f = fails.get(c, {"code": None, "message": ""})
+        expect(f["code"] == code and p + key in f["message"] and
+               ("SlowDown" in f["message"]) == (code == "EHTTP"),
+               f"write faults always: chunk {c}: {f['code']}: {f['message']}")
+    for i, j in shards:
+        got = stored("faults/always.zarr", i, j)
+        if (i, j) in ((1, 1), (2, 0)):
+            expect(got is None, f"write faults always: failed shard c/{i}/{j} is stored")
+        else:
+            expect(got == local_shard(i, j),
+                   f"write faults always: shard c/{i}/{j} not byte-identical")
+    print("  write faults: once each retried, every shard byte-identical; on every try only "
+          "the affected shards' chunks fail, naming their URL")
+
+
 SECRET_MARK = "Zq8v3kP0tWm9sJ4xR2"
 
 
@@ -457,6 +536,7 @@ def main():
         expect(got == want, f"graph file over s3://: checksum {got}, local {want}")
         check_graph_writes(s, tmp)
         check_race(s, tmp)
+        check_write_faults(s, tmp)
     check_secret_kept(s3serve)
     print(f"check_s3: {len(failures)} failures")
     return 1 if failures else 0
