@@ -49,14 +49,15 @@ struct s3_ext {
     pthread_mutex_t probe_lock;
     /* What reads, listings and this store's writes found of each key, so
      * that a write is conditional on it; under seen_lock.  `listed`: the
-     * prefixes listed whole, under which a key not seen is absent (while
-     * no entry was dropped: `seen_full`). */
+     * prefixes listed, under which a key not seen is absent when the
+     * listing was whole (and no entry was dropped: `seen_full`). */
     pthread_mutex_t seen_lock;
     struct seen_entry **seen; /* S3_SEEN_BUCKETS chains */
     size_t n_seen;
     bool seen_full;
-    char **listed;
+    struct listed *listed;
     size_t n_listed;
+    bool list_denied; /* a listing was refused (403): nothing more is listed */
     /* Held while a prefix is listed for the versions of its keys. */
     pthread_mutex_t snap_lock;
 };
@@ -64,8 +65,13 @@ struct s3_ext {
 /* A key's version as a read, a listing or a write found it: absent, an
  * ETag, or not known (a write whose answer gave none). */
 #define S3_SEEN_BUCKETS 4096
-#define S3_SEEN_MAX ((size_t)1 << 18) /* entries; past it keys are not remembered */
+#define S3_SEEN_MAX ((size_t)1 << 16) /* entries; past it keys are not remembered */
 #define S3_LISTED_MAX 64
+#define S3_SNAP_KEYS_MAX 16000 /* a listing for versions stops after so many keys */
+struct listed {
+    char *prefix;
+    bool whole; /* every key under it was listed */
+};
 enum seen_state { SEEN_ABSENT, SEEN_ETAG, SEEN_UNKNOWN };
 struct seen_entry {
     struct seen_entry *next;
@@ -86,7 +92,7 @@ ext_free(void *p)
     if (x->seen != NULL)
         sl_free(&x->alloc, x->seen, S3_SEEN_BUCKETS * sizeof(*x->seen));
     for (size_t i = 0; i < x->n_listed; i++)
-        sl_free(&x->alloc, x->listed[i], strlen(x->listed[i]) + 1);
+        sl_free(&x->alloc, x->listed[i].prefix, strlen(x->listed[i].prefix) + 1);
     if (x->listed != NULL)
         sl_free(&x->alloc, x->listed, S3_LISTED_MAX * sizeof(*x->listed));
     pthread_mutex_destroy(&x->snap_lock);
@@ -112,10 +118,13 @@ seen_find(struct s3_ext *x, const char *key)
 }
 
 /* Remember `key` as `state` (with `etag` for SEEN_ETAG; none given:
- * SEEN_UNKNOWN); best effort: past S3_SEEN_MAX entries, or without
- * memory, the key is not remembered and no absence is inferred any more. */
+ * SEEN_UNKNOWN), unless `only_new` and something is known of it already
+ * (a listing does not replace what a read or a write of this store found:
+ * a write depends on what it read, and a page may predate a write);
+ * best effort: past S3_SEEN_MAX entries, or without memory, the key is
+ * not remembered and no absence is inferred any more. */
 static void
-seen_set(struct s3_ext *x, const char *key, enum seen_state state, const char *etag)
+seen_set(struct s3_ext *x, const char *key, enum seen_state state, const char *etag, bool only_new)
 {
     if (x->seen == NULL)
         return;
@@ -136,6 +145,9 @@ seen_set(struct s3_ext *x, const char *key, enum seen_state state, const char *e
         memcpy(e->key, key, kn);
         *at = e;
         x->n_seen++;
+    } else if (only_new) {
+        pthread_mutex_unlock(&x->seen_lock);
+        return;
     }
     (*at)->state = state;
     snprintf((*at)->etag, sizeof((*at)->etag), "%s", state == SEEN_ETAG ? etag : "");
@@ -145,22 +157,24 @@ seen_set(struct s3_ext *x, const char *key, enum seen_state state, const char *e
 static void
 seen_put(struct s3_ext *x, const char *key, bool absent, const char *etag)
 {
-    seen_set(x, key, absent ? SEEN_ABSENT : SEEN_ETAG, etag);
+    seen_set(x, key, absent ? SEEN_ABSENT : SEEN_ETAG, etag, false);
 }
 
 /* Forget what was seen of `key`: its version is not known any more. */
 static void
 seen_forget(struct s3_ext *x, const char *key)
 {
-    seen_set(x, key, SEEN_UNKNOWN, NULL);
+    seen_set(x, key, SEEN_UNKNOWN, NULL, false);
 }
 
-/* Whether `key` lies under a prefix listed whole; under seen_lock. */
+/* Whether `key` lies under a prefix listed (`whole`: listed whole);
+ * under seen_lock. */
 static bool
-seen_listed(const struct s3_ext *x, const char *key)
+seen_listed(const struct s3_ext *x, const char *key, bool whole)
 {
     for (size_t i = 0; i < x->n_listed; i++)
-        if (strncmp(key, x->listed[i], strlen(x->listed[i])) == 0)
+        if (strncmp(key, x->listed[i].prefix, strlen(x->listed[i].prefix)) == 0 &&
+            (x->listed[i].whole || !whole))
             return true;
     return false;
 }
@@ -182,10 +196,10 @@ seen_condition(struct s3_ext *x, const char *key, char *out, size_t size)
         snprintf(out, size, "If-None-Match: *");
     else if (e != NULL && e->state == SEEN_ETAG)
         snprintf(out, size, "If-Match: %s", e->etag);
-    else if (e == NULL && !x->seen_full && seen_listed(x, key))
+    else if (e == NULL && !x->seen_full && seen_listed(x, key, true))
         snprintf(out, size, "If-None-Match: *");
-    else if (e == NULL)
-        known = x->seen_full; /* nothing more is learnt once full */
+    else if (e == NULL) /* listed in part, or full: nothing more is learnt */
+        known = x->seen_full || seen_listed(x, key, false);
     pthread_mutex_unlock(&x->seen_lock);
     return known;
 }
@@ -622,11 +636,13 @@ conditional_on(sl_store *s, struct s3_ext *x)
 static sl_status s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
                          struct sl_error *err);
 
+/* Counts a snapshot's keys; stops the listing past S3_SNAP_KEYS_MAX. */
 static sl_status
-list_ignore(void *arg, const char *key, uint64_t bytes)
+list_count(void *arg, const char *key, uint64_t bytes)
 {
-    (void)arg, (void)key, (void)bytes;
-    return SL_OK;
+    (void)key, (void)bytes;
+    size_t *n = arg;
+    return ++*n > S3_SNAP_KEYS_MAX ? SL_ECANCELED : SL_OK;
 }
 
 /* Learn the version of every key stored under the first component of
@@ -635,8 +651,11 @@ list_ignore(void *arg, const char *key, uint64_t bytes)
  * store has neither read nor written is then conditional on what was
  * stored before its first write there (absent: If-None-Match: *), so that
  * of two writers that both looked before either wrote, the second
- * conflicts instead of replacing the first's object unseen.  Past
- * S3_LISTED_MAX prefixes nothing is listed: such writes go unconditional. */
+ * conflicts instead of replacing the first's object unseen.  A listing
+ * stops after S3_SNAP_KEYS_MAX keys (a store on a bucket's top holding
+ * much else): the ETags found are kept, but nothing is taken as absent
+ * there.  Past S3_LISTED_MAX prefixes, or once a listing was refused
+ * (403), nothing is listed: such writes go unconditional. */
 static sl_status
 snapshot(sl_store *s, struct s3_ext *x, const char *key, struct sl_error *err)
 {
@@ -647,20 +666,32 @@ snapshot(sl_store *s, struct s3_ext *x, const char *key, struct sl_error *err)
     sl_status st = SL_OK;
     pthread_mutex_lock(&x->snap_lock);
     pthread_mutex_lock(&x->seen_lock);
-    bool done = seen_listed(x, key) || x->listed == NULL || x->n_listed == S3_LISTED_MAX;
+    bool done = seen_listed(x, key, false) || x->listed == NULL || x->n_listed == S3_LISTED_MAX ||
+                x->list_denied;
     pthread_mutex_unlock(&x->seen_lock);
     if (!done) {
         struct sl_error le = SL_ERROR_INIT;
-        st = s3_list(s, prefix, list_ignore, NULL, &le);
-        char *p = st == SL_OK ? sl_strdup(&x->alloc, prefix) : NULL;
+        size_t n_keys = 0;
+        st = s3_list(s, prefix, list_count, &n_keys, &le);
+        bool whole = st == SL_OK;
+        if (st == SL_ECANCELED && n_keys > S3_SNAP_KEYS_MAX)
+            st = SL_OK; /* listed in part */
+        /* Credentials that may write but not list (no s3:ListBucket): keys
+         * never read are written unconditionally, as before any listing. */
+        bool denied = (st == SL_EHTTP && strstr(le.text, ": HTTP 403 ") != NULL) ||
+                      st == SL_ENOTFOUND; /* a 403 with missing_on_403 */
+        if (denied)
+            st = SL_OK;
+        char *p = st == SL_OK && !denied ? sl_strdup(&x->alloc, prefix) : NULL;
         if (st != SL_OK)
             sl_error_set(err, st, NULL,
                          "cannot write \"%s\": listing \"%s\" for the versions of its keys "
                          "failed: %s",
                          key, prefix, le.text);
         pthread_mutex_lock(&x->seen_lock);
+        x->list_denied = x->list_denied || denied;
         if (p != NULL && x->listed != NULL)
-            x->listed[x->n_listed++] = p;
+            x->listed[x->n_listed++] = (struct listed){p, whole};
         else if (p != NULL)
             sl_free(&x->alloc, p, strlen(p) + 1);
         pthread_mutex_unlock(&x->seen_lock);
@@ -919,7 +950,7 @@ list_entry(void *ctx, const struct sl__s3_list_entry *e, struct sl_error *err)
     if (e->is_prefix || e->key_len <= l->strip_n || strncmp(e->key, l->strip, l->strip_n) != 0)
         return SL_OK; /* not under the store's prefix: not one of its keys */
     if (!l->x->read_only && e->etag[0] != '\0')
-        seen_put(l->x, e->key + l->strip_n, false, e->etag);
+        seen_set(l->x, e->key + l->strip_n, SEEN_ETAG, e->etag, true);
     sl_status st = l->fn(l->arg, e->key + l->strip_n, e->size);
     if (st != SL_OK)
         l->user = st;

@@ -11,8 +11,16 @@
  * is an error; a tree is deleted 1000 keys per DeleteObjects request
  * (counted in the proxy's log), a throttled one retried and a failing one
  * named; a multipart write keeps the key's version for the next
- * conditional write; what sl_store_conditional_writes reports.  Skips when python3, node or s3rver
- * is missing (CI installs them: npm ci --prefix tests/tools).
+ * conditional write; what sl_store_conditional_writes reports; keys never
+ * read written on the version a listing found before (a read's version
+ * kept over a later listing's), a listing denied (writes unconditional) or
+ * failing (the write fails); the proxy's write faults (a PUT, a part, a
+ * completion reset while sent, reset before the answer, its answer cut,
+ * SlowDown; list pages reset, cut, throttled) once, retried to objects
+ * that read back equal (a lost answer of a conditional write that landed
+ * is not a conflict), and on every try, failing only the write they hit,
+ * naming its URL, aborting a multipart upload.  Skips when python3, node
+ * or s3rver is missing (CI installs them: npm ci --prefix tests/tools).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -949,4 +957,79 @@ Test(io_s3_store, a_fault_on_every_try_fails_only_its_write_naming_the_url_and_l
     cr_assert_not_null(strstr(le.text, "cannot list: "), "%s", le.text);
     cr_assert_not_null(strstr(le.text, "/sluice-test?list-type=2&prefix=wf%2Fnolist%2F"), "%s",
                        le.text);
+}
+
+Test(io_s3_store, a_listing_denied_leaves_writes_of_keys_never_read_unconditional)
+{
+    /* Credentials that may write but not list: the listing of the versions
+     * stored is refused, and writes go on, unconditional (the last wins);
+     * another listing failure fails the write, naming the prefix. */
+    S3_SETUP(
+        "[" RULE("denied", -1, "GET", "/*", "list-type=2&prefix=den%2F*",
+                 "\"s3_error\": \"AccessDenied\"") "," RULE("broken", -1, "GET", "/*",
+                                                            "list-type=2&prefix=brk%2Fc%2F*",
+                                                            "\"s3_error\": \"InternalError\"") "]");
+    sl_store *a = open_s3_faulty(&s, "den", 2, SL_S3_CONDITIONAL_AUTO);
+    sl_store *b = open_s3_faulty(&s, "den", 2, SL_S3_CONDITIONAL_AUTO);
+    sl_store *c = open_s3_faulty(&s, "brk", 2, SL_S3_CONDITIONAL_AUTO);
+    struct sl_error ea = SL_ERROR_INIT, eb = SL_ERROR_INIT, ec = SL_ERROR_INIT;
+    sl_status ra = sl_store_set(a, "c/0/0", "from a", 6, &ea);
+    sl_status rb = sl_store_set(b, "c/0/0", "from b", 6, &eb);
+    sl_status rc = sl_store_set(c, "c/0/0", "from c", 6, &ec);
+    bool last = reads_back(a, "c/0/0", (const uint8_t *)"from b", 6);
+    struct sl_buf got = SL_BUF_INIT;
+    struct sl_error ge = SL_ERROR_INIT;
+    sl_status gc = sl_store_get(c, "c/0/0", NULL, &got, NULL, &ge);
+    sl_buf_fini(&got);
+    size_t denied = rule_hits(&s, "denied");
+    sl_store_unref(a);
+    sl_store_unref(b);
+    sl_store_unref(c);
+    teardown(dir, &s);
+    cr_assert_eq(ra, SL_OK, "%s", ea.text);
+    cr_assert_eq(rb, SL_OK, "%s", eb.text);
+    cr_assert(last, "the last write did not win");
+    cr_assert_eq(denied, 2, "%zu listings refused: one per store", denied);
+    cr_assert_eq(rc, SL_EHTTP, "%s", ec.text);
+    cr_assert_not_null(strstr(ec.text, "cannot write \"c/0/0\": listing \"c/\" for the versions "
+                                       "of its keys failed: cannot list: "),
+                       "%s", ec.text);
+    cr_assert_not_null(strstr(ec.text, "InternalError"), "%s", ec.text);
+    cr_assert_eq(gc, SL_ENOTFOUND, "a write whose listing failed was sent");
+}
+
+Test(io_s3_store, keys_never_read_are_written_on_the_version_listed_before_and_reads_still_count)
+{
+    /* Whole shards are written without reading them: A's first write there
+     * lists "c/" and writes each key on what the listing found, so B's
+     * concurrent replace of a shard A never read conflicts, and so does A's
+     * create of a shard B created since; a version A read is kept over a
+     * later listing's. */
+    S3_SETUP(NULL);
+    sl_store *a = open_s3_faulty(&s, "ver", 2, SL_S3_CONDITIONAL_AUTO);
+    sl_store *b = open_s3_faulty(&s, "ver", 2, SL_S3_CONDITIONAL_AUTO);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(b, "c/0/0", "b1", 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(read_key(a, "c/0/0"), SL_OK);                                    /* A read b1 */
+    cr_assert_eq(sl_store_set(b, "c/0/0", "b2", 2, &err), SL_OK, "%s", err.text); /* B: b2 */
+    cr_assert_eq(sl_store_set(b, "c/0/1", "b3", 2, &err), SL_OK, "%s", err.text);
+    /* A's first write of a key it never read lists c/ (c/0/0 at b2, c/0/1). */
+    cr_assert_eq(sl_store_set(a, "c/1/1", "a1", 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(b, "c/0/1", "b4", 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(b, "c/1/0", "b5", 2, &err), SL_OK, "%s", err.text);
+    struct sl_error e_read = SL_ERROR_INIT, e_listed = SL_ERROR_INIT, e_new = SL_ERROR_INIT;
+    sl_status r_read = sl_store_set(a, "c/0/0", "a2", 2, &e_read);     /* on b1: conflict */
+    sl_status r_listed = sl_store_set(a, "c/0/1", "a3", 2, &e_listed); /* on b3: conflict */
+    sl_status r_new = sl_store_set(a, "c/1/0", "a4", 2, &e_new);       /* on absent: conflict */
+    bool kept = reads_back(a, "c/0/0", (const uint8_t *)"b2", 2) &&
+                reads_back(a, "c/0/1", (const uint8_t *)"b4", 2) &&
+                reads_back(a, "c/1/0", (const uint8_t *)"b5", 2);
+    sl_store_unref(a);
+    sl_store_unref(b);
+    teardown(dir, &s);
+    cr_assert_eq(r_read, SL_ECONFLICT, "a version read, replaced since: %s", e_read.text);
+    cr_assert_eq(r_listed, SL_ECONFLICT, "a version listed, replaced since: %s", e_listed.text);
+    cr_assert_eq(r_new, SL_ECONFLICT, "a key listed absent, created since: %s", e_new.text);
+    cr_assert_not_null(strstr(e_listed.text, "another writer"), "%s", e_listed.text);
+    cr_assert(kept, "B's updates were lost");
 }
