@@ -248,10 +248,12 @@ def check_race(s, tmp):
                     want[w, i, j] = f.read()
     graphs = {w: write_graph(tmp, "race-%s.json" % w,
                              copy_graph("race-%s.zarr" % w, url, overwrite=True)) for w in "ab"}
-    held = {"c/0/0": 1200, "c/1/1": 1200}
+    # Every shard PUT held 1 s (the writers start within it, even on a loaded machine),
+    # the first of c/0/0 and of c/1/1 2.5 s, so that the later writer's lands first there.
+    hold, held = 1000, {"c/0/0": 2500, "c/1/1": 2500}
     s.set_rules([{"name": "first " + k, "method": "PUT", "path": "*/race/x.zarr/" + k,
                   "delay_ms": ms, "count": 1} for k, ms in held.items()] +
-                [{"name": "shard", "method": "PUT", "path": "*/race/x.zarr/c/*", "delay_ms": 500}])
+                [{"name": "shard", "method": "PUT", "path": "*/race/x.zarr/c/*", "delay_ms": hold}])
     s.clear_log()
     procs = {w: subprocess.Popen([SLUICE, "run", graphs[w], "--no-progress", *ep, "--report",
                                   os.path.join(tmp, "race-%s-report.json" % w)],
@@ -267,7 +269,8 @@ def check_race(s, tmp):
     lists = [e for e in log if e["method"] == "GET" and (e["query"] or "").startswith("list-type")]
     expect(len(puts) == 8, f"race: {len(puts)} shard PUTs, expected 2 writers x 4 shards: "
                            f"{[(e['path'], e['status']) for e in puts]}")
-    first_landing = min((e["t"] + (1.2 if e["rule"] != "shard" else 0.5) for e in puts),
+    first_landing = min((e["t"] + (held.get(e["path"].split("x.zarr/")[1], hold)
+                                    if e["rule"] != "shard" else hold) / 1000 for e in puts),
                         default=0)
     expect(len(lists) >= 2 and all(e["t"] + e["ms"] / 1000 < first_landing for e in lists),
            f"race: a listing ended after a shard PUT landed at {first_landing}: "
