@@ -47,29 +47,55 @@ struct s3_ext {
     int conditional;
     bool never; /* SL_S3_CONDITIONAL_NEVER: off by choice */
     pthread_mutex_t probe_lock;
-    /* What reads found of each key (direct-mapped by the key's hash), so
-     * that a write is conditional on it; under seen_lock. */
+    /* What reads, listings and this store's writes found of each key, so
+     * that a write is conditional on it; under seen_lock.  `listed`: the
+     * prefixes listed, under which a key not seen is absent when the
+     * listing was whole (and no entry was dropped: `seen_full`). */
     pthread_mutex_t seen_lock;
-    struct seen_slot *seen;
+    struct seen_entry **seen; /* S3_SEEN_BUCKETS chains */
+    size_t n_seen;
+    bool seen_full;
+    struct listed *listed;
+    size_t n_listed;
+    bool list_denied; /* a listing was refused (403): nothing more is listed */
+    /* Held while a prefix is listed for the versions of its keys. */
+    pthread_mutex_t snap_lock;
 };
 
-/* A key's version as a read found it. */
-#define S3_SEEN_SLOTS 4096
-struct seen_slot {
-    char *key;   /* owned; NULL: empty */
-    bool absent; /* the read found no object */
+/* A key's version as a read, a listing or a write found it: absent, an
+ * ETag, or not known (a write whose answer gave none). */
+#define S3_SEEN_BUCKETS 4096
+#define S3_SEEN_MAX ((size_t)1 << 16) /* entries; past it keys are not remembered */
+#define S3_LISTED_MAX 64
+#define S3_SNAP_KEYS_MAX 16000 /* a listing for versions stops after so many keys */
+struct listed {
+    char *prefix;
+    bool whole; /* every key under it was listed */
+};
+enum seen_state { SEEN_ABSENT, SEEN_ETAG, SEEN_UNKNOWN };
+struct seen_entry {
+    struct seen_entry *next;
+    enum seen_state state;
     char etag[128];
+    char key[]; /* NUL-terminated */
 };
 
 static void
 ext_free(void *p)
 {
     struct s3_ext *x = p;
-    for (size_t i = 0; x->seen != NULL && i < S3_SEEN_SLOTS; i++)
-        if (x->seen[i].key != NULL)
-            sl_free(&x->alloc, x->seen[i].key, strlen(x->seen[i].key) + 1);
+    for (size_t i = 0; x->seen != NULL && i < S3_SEEN_BUCKETS; i++)
+        for (struct seen_entry *e = x->seen[i], *next; e != NULL; e = next) {
+            next = e->next;
+            sl_free(&x->alloc, e, sizeof(*e) + strlen(e->key) + 1);
+        }
     if (x->seen != NULL)
-        sl_free(&x->alloc, x->seen, S3_SEEN_SLOTS * sizeof(*x->seen));
+        sl_free(&x->alloc, x->seen, S3_SEEN_BUCKETS * sizeof(*x->seen));
+    for (size_t i = 0; i < x->n_listed; i++)
+        sl_free(&x->alloc, x->listed[i].prefix, strlen(x->listed[i].prefix) + 1);
+    if (x->listed != NULL)
+        sl_free(&x->alloc, x->listed, S3_LISTED_MAX * sizeof(*x->listed));
+    pthread_mutex_destroy(&x->snap_lock);
     pthread_mutex_destroy(&x->seen_lock);
     pthread_mutex_destroy(&x->probe_lock);
     sl__s3_signature_fini(&x->sig);
@@ -78,66 +104,104 @@ ext_free(void *p)
     sl_free(&a, x, sizeof(*x));
 }
 
-static size_t
-seen_slot_of(const char *key)
+/* The entry of `key`, or NULL; under seen_lock. */
+static struct seen_entry **
+seen_find(struct s3_ext *x, const char *key)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (const char *p = key; *p != '\0'; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)(h % S3_SEEN_SLOTS);
+    struct seen_entry **at = &x->seen[h % S3_SEEN_BUCKETS];
+    while (*at != NULL && strcmp((*at)->key, key) != 0)
+        at = &(*at)->next;
+    return at;
 }
 
-/* Remember `key`'s version (`absent`, or `etag`); best effort. */
+/* Remember `key` as `state` (with `etag` for SEEN_ETAG; none given:
+ * SEEN_UNKNOWN), unless `only_new` and something is known of it already
+ * (a listing does not replace what a read or a write of this store found:
+ * a write depends on what it read, and a page may predate a write);
+ * best effort: past S3_SEEN_MAX entries, or without memory, the key is
+ * not remembered and no absence is inferred any more. */
 static void
-seen_put(struct s3_ext *x, const char *key, bool absent, const char *etag)
-{
-    if (x->seen == NULL || (!absent && (etag == NULL || etag[0] == '\0')))
-        return;
-    char *k = sl_strdup(&x->alloc, key);
-    if (k == NULL)
-        return;
-    pthread_mutex_lock(&x->seen_lock);
-    struct seen_slot *e = &x->seen[seen_slot_of(key)];
-    char *old = e->key;
-    e->key = k;
-    e->absent = absent;
-    snprintf(e->etag, sizeof(e->etag), "%s", absent ? "" : etag);
-    pthread_mutex_unlock(&x->seen_lock);
-    if (old != NULL)
-        sl_free(&x->alloc, old, strlen(old) + 1);
-}
-
-/* Forget what was seen of `key` (its version is not known any more). */
-static void
-seen_forget(struct s3_ext *x, const char *key)
+seen_set(struct s3_ext *x, const char *key, enum seen_state state, const char *etag, bool only_new)
 {
     if (x->seen == NULL)
         return;
-    char *old = NULL;
+    if (state == SEEN_ETAG && (etag == NULL || etag[0] == '\0'))
+        state = SEEN_UNKNOWN;
     pthread_mutex_lock(&x->seen_lock);
-    struct seen_slot *e = &x->seen[seen_slot_of(key)];
-    if (e->key != NULL && strcmp(e->key, key) == 0) {
-        old = e->key;
-        e->key = NULL;
+    struct seen_entry **at = seen_find(x, key);
+    if (*at == NULL) {
+        size_t kn = strlen(key) + 1;
+        struct seen_entry *e =
+            x->n_seen < S3_SEEN_MAX ? sl_alloc(&x->alloc, sizeof(*e) + kn, 0) : NULL;
+        if (e == NULL) {
+            x->seen_full = true;
+            pthread_mutex_unlock(&x->seen_lock);
+            return;
+        }
+        e->next = NULL;
+        memcpy(e->key, key, kn);
+        *at = e;
+        x->n_seen++;
+    } else if (only_new) {
+        pthread_mutex_unlock(&x->seen_lock);
+        return;
     }
+    (*at)->state = state;
+    snprintf((*at)->etag, sizeof((*at)->etag), "%s", state == SEEN_ETAG ? etag : "");
     pthread_mutex_unlock(&x->seen_lock);
-    if (old != NULL)
-        sl_free(&x->alloc, old, strlen(old) + 1);
 }
 
-/* The condition a write of `key` carries, as a header line in `out`; ""
- * when no read of it is remembered. */
 static void
+seen_put(struct s3_ext *x, const char *key, bool absent, const char *etag)
+{
+    seen_set(x, key, absent ? SEEN_ABSENT : SEEN_ETAG, etag, false);
+}
+
+/* Forget what was seen of `key`: its version is not known any more. */
+static void
+seen_forget(struct s3_ext *x, const char *key)
+{
+    seen_set(x, key, SEEN_UNKNOWN, NULL, false);
+}
+
+/* Whether `key` lies under a prefix listed (`whole`: listed whole);
+ * under seen_lock. */
+static bool
+seen_listed(const struct s3_ext *x, const char *key, bool whole)
+{
+    for (size_t i = 0; i < x->n_listed; i++)
+        if (strncmp(key, x->listed[i].prefix, strlen(x->listed[i].prefix)) == 0 &&
+            (x->listed[i].whole || !whole))
+            return true;
+    return false;
+}
+
+/* The condition a write of `key` carries, as a header line in `out`: on
+ * the version seen, on absence for a key not seen under a prefix listed
+ * whole; "" when its version is not known.  False when nothing is known
+ * of `key` (neither seen nor under a listed prefix). */
+static bool
 seen_condition(struct s3_ext *x, const char *key, char *out, size_t size)
 {
     out[0] = '\0';
     if (x->seen == NULL)
-        return;
+        return true;
     pthread_mutex_lock(&x->seen_lock);
-    const struct seen_slot *e = &x->seen[seen_slot_of(key)];
-    if (e->key != NULL && strcmp(e->key, key) == 0)
-        snprintf(out, size, e->absent ? "If-None-Match: *" : "If-Match: %s", e->etag);
+    const struct seen_entry *e = *seen_find(x, key);
+    bool known = true;
+    if (e != NULL && e->state == SEEN_ABSENT)
+        snprintf(out, size, "If-None-Match: *");
+    else if (e != NULL && e->state == SEEN_ETAG)
+        snprintf(out, size, "If-Match: %s", e->etag);
+    else if (e == NULL && !x->seen_full && seen_listed(x, key, true))
+        snprintf(out, size, "If-None-Match: *");
+    else if (e == NULL) /* listed in part, or full: nothing more is learnt */
+        known = x->seen_full || seen_listed(x, key, false);
     pthread_mutex_unlock(&x->seen_lock);
+    return known;
 }
 
 /* The remote store's hook: what an open of `key` found. */
@@ -409,6 +473,57 @@ s3_parts(sl_store *s, const char *url, const char *id, const uint8_t *data, size
     return st;
 }
 
+/* The ETags S3 gives `n` bytes of `data`: in `one`, written by one PUT
+ * (the MD5 of the body); in `parts`, uploaded in parts of `part_bytes`
+ * (the MD5 of the parts' MD5s, "-" and the number of parts; "" for a
+ * single PUT).  Both quoted, as S3 sends them. */
+static void
+etags_of(const uint8_t *data, size_t n, uint64_t part_bytes, char one[40], char parts[64])
+{
+    uint8_t digest[SL_MD5_BYTES];
+    char hex[SL_MD5_HEX_CHARS + 1];
+    sl_md5(data, n, digest);
+    sl_md5_hex(digest, hex);
+    snprintf(one, 40, "\"%s\"", hex);
+    parts[0] = '\0';
+    if (part_bytes == 0)
+        return;
+    struct sl_md5 all;
+    sl_md5_init(&all);
+    size_t n_parts = 0;
+    for (size_t off = 0; off < n; off += (size_t)part_bytes, n_parts++) {
+        sl_md5(data + off, n - off < part_bytes ? n - off : (size_t)part_bytes, digest);
+        sl_md5_update(&all, digest, sizeof(digest));
+    }
+    sl_md5_final(&all, digest);
+    sl_md5_hex(digest, hex);
+    snprintf(parts, 64, "\"%s-%zu\"", hex, n_parts);
+}
+
+/* Whether a write of `data` to `url` that failed its condition (or, a
+ * multipart one, found its upload gone) had landed on an earlier try whose
+ * answer was lost (a reset, a truncated answer; libcurl itself sends a
+ * request again when a kept-alive connection dies before any answer, so
+ * this is asked of every such failure, not only of retried ones): the
+ * stored object is then these bytes, by its ETag (HEAD).  Another
+ * writer's object of the same bytes passes too: what is stored is this
+ * write's.  Its ETag into `etag` when so. */
+static bool
+s3_landed(sl_store *s, const char *url, const uint8_t *data, size_t n, uint64_t part_bytes,
+          char etag[128])
+{
+    char one[40], parts[64];
+    etags_of(data, n, part_bytes, one, parts);
+    struct sl__http_req req = {.url = url, .method = "HEAD", .body = {.alloc = s->alloc}};
+    sl_status st = sl__engine_run(sl__remote_engine(s), &req);
+    bool ours = st == SL_OK &&
+                (strcmp(req.etag, one) == 0 || (parts[0] != '\0' && strcmp(req.etag, parts) == 0));
+    if (ours)
+        snprintf(etag, 128, "%s", req.etag);
+    sl_buf_fini(&req.body);
+    return ours;
+}
+
 /* Upload `n` bytes to `url` in parts: initiate, the parts, complete; on a
  * failure, abort, so that no partial object remains.  The object's ETag
  * into `etag` ("" when S3 gave none). */
@@ -435,6 +550,13 @@ s3_put_multipart(sl_store *s, const char *url, const void *data, size_t n, const
     if (st != SL_OK)
         return st;
     st = s3_parts(s, url, id, data, n, x->part_bytes, cond, etag, err);
+    /* A completion whose earlier try completed the upload (its answer
+     * lost) fails its condition, or finds the upload gone (NoSuchUpload). */
+    if ((st == SL_ECONFLICT || st == SL_ENOTFOUND) &&
+        s3_landed(s, url, data, n, x->part_bytes, etag)) {
+        *err = SL_ERROR_INIT; /* an earlier try completed it: its answer was lost */
+        return SL_OK;
+    }
     if (st != SL_OK) {
         char aurl[S3_URL_MAX];
         struct s3_query aq = {{{"uploadId", id}}, 1};
@@ -511,6 +633,73 @@ conditional_on(sl_store *s, struct s3_ext *x)
     return on;
 }
 
+static sl_status s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
+                         struct sl_error *err);
+
+/* Counts a snapshot's keys; stops the listing past S3_SNAP_KEYS_MAX. */
+static sl_status
+list_count(void *arg, const char *key, uint64_t bytes)
+{
+    (void)key, (void)bytes;
+    size_t *n = arg;
+    return ++*n > S3_SNAP_KEYS_MAX ? SL_ECANCELED : SL_OK;
+}
+
+/* Learn the version of every key stored under the first component of
+ * `key` ("c/" of "c/0/1", the store's top for "zarr.json") by listing it
+ * (s3_list remembers each ETag), once per prefix: a write of a key this
+ * store has neither read nor written is then conditional on what was
+ * stored before its first write there (absent: If-None-Match: *), so that
+ * of two writers that both looked before either wrote, the second
+ * conflicts instead of replacing the first's object unseen.  A listing
+ * stops after S3_SNAP_KEYS_MAX keys (a store on a bucket's top holding
+ * much else): the ETags found are kept, but nothing is taken as absent
+ * there.  Past S3_LISTED_MAX prefixes, or once a listing was refused
+ * (403), nothing is listed: such writes go unconditional. */
+static sl_status
+snapshot(sl_store *s, struct s3_ext *x, const char *key, struct sl_error *err)
+{
+    const char *slash = strchr(key, '/');
+    size_t pn = slash != NULL ? (size_t)(slash - key) + 1 : 0;
+    char prefix[SL_STORE_KEY_MAX + 1];
+    snprintf(prefix, sizeof(prefix), "%.*s", (int)pn, key);
+    sl_status st = SL_OK;
+    pthread_mutex_lock(&x->snap_lock);
+    pthread_mutex_lock(&x->seen_lock);
+    bool done = seen_listed(x, key, false) || x->listed == NULL || x->n_listed == S3_LISTED_MAX ||
+                x->list_denied;
+    pthread_mutex_unlock(&x->seen_lock);
+    if (!done) {
+        struct sl_error le = SL_ERROR_INIT;
+        size_t n_keys = 0;
+        st = s3_list(s, prefix, list_count, &n_keys, &le);
+        bool whole = st == SL_OK;
+        if (st == SL_ECANCELED && n_keys > S3_SNAP_KEYS_MAX)
+            st = SL_OK; /* listed in part */
+        /* Credentials that may write but not list (no s3:ListBucket): keys
+         * never read are written unconditionally, as before any listing. */
+        bool denied = (st == SL_EHTTP && strstr(le.text, ": HTTP 403 ") != NULL) ||
+                      st == SL_ENOTFOUND; /* a 403 with missing_on_403 */
+        if (denied)
+            st = SL_OK;
+        char *p = st == SL_OK && !denied ? sl_strdup(&x->alloc, prefix) : NULL;
+        if (st != SL_OK)
+            sl_error_set(err, st, NULL,
+                         "cannot write \"%s\": listing \"%s\" for the versions of its keys "
+                         "failed: %s",
+                         key, prefix, le.text);
+        pthread_mutex_lock(&x->seen_lock);
+        x->list_denied = x->list_denied || denied;
+        if (p != NULL && x->listed != NULL)
+            x->listed[x->n_listed++] = (struct listed){p, whole};
+        else if (p != NULL)
+            sl_free(&x->alloc, p, strlen(p) + 1);
+        pthread_mutex_unlock(&x->seen_lock);
+    }
+    pthread_mutex_unlock(&x->snap_lock);
+    return st;
+}
+
 static sl_status
 s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
        struct sl_error *err)
@@ -525,8 +714,10 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
     if (!sl__remote_url_for(s, key, url, sizeof(url)))
         return sl_error_set(err, SL_EINVAL, NULL, "URL of key \"%s\" is too long", key);
     char cond[160] = "";
-    if (conditional_on(s, x))
+    if (conditional_on(s, x) && !seen_condition(x, key, cond, sizeof(cond))) {
+        SL_TRY(snapshot(s, x, key, err));
         seen_condition(x, key, cond, sizeof(cond));
+    }
     if (n >= x->multipart_bytes) {
         char etag[128] = "";
         sl_status mst = s3_put_multipart(s, url, data, n, cond, etag, err);
@@ -541,6 +732,11 @@ s3_set(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
     }
     struct sl__http_req req;
     sl_status st = s3_put(s, url, data, n, cond, &req);
+    char landed[128];
+    if (st == SL_ECONFLICT && s3_landed(s, url, data, n, 0, landed)) {
+        st = SL_OK; /* an earlier try wrote it: its answer was lost */
+        snprintf(req.etag, sizeof(req.etag), "%s", landed);
+    }
     if (st == SL_OK)
         seen_put(x, key, false, req.etag); /* the next write replaces this version */
     else
@@ -738,6 +934,7 @@ s3_conditional_writes(const sl_store *s)
 
 /* A listing's state: the caller's function and the store's prefix. */
 struct list_ctx {
+    struct s3_ext *x; /* remembers each key's ETag (a writable store) */
     sl_store_list_fn *fn;
     void *arg;
     const char *strip; /* the location's prefix and '/', removed from each key */
@@ -752,6 +949,8 @@ list_entry(void *ctx, const struct sl__s3_list_entry *e, struct sl_error *err)
     struct list_ctx *l = ctx;
     if (e->is_prefix || e->key_len <= l->strip_n || strncmp(e->key, l->strip, l->strip_n) != 0)
         return SL_OK; /* not under the store's prefix: not one of its keys */
+    if (!l->x->read_only && e->etag[0] != '\0')
+        seen_set(l->x, e->key + l->strip_n, SEEN_ETAG, e->etag, true);
     sl_status st = l->fn(l->arg, e->key + l->strip_n, e->size);
     if (st != SL_OK)
         l->user = st;
@@ -765,7 +964,7 @@ s3_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct
     char strip[sizeof(x->loc.prefix) + 1], full[sizeof(x->loc.prefix) + SL_STORE_KEY_MAX + 2];
     snprintf(strip, sizeof(strip), "%s%s", x->loc.prefix, x->loc.prefix[0] != '\0' ? "/" : "");
     snprintf(full, sizeof(full), "%s%s", strip, prefix);
-    struct list_ctx l = {fn, arg, strip, strlen(strip), SL_OK};
+    struct list_ctx l = {x, fn, arg, strip, strlen(strip), SL_OK};
     char *token = sl_alloc(&s->alloc, 2048, 0);
     if (token == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "out of memory listing %s", x->loc.base_url);
@@ -859,8 +1058,10 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
                                                                  : -1;
     pthread_mutex_init(&x->probe_lock, NULL);
     pthread_mutex_init(&x->seen_lock, NULL);
-    /* Without memory for the slots, writes are unconditional. */
-    x->seen = sl_alloc_zeroed(&alloc, S3_SEEN_SLOTS, sizeof(*x->seen), 0);
+    pthread_mutex_init(&x->snap_lock, NULL);
+    /* Without memory for these, writes of keys not read are unconditional. */
+    x->seen = sl_alloc_zeroed(&alloc, S3_SEEN_BUCKETS, sizeof(*x->seen), 0);
+    x->listed = sl_alloc_zeroed(&alloc, S3_LISTED_MAX, sizeof(*x->listed), 0);
     x->sig = SL__S3_SIGNATURE_INIT;
     struct sl__s3_config_opts co = {
         .profile = so.profile, .anonymous = so.anonymous, .alloc = &alloc};

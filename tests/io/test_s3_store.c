@@ -11,8 +11,16 @@
  * is an error; a tree is deleted 1000 keys per DeleteObjects request
  * (counted in the proxy's log), a throttled one retried and a failing one
  * named; a multipart write keeps the key's version for the next
- * conditional write; what sl_store_conditional_writes reports.  Skips when python3, node or s3rver
- * is missing (CI installs them: npm ci --prefix tests/tools).
+ * conditional write; what sl_store_conditional_writes reports; keys never
+ * read written on the version a listing found before (a read's version
+ * kept over a later listing's), a listing denied (writes unconditional) or
+ * failing (the write fails); the proxy's write faults (a PUT, a part, a
+ * completion reset while sent, reset before the answer, its answer cut,
+ * SlowDown; list pages reset, cut, throttled) once, retried to objects
+ * that read back equal (a lost answer of a conditional write that landed
+ * is not a conflict), and on every try, failing only the write they hit,
+ * naming its URL, aborting a multipart upload.  Skips when python3, node
+ * or s3rver is missing (CI installs them: npm ci --prefix tests/tools).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -320,8 +328,9 @@ Test(io_s3_store, large_objects_go_up_in_parts_and_a_failed_part_leaves_nothing)
     cr_assert_eq(b.size, n);
     cr_assert_eq(memcmp(b.data, data, n), 0, "the object reads back unlike what was written");
     /* the first write's probe of conditional writes (two PUTs and a
-     * DELETE), initiate, 3 parts, complete */
-    cr_assert_eq(after.requests - before.requests, 8, "%" PRIu64 " requests",
+     * DELETE), the listing of the versions stored (one page), initiate,
+     * 3 parts, complete */
+    cr_assert_eq(after.requests - before.requests, 9, "%" PRIu64 " requests",
                  after.requests - before.requests);
     err = SL_ERROR_INIT;
     sl_status rc = sl_store_set(st, "fails", data, n, &err);
@@ -658,4 +667,369 @@ Test(io_s3_store, conditional_writes_are_reported)
     sl_store_unref(always);
     sl_store_unref(a);
     teardown(dir, &s);
+}
+
+/* How many requests the proxy logged under the rule named `name`. */
+static size_t
+rule_hits(const struct sl_test_http_server *s, const char *name)
+{
+    char url[300], want[128];
+    snprintf(url, sizeof(url), "%s__proxy", s->url);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *p = sl_store_open_url(url, NULL, &err);
+    cr_assert_not_null(p, "%s", err.text);
+    struct sl_buf log = SL_BUF_INIT;
+    cr_assert_eq(sl_store_get(p, "log", NULL, &log, NULL, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_buf_append(&log, "", 1, &err), SL_OK);
+    snprintf(want, sizeof(want), "\"rule\": \"%s\"", name);
+    size_t n = 0;
+    for (const char *e = strstr((const char *)log.data, want); e != NULL; e = strstr(e + 1, want))
+        n++;
+    sl_buf_fini(&log);
+    sl_store_unref(p);
+    return n;
+}
+
+/* A store on `prefix` with `attempts` tries, parts of 5 MiB from 6 MiB on,
+ * and conditional writes as `c`. */
+static sl_store *
+open_s3_faulty(const struct sl_test_http_server *s, const char *prefix, unsigned attempts,
+               sl_s3_conditional c)
+{
+    char url[512];
+    snprintf(url, sizeof(url), "s3://%s/%s", s->bucket, prefix);
+    struct sl_http_store_opts ho = SL_HTTP_STORE_OPTS_DEFAULT;
+    ho.backoff_first_s = 0.01;
+    ho.backoff_cap_s = 0.02;
+    ho.max_attempts = attempts;
+    struct sl_s3_store_opts so = SL_S3_STORE_OPTS_DEFAULT;
+    so.endpoint = s->url;
+    so.multipart_bytes = (uint64_t)6 << 20;
+    so.part_bytes = (uint64_t)5 << 20;
+    so.conditional = c;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *st = sl_store_open_s3(url, &ho, &so, &err);
+    cr_assert_not_null(st, "%s", err.text);
+    return st;
+}
+
+/* `n` bytes of a pattern of its own for `seed`. */
+static uint8_t *
+pattern(size_t n, unsigned seed)
+{
+    uint8_t *d = malloc(n);
+    cr_assert_not_null(d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (uint8_t)((i + seed) * 2654435761u >> 11);
+    return d;
+}
+
+/* Whether `key` of `st` reads back as the `n` bytes of `data`. */
+static bool
+reads_back(sl_store *st, const char *key, const uint8_t *data, size_t n)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status rc = sl_store_get(st, key, NULL, &b, NULL, &err);
+    bool same = rc == SL_OK && b.size == n && memcmp(b.data, data, n) == 0;
+    sl_buf_fini(&b);
+    return same;
+}
+
+/* A proxy rule named `name` for `method` on `path` and `query` (globs),
+ * applied `count` times (-1: always), doing `what`. */
+#define RULE(name, count, method, path, query, what)                        \
+    "{\"name\": \"" name "\", \"count\": " #count ", \"method\": \"" method \
+    "\", \"path\": \"" path "\", \"query\": \"" query "\", " what "}"
+#define RULE1(name, method, path, query, what) RULE(name, 1, method, path, query, what)
+
+Test(io_s3_store, a_fault_once_on_a_put_a_part_a_completion_or_a_list_page_is_retried_whole)
+{
+    /* Each fault once: a PUT reset while its body arrives (nothing written),
+     * reset before its answer or its answer cut (written: the retry's
+     * If-None-Match fails, and the store finds its own bytes there), SlowDown;
+     * the same on the parts of a multipart upload and the completion's answer
+     * lost; the first write's listing of the versions stored reset, cut and
+     * throttled. */
+    S3_SETUP(
+        "[" RULE1("req", "PUT", "*/wf/k/req", "*", "\"fault\": \"reset_mid_request\"") "," RULE1(
+            "lost", "PUT", "*/wf/k/lost",
+            "*", "\"fault\": \"reset_before_answer\"") "," RULE1("head", "PUT", "*/wf/k/head",
+                                                                 "*", "\"fault\": \"truncate_body\"") "," RULE1("slow",
+                                                                                                                "PUT", "*/wf/k/slow", "*", "\"s3_error\": \"SlowDown\"") "," RULE1("page reset",
+                                                                                                                                                                                   "GET", "/*", "list-type=2&prefix=wf%2Fk%2F*", "\"fault\": \"reset_mid_body\", \"after_bytes\": 40") "," RULE1("page cut", "GET", "/*", "list-type=2&prefix=wf%2Fk%2F*", "\"fault\": \"truncate_body\"") "," RULE1("page slow",
+                                                                                                                                                                                                                                                                                                                                                                                                     "GET", "/*", "list-type=2&prefix=wf%2Fk%2F*", "\"s3_error\": \"SlowDown\"") "," RULE1("part1 req", "PUT", "*/wf/big", "partNumber=1&*", "\"fault\": \"reset_mid_request\"") "," RULE1("part1 slow",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                           "PUT",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                           "*/wf/big",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                           "partNumber=1&*",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                           "\"s3_error\": \"SlowDown\"") "," RULE1("part2 lost", "PUT", "*/wf/big", "partNumber=2&*", "\"fault\": \"reset_before_answer\"") "," RULE1("part3 head",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                      "PUT",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                      "*/wf/big", "partNumber=3&*", "\"fault\": \"truncate_body\"") "," RULE1("complete lost",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                              "POST", "*/wf/big", "uploadId=*",
+                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                                              "\"fault\": \"reset_before_answer\"") "]");
+    sl_store *st = open_s3_faulty(&s, "wf", 4, SL_S3_CONDITIONAL_AUTO);
+    static const char *const keys[] = {"k/req", "k/lost", "k/head", "k/slow"};
+    enum { N = 3000 };
+    uint8_t *small[4], *big;
+    size_t big_n = ((size_t)12 << 20) + 12345; /* three parts */
+    sl_status rc[5];
+    char text[5][512];
+    struct sl_remote_stats before, after;
+    sl_store_get_remote_stats(st, &before);
+    for (int i = 0; i < 4; i++) {
+        small[i] = pattern(N, (unsigned)i);
+        struct sl_error err = SL_ERROR_INIT;
+        rc[i] = sl_store_set(st, keys[i], small[i], N, &err);
+        snprintf(text[i], sizeof(text[i]), "%s", err.text);
+    }
+    big = pattern(big_n, 99);
+    struct sl_error err = SL_ERROR_INIT;
+    rc[4] = sl_store_set(st, "big", big, big_n, &err);
+    snprintf(text[4], sizeof(text[4]), "%s", err.text);
+    sl_store_get_remote_stats(st, &after);
+    bool back[5];
+    for (int i = 0; i < 4; i++)
+        back[i] = reads_back(st, keys[i], small[i], N);
+    back[4] = reads_back(st, "big", big, big_n);
+    static const char *const rules[] = {"req",        "lost",       "head",       "slow",
+                                        "page reset", "page cut",   "page slow",  "part1 req",
+                                        "part1 slow", "part2 lost", "part3 head", "complete lost"};
+    size_t hits[12];
+    for (int i = 0; i < 12; i++)
+        hits[i] = rule_hits(&s, rules[i]);
+    for (int i = 0; i < 4; i++)
+        free(small[i]);
+    free(big);
+    sl_store_unref(st);
+    teardown(dir, &s);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(rc[i], SL_OK, "write %d: %s", i, text[i]);
+        cr_assert(back[i], "write %d does not read back equal", i);
+    }
+    for (int i = 0; i < 12; i++)
+        cr_assert_eq(hits[i], 1, "rule \"%s\" applied %zu times", rules[i], hits[i]);
+    /* Each fault cost a try; libcurl sends some again itself (a kept-alive
+     * connection that died before any answer), which the store does not count. */
+    cr_assert_gt(after.retries - before.retries, 0, "no retries counted");
+}
+
+/* The status and message of writing `n` bytes of `data` to `key`. */
+static sl_status
+set_msg(sl_store *st, const char *key, const uint8_t *data, size_t n, char *text, size_t size)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_status rc = sl_store_set(st, key, data, n, &err);
+    snprintf(text, size, "%s", err.text);
+    return rc;
+}
+
+Test(io_s3_store, a_fault_on_every_try_fails_only_its_write_naming_the_url_and_leaves_no_part)
+{
+    S3_SETUP("[" RULE("req", -1, "PUT", "*/wf/k/req", "*", "\"fault\": \"reset_mid_request\"") "," RULE("slow", -1, "PUT", "*/wf/k/slow", "*", "\"s3_error\": \"SlowDown\"") "," RULE(
+        "lost", -1, "PUT", "*/wf/k/lost", "*",
+        "\"fault\": \"reset_before_answer\"") "," RULE("nlost", -1, "PUT", "*/wn/k/lost", "*",
+                                                       "\"fault\": "
+                                                       "\"reset_before_"
+                                                       "answer\"") "," RULE("pa"
+                                                                            "r"
+                                                                            "t",
+                                                                            -1,
+                                                                            "PU"
+                                                                            "T",
+                                                                            "*/"
+                                                                            "wf"
+                                                                            "/b"
+                                                                            "i"
+                                                                            "g",
+                                                                            "pa"
+                                                                            "rt"
+                                                                            "Nu"
+                                                                            "mb"
+                                                                            "er"
+                                                                            "=2"
+                                                                            "&"
+                                                                            "*",
+                                                                            "\""
+                                                                            "fa"
+                                                                            "ul"
+                                                                            "t"
+                                                                            "\""
+                                                                            ": "
+                                                                            "\""
+                                                                            "re"
+                                                                            "se"
+                                                                            "t_"
+                                                                            "mi"
+                                                                            "d_"
+                                                                            "re"
+                                                                            "qu"
+                                                                            "es"
+                                                                            "t"
+                                                                            "\"") "," RULE("complet"
+                                                                                           "e",
+                                                                                           -1,
+                                                                                           "POST",
+                                                                                           "*/wf/"
+                                                                                           "big2",
+                                                                                           "uploadI"
+                                                                                           "d=*",
+                                                                                           "\"fault"
+                                                                                           "\": "
+                                                                                           "\"reset"
+                                                                                           "_mid_"
+                                                                                           "request"
+                                                                                           "\"") "," RULE("abort",
+                                                                                                          -1,
+                                                                                                          "DELETE",
+                                                                                                          "*/wf/big*",
+                                                                                                          "uploadId=*",
+                                                                                                          "\"delay_ms\": 0") "," RULE("page",
+                                                                                                                                      -1,
+                                                                                                                                      "GET",
+                                                                                                                                      "/*",
+                                                                                                                                      "list-type=2&prefix=wf%2Fnolist%2F*",
+                                                                                                                                      "\"fault\": \"reset_mid_body\", \"after_bytes\": 40") "]");
+    sl_store *st = open_s3_faulty(&s, "wf", 3, SL_S3_CONDITIONAL_AUTO);
+    sl_store *never = open_s3_faulty(&s, "wn", 3, SL_S3_CONDITIONAL_NEVER);
+    enum { N = 3000 };
+    uint8_t *small = pattern(N, 7);
+    size_t big_n = ((size_t)12 << 20) + 12345; /* three parts */
+    uint8_t *big = pattern(big_n, 8);
+    char t_req[512], t_slow[512], t_lost[512], t_nlost[512], t_ok[512], t_big[512], t_big2[512];
+    sl_status r_req = set_msg(st, "k/req", small, N, t_req, sizeof(t_req));
+    sl_status r_slow = set_msg(st, "k/slow", small, N, t_slow, sizeof(t_slow));
+    sl_status r_lost = set_msg(st, "k/lost", small, N, t_lost, sizeof(t_lost));
+    sl_status r_nlost = set_msg(never, "k/lost", small, N, t_nlost, sizeof(t_nlost));
+    sl_status r_ok = set_msg(st, "k/ok", small, N, t_ok, sizeof(t_ok));
+    sl_status r_big = set_msg(st, "big", big, big_n, t_big, sizeof(t_big));
+    sl_status r_big2 = set_msg(st, "big2", big, big_n, t_big2, sizeof(t_big2));
+    struct keys k = {NULL, 0, 0};
+    struct sl_error le = SL_ERROR_INIT;
+    sl_status r_list = sl_store_list(st, "nolist/", collect, &k, &le);
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error ge = SL_ERROR_INIT;
+    sl_status g_req = sl_store_get(st, "k/req", NULL, &b, NULL, &ge);
+    sl_status g_slow = sl_store_get(st, "k/slow", NULL, &b, NULL, &ge);
+    sl_status g_big = sl_store_get(st, "big", NULL, &b, NULL, &ge);
+    sl_status g_big2 = sl_store_get(st, "big2", NULL, &b, NULL, &ge);
+    sl_buf_fini(&b);
+    bool lost_back = reads_back(st, "k/lost", small, N);
+    bool nlost_back = reads_back(never, "k/lost", small, N);
+    bool ok_back = reads_back(st, "k/ok", small, N);
+    size_t aborts = rule_hits(&s, "abort");
+    free(small);
+    free(big);
+    sl_store_unref(st);
+    sl_store_unref(never);
+    teardown(dir, &s);
+    /* Reset while its body arrives: nothing written, the URL named. */
+    cr_assert_eq(r_req, SL_ENETWORK, "%s", t_req);
+    cr_assert_not_null(strstr(t_req, "/sluice-test/wf/k/req: "), "%s", t_req);
+    cr_assert_not_null(strstr(t_req, "after 3 attempts"), "%s", t_req);
+    cr_assert_eq(g_req, SL_ENOTFOUND);
+    cr_assert_eq(r_slow, SL_EHTTP, "%s", t_slow);
+    cr_assert_not_null(strstr(t_slow, "/sluice-test/wf/k/slow: HTTP 503 after 3 attempts: S3 "
+                                      "SlowDown: Please reduce your request rate."),
+                       "%s", t_slow);
+    cr_assert_eq(g_slow, SL_ENOTFOUND);
+    /* Every answer lost (the retries' too), though the first try wrote it:
+     * reported failed, conditional or not, and what is stored is its own. */
+    cr_assert_eq(r_lost, SL_ENETWORK, "%s", t_lost);
+    cr_assert_not_null(strstr(t_lost, "/sluice-test/wf/k/lost: "), "%s", t_lost);
+    cr_assert(lost_back);
+    cr_assert_eq(r_nlost, SL_ENETWORK, "%s", t_nlost);
+    cr_assert_not_null(strstr(t_nlost, "/sluice-test/wn/k/lost: "), "%s", t_nlost);
+    cr_assert(nlost_back);
+    cr_assert_eq(r_ok, SL_OK, "%s", t_ok);
+    cr_assert(ok_back);
+    /* A part, or the completion, failing: aborted, nothing stored. */
+    cr_assert_eq(r_big, SL_ENETWORK, "%s", t_big);
+    cr_assert_not_null(strstr(t_big, "cannot upload part 2 of 3"), "%s", t_big);
+    cr_assert_not_null(strstr(t_big, "/sluice-test/wf/big?partNumber=2&uploadId="), "%s", t_big);
+    cr_assert_eq(g_big, SL_ENOTFOUND, "a partial object remains");
+    cr_assert_eq(r_big2, SL_ENETWORK, "%s", t_big2);
+    cr_assert_not_null(strstr(t_big2, "cannot complete the upload"), "%s", t_big2);
+    cr_assert_not_null(strstr(t_big2, "/sluice-test/wf/big2?uploadId="), "%s", t_big2);
+    cr_assert_eq(g_big2, SL_ENOTFOUND, "a partial object remains");
+    cr_assert_eq(aborts, 2, "%zu AbortMultipartUpload requests for 2 failed uploads", aborts);
+    /* A list page reset on every try. */
+    cr_assert_eq(r_list, SL_ENETWORK, "%s", le.text);
+    cr_assert_not_null(strstr(le.text, "cannot list: "), "%s", le.text);
+    cr_assert_not_null(strstr(le.text, "/sluice-test?list-type=2&prefix=wf%2Fnolist%2F"), "%s",
+                       le.text);
+}
+
+Test(io_s3_store, a_listing_denied_leaves_writes_of_keys_never_read_unconditional)
+{
+    /* Credentials that may write but not list: the listing of the versions
+     * stored is refused, and writes go on, unconditional (the last wins);
+     * another listing failure fails the write, naming the prefix. */
+    S3_SETUP(
+        "[" RULE("denied", -1, "GET", "/*", "list-type=2&prefix=den%2F*",
+                 "\"s3_error\": \"AccessDenied\"") "," RULE("broken", -1, "GET", "/*",
+                                                            "list-type=2&prefix=brk%2Fc%2F*",
+                                                            "\"s3_error\": \"InternalError\"") "]");
+    sl_store *a = open_s3_faulty(&s, "den", 2, SL_S3_CONDITIONAL_AUTO);
+    sl_store *b = open_s3_faulty(&s, "den", 2, SL_S3_CONDITIONAL_AUTO);
+    sl_store *c = open_s3_faulty(&s, "brk", 2, SL_S3_CONDITIONAL_AUTO);
+    struct sl_error ea = SL_ERROR_INIT, eb = SL_ERROR_INIT, ec = SL_ERROR_INIT;
+    sl_status ra = sl_store_set(a, "c/0/0", "from a", 6, &ea);
+    sl_status rb = sl_store_set(b, "c/0/0", "from b", 6, &eb);
+    sl_status rc = sl_store_set(c, "c/0/0", "from c", 6, &ec);
+    bool last = reads_back(a, "c/0/0", (const uint8_t *)"from b", 6);
+    struct sl_buf got = SL_BUF_INIT;
+    struct sl_error ge = SL_ERROR_INIT;
+    sl_status gc = sl_store_get(c, "c/0/0", NULL, &got, NULL, &ge);
+    sl_buf_fini(&got);
+    size_t denied = rule_hits(&s, "denied");
+    sl_store_unref(a);
+    sl_store_unref(b);
+    sl_store_unref(c);
+    teardown(dir, &s);
+    cr_assert_eq(ra, SL_OK, "%s", ea.text);
+    cr_assert_eq(rb, SL_OK, "%s", eb.text);
+    cr_assert(last, "the last write did not win");
+    cr_assert_eq(denied, 2, "%zu listings refused: one per store", denied);
+    cr_assert_eq(rc, SL_EHTTP, "%s", ec.text);
+    cr_assert_not_null(strstr(ec.text, "cannot write \"c/0/0\": listing \"c/\" for the versions "
+                                       "of its keys failed: cannot list: "),
+                       "%s", ec.text);
+    cr_assert_not_null(strstr(ec.text, "InternalError"), "%s", ec.text);
+    cr_assert_eq(gc, SL_ENOTFOUND, "a write whose listing failed was sent");
+}
+
+Test(io_s3_store, keys_never_read_are_written_on_the_version_listed_before_and_reads_still_count)
+{
+    /* Whole shards are written without reading them: A's first write there
+     * lists "c/" and writes each key on what the listing found, so B's
+     * concurrent replace of a shard A never read conflicts, and so does A's
+     * create of a shard B created since; a version A read is kept over a
+     * later listing's. */
+    S3_SETUP(NULL);
+    sl_store *a = open_s3_faulty(&s, "ver", 2, SL_S3_CONDITIONAL_AUTO);
+    sl_store *b = open_s3_faulty(&s, "ver", 2, SL_S3_CONDITIONAL_AUTO);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_set(b, "c/0/0", "b1", 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(read_key(a, "c/0/0"), SL_OK);                                    /* A read b1 */
+    cr_assert_eq(sl_store_set(b, "c/0/0", "b2", 2, &err), SL_OK, "%s", err.text); /* B: b2 */
+    cr_assert_eq(sl_store_set(b, "c/0/1", "b3", 2, &err), SL_OK, "%s", err.text);
+    /* A's first write of a key it never read lists c/ (c/0/0 at b2, c/0/1). */
+    cr_assert_eq(sl_store_set(a, "c/1/1", "a1", 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(b, "c/0/1", "b4", 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_store_set(b, "c/1/0", "b5", 2, &err), SL_OK, "%s", err.text);
+    struct sl_error e_read = SL_ERROR_INIT, e_listed = SL_ERROR_INIT, e_new = SL_ERROR_INIT;
+    sl_status r_read = sl_store_set(a, "c/0/0", "a2", 2, &e_read);     /* on b1: conflict */
+    sl_status r_listed = sl_store_set(a, "c/0/1", "a3", 2, &e_listed); /* on b3: conflict */
+    sl_status r_new = sl_store_set(a, "c/1/0", "a4", 2, &e_new);       /* on absent: conflict */
+    bool kept = reads_back(a, "c/0/0", (const uint8_t *)"b2", 2) &&
+                reads_back(a, "c/0/1", (const uint8_t *)"b4", 2) &&
+                reads_back(a, "c/1/0", (const uint8_t *)"b5", 2);
+    sl_store_unref(a);
+    sl_store_unref(b);
+    teardown(dir, &s);
+    cr_assert_eq(r_read, SL_ECONFLICT, "a version read, replaced since: %s", e_read.text);
+    cr_assert_eq(r_listed, SL_ECONFLICT, "a version listed, replaced since: %s", e_listed.text);
+    cr_assert_eq(r_new, SL_ECONFLICT, "a key listed absent, created since: %s", e_new.text);
+    cr_assert_not_null(strstr(e_listed.text, "another writer"), "%s", e_listed.text);
+    cr_assert(kept, "B's updates were lost");
 }

@@ -16,6 +16,11 @@ put into an existing s3:// array, a chunk whose PUT is denied reported
 alone while the others are written, two outputs one inside the other
 refused, and `run --dry-run` and `explain` of such a file writing nothing.
 A group (a pyramid) copied to s3:// and back keeps its levels and attributes.
+Two `sluice run` processes putting into one s3:// array at once: each shard
+holds one writer's bytes and the other writer reports its chunks ECONFLICT.
+`sluice copy` to s3:// through the proxy's write faults (resets, a cut
+answer, SlowDown on shard PUTs and list pages): once each, every object
+byte-identical; on every try, exactly the affected shards' chunks fail.
 
     check_s3.py    (SL_SLUICE_EXE names the sluice binary)
 Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
@@ -201,6 +206,194 @@ def check_graph_writes(s, tmp):
           "chunk and rehearsals as for local outputs")
 
 
+def s3_get(s, key):
+    """The bytes of object `key` of the bucket (a signed GET through the proxy), or None."""
+    u = urllib.parse.urlsplit(s.proxy_url)
+    target = "/%s/%s" % (s.bucket, key)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("GET", target, headers=sigv4.sigv4_sign("GET", u.netloc, target, {}, b"",
+                                                      "S3RVER", "S3RVER"))
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return body if r.status == 200 else None
+
+
+def check_race(s, tmp):
+    """Two `sluice run` processes put different data into one stored s3:// sharded array
+    at once, their PUTs of each shard in flight together (the proxy holds every shard PUT,
+    the first of c/0/0 and of c/1/1 longer, so that each writer wins some shards).  Each
+    shard must hold exactly one writer's bytes, and the other writer must report every
+    chunk of that shard failed with ECONFLICT: no writer reports ok a shard that is not
+    its own."""
+    env = aws_env(tmp)
+    ep = ("--endpoint", s.proxy_url)
+    shape, chunks, shards = "128,128", "32,32", "64,64"
+    for name, seed in (("race-base", 3), ("race-a", 11), ("race-b", 12)):
+        run("generate", os.path.join(tmp, name + ".zarr"), "--shape", shape, "--chunks", chunks,
+            "--shards", shards, "--seed", str(seed), "--no-progress")
+    url = "s3://%s/race/x.zarr" % s.bucket
+    run("copy", os.path.join(tmp, "race-base.zarr"), url, *ep, "--no-progress", env=env)
+    # Each writer's bytes for each shard: the same put into a local copy of the array.
+    want = {}
+    for w in ("a", "b"):
+        local = os.path.join(tmp, "race-%s-local.zarr" % w)
+        run("copy", os.path.join(tmp, "race-base.zarr"), local, "--no-progress")
+        run("run", write_graph(tmp, "race-%s-local.json" % w,
+                               copy_graph("race-%s.zarr" % w, os.path.basename(local),
+                                          overwrite=True)), "--no-progress")
+        for i in range(2):
+            for j in range(2):
+                with open(os.path.join(local, "c", str(i), str(j)), "rb") as f:
+                    want[w, i, j] = f.read()
+    graphs = {w: write_graph(tmp, "race-%s.json" % w,
+                             copy_graph("race-%s.zarr" % w, url, overwrite=True)) for w in "ab"}
+    # Every shard PUT held 1 s (the writers start within it, even on a loaded machine),
+    # the first of c/0/0 and of c/1/1 2.5 s, so that the later writer's lands first there.
+    hold, held = 1000, {"c/0/0": 2500, "c/1/1": 2500}
+    s.set_rules([{"name": "first " + k, "method": "PUT", "path": "*/race/x.zarr/" + k,
+                  "delay_ms": ms, "count": 1} for k, ms in held.items()] +
+                [{"name": "shard", "method": "PUT", "path": "*/race/x.zarr/c/*", "delay_ms": hold}])
+    s.clear_log()
+    procs = {w: subprocess.Popen([SLUICE, "run", graphs[w], "--no-progress", *ep, "--report",
+                                  os.path.join(tmp, "race-%s-report.json" % w)],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for w in "ab"}
+    out = {w: p.communicate(timeout=120) for w, p in procs.items()}
+    log = s.log()
+    s.set_rules([])
+    reports = {w: json.load(open(os.path.join(tmp, "race-%s-report.json" % w))) for w in "ab"}
+    # The PUTs of each shard overlapped, and every listing (each writer learns the
+    # versions stored) ended before the first shard PUT reached s3rver.
+    puts = [e for e in log if e["method"] == "PUT" and "/race/x.zarr/c/" in e["path"]]
+    lists = [e for e in log if e["method"] == "GET" and (e["query"] or "").startswith("list-type")]
+    expect(len(puts) == 8, f"race: {len(puts)} shard PUTs, expected 2 writers x 4 shards: "
+                           f"{[(e['path'], e['status']) for e in puts]}")
+    first_landing = min((e["t"] + (held.get(e["path"].split("x.zarr/")[1], hold)
+                                    if e["rule"] != "shard" else hold) / 1000 for e in puts),
+                        default=0)
+    expect(len(lists) >= 2 and all(e["t"] + e["ms"] / 1000 < first_landing for e in lists),
+           f"race: a listing ended after a shard PUT landed at {first_landing}: "
+           f"{[(e['t'], e['ms']) for e in lists]}")
+    for i in range(2):
+        for j in range(2):
+            two = [e for e in puts if e["path"].endswith("/c/%d/%d" % (i, j))]
+            expect(len(two) == 2 and max(e["t"] for e in two) <
+                   min(e["t"] + e["ms"] / 1000 for e in two),
+                   f"race: the PUTs of shard c/{i}/{j} did not overlap: "
+                   f"{[(e['t'], e['ms']) for e in two]}")
+    wins = {"a": 0, "b": 0}
+    for i in range(2):
+        for j in range(2):
+            got = s3_get(s, "race/x.zarr/c/%d/%d" % (i, j))
+            owner = [w for w in "ab" if got == want[w, i, j]]
+            expect(len(owner) == 1, f"race: shard c/{i}/{j} holds neither writer's bytes "
+                                    f"({len(got or b'')} bytes)")
+            if len(owner) != 1:
+                continue
+            wins[owner[0]] += 1
+            loser = "b" if owner[0] == "a" else "a"
+            inner = {(2 * i + di, 2 * j + dj) for di in range(2) for dj in range(2)}
+            for w in "ab":
+                failed = {tuple(f["chunk"]): f for f in reports[w]["puts"][0]["failures"]}
+                mine = {c for c in inner if c in failed}
+                if w == owner[0]:
+                    expect(not mine, f"race: writer {w} owns c/{i}/{j} but reports {sorted(mine)}"
+                                     " failed")
+                    continue
+                expect(mine == inner, f"race: writer {loser} lost c/{i}/{j} but reports only "
+                                      f"{sorted(mine)} of its chunks failed")
+                for c in mine:
+                    m = failed[c]["message"]
+                    expect(failed[c]["code"] == "ECONFLICT" and "another writer" in m and
+                           "/race/x.zarr/c/%d/%d" % (i, j) in m,
+                           f"race: writer {loser}, chunk {c}: {failed[c]['code']}: {m}")
+    for w in "ab":
+        rc = procs[w].returncode
+        expect(rc == (0 if wins[w] == 4 else 1),
+               f"race: writer {w} owns {wins[w]} of 4 shards, exit {rc}: {out[w][1][-300:]}")
+        expect(reports[w]["summary"]["ok"] == 4 * wins[w],
+               f"race: writer {w} owns {wins[w]} shards, reports {reports[w]['summary']['ok']} "
+               "chunks ok")
+    expect(wins["a"] > 0 and wins["b"] > 0, f"race: one writer won every shard: {wins}")
+    print(f"  two processes putting into one s3:// array at once: each of 4 shards is one "
+          f"writer's ({wins}), the other writer reports its chunks ECONFLICT")
+
+
+def check_write_faults(s, tmp):
+    """`sluice copy` to s3:// through the proxy's write faults.  Once each (a shard PUT
+    reset while its body arrives, reset before its answer, its answer cut, SlowDown; the
+    listing of the versions stored reset and throttled): the run succeeds and every
+    object is byte-identical to a local copy's.  On every try (a reset, SlowDown): exactly
+    the chunks of those shards fail, with ENETWORK / EHTTP and the shard's URL, the shard
+    is not stored, and every other object is byte-identical."""
+    env = aws_env(tmp)
+    ep = ("--endpoint", s.proxy_url)
+    src = os.path.join(tmp, "v3s.zarr")  # 150 x 200, chunks 32, shards 64: 3 x 4 shards
+    local = os.path.join(tmp, "faults-local.zarr")
+    run("copy", src, local, "--no-progress")
+    shards = [(i, j) for i in range(3) for j in range(4)]
+
+    def stored(prefix, i, j):
+        return s3_get(s, "%s/c/%d/%d" % (prefix, i, j))
+
+    def local_shard(i, j):
+        with open(os.path.join(local, "c", str(i), str(j)), "rb") as f:
+            return f.read()
+
+    once = {"0/0": '"fault": "reset_mid_request"', "0/1": '"fault": "reset_before_answer"',
+            "0/2": '"fault": "truncate_body"', "1/0": '"s3_error": "SlowDown"'}
+    p = "/%s/faults/once.zarr/c/" % s.bucket
+    rules = [dict(json.loads("{%s}" % v), method="PUT", path=p + k, count=1, name="shard " + k)
+             for k, v in once.items()]
+    page = {"method": "GET", "query": "list-type=2&prefix=faults%2Fonce.zarr%2F*", "count": 1}
+    rules += [dict(page, fault="reset_mid_body", after_bytes=40, name="page reset"),
+              dict(page, fault="truncate_body", name="page cut"),
+              dict(page, s3_error="SlowDown", name="page SlowDown")]
+    s.set_rules(rules)
+    s.clear_log()
+    report = os.path.join(tmp, "faults-once.json")
+    dst = "s3://%s/faults/once.zarr" % s.bucket
+    run("copy", src, dst, *ep, "--no-progress", "--report", report, env=env)
+    hit = {e["rule"] for e in s.log() if e["rule"] is not None}
+    s.set_rules([])
+    expect(hit == {r["name"] for r in rules}, f"write faults once: rules not applied: "
+                                              f"{sorted({r['name'] for r in rules} - hit)}")
+    rep = json.load(open(report))
+    expect(rep["summary"]["failed"] == 0, f"write faults once: {rep['summary']}")
+    bad = [(i, j) for i, j in shards if stored("faults/once.zarr", i, j) != local_shard(i, j)]
+    expect(not bad, f"write faults once: shards not byte-identical to a local copy's: {bad}")
+
+    p = "/%s/faults/always.zarr/c/" % s.bucket
+    s.set_rules([{"method": "PUT", "path": p + "1/1", "fault": "reset_mid_request"},
+                 {"method": "PUT", "path": p + "2/0", "s3_error": "SlowDown"}])
+    report = os.path.join(tmp, "faults-always.json")
+    dst = "s3://%s/faults/always.zarr" % s.bucket
+    run("copy", src, dst, *ep, "--no-progress", "--io-attempts", "3", "--report", report,
+        env=env, want=1)
+    s.set_rules([])
+    fails = {tuple(f["chunk"]): f for f in json.load(open(report))["puts"][0]["failures"]}
+    want = {(2, 2): ("ENETWORK", "1/1"), (2, 3): ("ENETWORK", "1/1"),
+            (3, 2): ("ENETWORK", "1/1"), (3, 3): ("ENETWORK", "1/1"),
+            (4, 0): ("EHTTP", "2/0"), (4, 1): ("EHTTP", "2/0")}
+    expect(set(fails) == set(want), f"write faults always: failed chunks {sorted(fails)}, "
+                                    f"expected {sorted(want)}")
+    for c, (code, key) in want.items():
+        f = fails.get(c, {"code": None, "message": ""})
+        expect(f["code"] == code and p + key in f["message"] and
+               ("SlowDown" in f["message"]) == (code == "EHTTP"),
+               f"write faults always: chunk {c}: {f['code']}: {f['message']}")
+    for i, j in shards:
+        got = stored("faults/always.zarr", i, j)
+        if (i, j) in ((1, 1), (2, 0)):
+            expect(got is None, f"write faults always: failed shard c/{i}/{j} is stored")
+        else:
+            expect(got == local_shard(i, j),
+                   f"write faults always: shard c/{i}/{j} not byte-identical")
+    print("  write faults: once each retried, every shard byte-identical; on every try only "
+          "the affected shards' chunks fail, naming their URL")
+
+
 SECRET_MARK = "Zq8v3kP0tWm9sJ4xR2"
 
 
@@ -345,6 +538,8 @@ def main():
         want = run("checksum", os.path.join(tmp, "v2.zarr")).stdout.split()[0]
         expect(got == want, f"graph file over s3://: checksum {got}, local {want}")
         check_graph_writes(s, tmp)
+        check_race(s, tmp)
+        check_write_faults(s, tmp)
     check_secret_kept(s3serve)
     print(f"check_s3: {len(failures)} failures")
     return 1 if failures else 0

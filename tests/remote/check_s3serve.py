@@ -499,6 +499,80 @@ def check_slowdown(s, c):
            "rules in the log: %r" % [(e["method"], e["rule"]) for e in log])
 
 
+def broken(fn, *args):
+    """What `fn(*args)` raised (its class name), or None when it answered."""
+    try:
+        fn(*args)
+    except (http.client.HTTPException, OSError) as e:
+        return type(e).__name__
+    return None
+
+
+def check_write_faults(s, py):
+    """Faults on writes and listings: a PUT reset while its body arrives writes nothing;
+    one reset before its answer, or with its answer cut inside the headers, is written
+    whole; a part upload and a list page take the same rules (by query), a
+    CompleteMultipartUpload's answer is cut inside its body; each is logged with what
+    reached s3rver (upstream_status)."""
+    body = bytes(range(256)) * 8
+    p = "/%s/wf/" % BUCKET
+    s.set_rules([{"path": p + "cut", "method": "PUT", "fault": "reset_mid_request",
+                  "after_bytes": 100, "name": "cut"},
+                 {"path": p + "lost", "method": "PUT", "fault": "reset_before_answer",
+                  "name": "lost"},
+                 {"path": p + "head", "method": "PUT", "fault": "truncate_body", "name": "head"},
+                 {"path": p + "mp", "method": "PUT", "query": "partNumber=2&*",
+                  "fault": "reset_mid_request", "count": 1, "name": "part"},
+                 {"path": p + "mp", "method": "POST", "query": "uploadId=*",
+                  "fault": "truncate_body", "count": 1, "name": "complete"},
+                 {"path": "/%s" % BUCKET, "method": "GET", "query": "list-type=2&prefix=wf*",
+                  "fault": "reset_mid_body", "after_bytes": 50, "count": 1, "name": "page"},
+                 {"path": "/%s" % BUCKET, "method": "GET", "query": "list-type=2&prefix=wf*",
+                  "s3_error": "SlowDown", "count": 1, "name": "slow page"}])
+    s.clear_log()
+    for key in ("cut", "lost", "head"):
+        why = broken(py.request, "PUT", key_url("wf/" + key), body)
+        expect(why is not None, "PUT with fault %s answered" % key)
+    expect(py.request("GET", key_url("wf/cut")).status == 404,
+           "a PUT reset while its body arrived reached s3rver")
+    for key in ("lost", "head"):
+        a = py.request("GET", key_url("wf/" + key))
+        expect(a.status == 200 and a.body == body, "PUT %s: not written whole: %r" % (key, a))
+    log = {e["rule"]: e for e in s.log() if e["rule"] is not None}
+    e = log.get("cut", {})
+    expect(e.get("action") == "reset_mid_request" and e.get("req_bytes") == 100 and
+           e.get("status") is None and e.get("upstream_status") is None,
+           "reset_mid_request's log entry: %r" % e)
+    for key in ("lost", "head"):
+        e = log.get(key, {})
+        expect(e.get("status") is None and e.get("upstream_status") == 200 and
+               e.get("req_bytes") == len(body), "%s's log entry: %r" % (key, e))
+    # A part reset once, then sent again; the completion's answer cut once.
+    upload = upload_start(py, "wf/mp")
+    parts = [b"a" * (5 << 20), b"b" * 1000]  # all but the last at least 5 MiB
+    target = key_url("wf/mp", "partNumber=2&uploadId=%s" % upload)
+    expect(broken(py.request, "PUT", target, parts[1]) is not None, "part 2: not reset")
+    etags = upload_parts(py, "wf/mp", upload, parts)
+    doc = "<CompleteMultipartUpload>%s</CompleteMultipartUpload>" % "".join(
+        "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>" % ne
+        for ne in enumerate(etags, 1))
+    why = broken(py.request, "POST", key_url("wf/mp", "uploadId=" + upload), doc.encode())
+    expect(why is not None, "CompleteMultipartUpload's answer was not cut")
+    a = py.request("GET", key_url("wf/mp"))
+    expect(a.status == 200 and a.body == b"".join(parts), "multipart after faults: %r %r"
+           % (a, [(e["method"], e["query"], e["rule"], e["status"], e["upstream_status"])
+                  for e in s.log()]))
+    # A list page reset after 50 bytes, then SlowDown, then whole.
+    q = "list-type=2&prefix=wf%2F"
+    expect(broken(py.request, "GET", "/%s?%s" % (BUCKET, q)) is not None, "page: not reset")
+    a = py.request("GET", "/%s?%s" % (BUCKET, q))
+    expect(a.status == 503 and xml_one(a.body, "Code") == "SlowDown", "page: %r" % a)
+    a = py.request("GET", "/%s?%s" % (BUCKET, q))
+    expect(a.status == 200 and xml_all(a.body, "Key") == ["wf/head", "wf/lost", "wf/mp"],
+           "page after its faults: %r" % a)
+    s.set_rules([])
+
+
 def check_delay(s, c):
     c.request("PUT", key_url("delay/k"), b"d")
     s.set_rules([{"path": "/%s/delay/*" % BUCKET, "delay_ms": 300, "count": 1}])
@@ -557,7 +631,8 @@ def main():
         checks = [(check_put_get, s, c, py), (check_ranges, s, c), (check_missing, s, c),
                   (check_list, s, c), (check_delete, s, c), (check_multipart, s, c),
                   (check_signatures, s, c, py), (check_conditional, s, c),
-                  (check_conditional_race, s, py), (check_slowdown, s, c), (check_delay, s, c)]
+                  (check_conditional_race, s, py), (check_slowdown, s, c), (check_delay, s, c),
+                  (check_write_faults, s, py)]
         for fn, *args in checks:
             s.reset()
             attempt(fn, *args)

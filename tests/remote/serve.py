@@ -56,7 +56,10 @@ STATUS_REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found",
                   503: "Service Unavailable", 504: "Gateway Timeout"}
 READ_METHODS = ("GET", "HEAD")
 ALL_METHODS = ("GET", "HEAD", "PUT", "POST", "DELETE")
-FAULTS = ("reset_mid_body", "truncate_body", "full_200", "hang", "drop_connection")
+FAULTS = ("reset_mid_body", "truncate_body", "full_200", "hang", "drop_connection",
+          "reset_mid_request", "reset_before_answer")
+# Faults that cut bytes: after_bytes says where.
+CUT_FAULTS = ("reset_mid_body", "truncate_body", "reset_mid_request")
 RULE_KEYS = {"name", "path", "query", "method", "count", "delay_ms", "status", "retry_after",
              "body", "s3_error", "fault", "after_bytes"}
 # Not relayed in either direction.  Host is relayed: SigV4 signs it.  Expect is
@@ -151,8 +154,8 @@ def rule_check(rule, index):
         raise ServeError("%s: needs status, fault or delay_ms" % where)
     if ("retry_after" in r or "body" in r) and "status" not in r:
         raise ServeError("%s: retry_after and body go with status" % where)
-    if "after_bytes" in r and r.get("fault") not in ("reset_mid_body", "truncate_body"):
-        raise ServeError("%s: after_bytes goes with reset_mid_body or truncate_body" % where)
+    if "after_bytes" in r and r.get("fault") not in CUT_FAULTS:
+        raise ServeError("%s: after_bytes goes with %s" % (where, " or ".join(CUT_FAULTS)))
     r["remaining"] = r["count"]
     return r
 
@@ -371,6 +374,10 @@ class Proxy:
                     break
                 if req.wants_continue():
                     sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                if not req.path.startswith(CONTROL_PREFIX) and self.cut_request(
+                        sock, rfile, req, conn_id):
+                    abort = True
+                    break
                 request_body_read(rfile, req)
                 if req.path.startswith(CONTROL_PREFIX):
                     keep = self.control(sock, req)
@@ -393,11 +400,15 @@ class Proxy:
                     pass
             sock.close()
 
-    def match(self, req):
-        """The rule for this request (its remaining count taken), its index and the delay."""
+    def match(self, req, early=False):
+        """The rule for this request (its remaining count taken), its index and the delay.
+        `early`: before the body is read, only reset_mid_request rules (which the
+        match after the body leaves out)."""
         with self.lock:
             for i, r in enumerate(self.rules):
                 if req.method not in r["_methods"]:
+                    continue
+                if early != (r.get("fault") == "reset_mid_request"):
                     continue
                 if not fnmatch.fnmatchcase(req.path, r["path"]):
                     continue
@@ -410,12 +421,43 @@ class Proxy:
                 return r, i, r.get("delay_ms", self.delay_ms)
             return None, None, self.delay_ms
 
+    def cut_request(self, sock, rfile, req, conn_id):
+        """A reset_mid_request rule for `req`: read `after_bytes` of its body (default
+        half; at most all but one byte), then reset the connection: nothing goes
+        upstream.  True when one applied."""
+        if req.method not in self.methods:
+            return False
+        rule, index, delay = self.match(req, early=True)
+        if rule is None:
+            return False
+        entry = self.log_add(req, conn_id, rule, index)
+        entry["_start"] = time.monotonic()
+        if delay and self.stopping.wait(delay / 1000.0):
+            return True
+        total = int(req.headers.get("content-length", "0") or 0) if not req.is_chunked() \
+            else 1 << 62
+        limit = int(rule.get("after_bytes", total // 2 if not req.is_chunked() else 0))
+        limit = max(0, min(limit, total - 1))
+        got = 0
+        while got < limit:
+            block = rfile.read1(min(65536, limit - got)) if hasattr(rfile, "read1") \
+                else rfile.read(min(65536, limit - got))
+            if not block:
+                break
+            got += len(block)
+        with self.lock:
+            entry["req_bytes"] = got
+        self.log_answer(entry, None)
+        self.reset_socket(sock)
+        return True
+
     def log_add(self, req, conn_id, rule, index):
         entry = {"seq": 0, "conn": conn_id, "method": req.method, "path": req.path,
                  "query": req.query or None, "range": req.headers.get("range"),
                  "req_bytes": len(req.body or b""), "status": None, "bytes": 0,
                  "rule": None if rule is None else rule.get("name", index),
-                 "action": None, "t": round(time.monotonic() - self.t0, 4), "ms": None}
+                 "action": None, "t": round(time.monotonic() - self.t0, 4), "ms": None,
+                 "upstream_status": None}
         if rule is not None:
             entry["action"] = (rule.get("fault") or ("status" if "status" in rule else "delay"))
         with self.lock:
@@ -551,6 +593,14 @@ class Proxy:
         except (http.client.HTTPException, OSError) as e:
             self.reply(sock, req, entry, 502, {}, ("upstream: %s\n" % e).encode())
             return True, None, False
+        with self.lock:
+            entry["upstream_status"] = resp.status
+        if fault == "reset_before_answer":  # the upstream has done it; the client hears nothing
+            resp.read()
+            upstream.close()
+            self.log_answer(entry, None)
+            self.reset_socket(sock)
+            return False, None, True
         body = b""
         length = resp.getheader("content-length")
         bodiless = req.method == "HEAD" or resp.status in (204, 304)
@@ -563,9 +613,22 @@ class Proxy:
         if length is not None:
             head.append("Content-Length: %s" % length)
         head += ["", ""]
-        self.log_answer(entry, resp.status)
-        sock.sendall("\r\n".join(head).encode("latin-1"))
+        head_bytes = "\r\n".join(head).encode("latin-1")
         total = int(length or 0) if not bodiless else 0
+        if fault in ("reset_mid_body", "truncate_body") and total == 0:
+            # No body to cut (a PUT's answer): cut inside the status line and headers.
+            resp.read()
+            upstream.close()
+            cut = int(rule.get("after_bytes", len("HTTP/1.1 2")))
+            cut = max(0, min(cut, len(head_bytes) - 1))
+            self.log_answer(entry, None, 0)
+            sock.sendall(head_bytes[:cut])
+            if fault == "reset_mid_body":
+                self.reset_socket(sock)
+                return False, None, True
+            return False, None, False
+        self.log_answer(entry, resp.status)
+        sock.sendall(head_bytes)
         limit = total
         if fault in ("reset_mid_body", "truncate_body"):
             limit = int(rule.get("after_bytes", total // 2))
