@@ -20,6 +20,17 @@
  * sluice rounds half to even).  The inputs are generated once under
  * $SL_BENCH_DATA.
  *
+ * Beside dask, the floor (downsample_floor.c), measured in this process in
+ * the same run: the input's chunk files, already in memory, decoded and
+ * the output's share of each (one eighth in 3-D, one quarter in 5-D)
+ * re-encoded at level 1 on as many threads as sluice runs; sluice's wall
+ * and CPU time over it.  Then a cold-cache run (the input's pages dropped
+ * with posix_fadvise) against the larger of that floor and the device's
+ * read time measured cold right after; and where sluice's CPU time goes, a
+ * perf profile of one more run sorted into zstd decode and encode,
+ * reduction, copies, allocation and page faults, file I/O, scheduling and
+ * the rest, with its page faults and the thread time spent waiting.
+ *
  *   bench_graph_downsample [REPS]   (default 3; run by tests/bench/run.sh,
  *   which sets SL_SLUICE_EXE, SL_BENCH_SOURCE_ROOT and SL_BENCH_DATA)
  */
@@ -32,12 +43,14 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "downsample_floor.h"
 
 /* One child process's cost. */
 struct cost {
     double wall_s;  /* wall time */
     double cpu_s;   /* user + system time */
     double rss_mib; /* peak resident set */
+    double faults;  /* page faults (minor and major) */
 };
 
 /* Captured `name: value unit` lines of a child's stdout. */
@@ -93,6 +106,7 @@ spawn(char *const argv[], struct lines *out, struct cost *c)
     c->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
     c->rss_mib = (double)ru.ru_maxrss / 1024.0;
+    c->faults = (double)ru.ru_minflt + (double)ru.ru_majflt;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -121,13 +135,14 @@ cmp_double(const void *a, const void *b)
 static struct cost
 median_cost(const struct cost *c, int n)
 {
-    double w[16], u[16], r[16];
+    double w[16], u[16], r[16], f[16];
     for (int i = 0; i < n; i++)
-        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib;
+        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib, f[i] = c[i].faults;
     qsort(w, (size_t)n, sizeof(double), cmp_double);
     qsort(u, (size_t)n, sizeof(double), cmp_double);
     qsort(r, (size_t)n, sizeof(double), cmp_double);
-    return (struct cost){w[n / 2], u[n / 2], r[n / 2]};
+    qsort(f, (size_t)n, sizeof(double), cmp_double);
+    return (struct cost){w[n / 2], u[n / 2], r[n / 2], f[n / 2]};
 }
 
 /* Paths and programs of this invocation. */
@@ -213,9 +228,105 @@ compare_outputs(const struct env *e, const char *kind)
         die("sluice and dask outputs differ by more than rounding");
 }
 
+/* sluice downsample of `kind`'s input, as bench_round runs it, in argv. */
+static void
+sluice_argv(const struct env *e, const char *kind, const char *factors, char *in, char *out,
+            char *argv[9])
+{
+    snprintf(in, 4096, "%s/%s_in.zarr", e->data, kind);
+    snprintf(out, 4096, "%s/%s_out_sluice.zarr", e->data, kind);
+    char *a[] = {(char *)e->sluice, "downsample",    in,  out, "--factors", (char *)factors,
+                 "--overwrite",     "--no-progress", NULL};
+    memcpy(argv, a, sizeof(a));
+}
+
+/* The zstd floor of `kind` (median of `reps`), and sluice's median `s`
+ * over it; 0 when measured. */
+static int
+bench_floor(const struct env *e, const char *kind, double share, int threads, const struct cost *s,
+            int reps, double *floor_wall)
+{
+    char in[4096], name[128];
+    snprintf(in, sizeof(in), "%s/%s_in.zarr", e->data, kind);
+    struct floor_chunks c;
+    if (floor_load(in, &c) != 0)
+        return -1;
+    double w[16], u[16];
+    int rc = 0;
+    for (int i = 0; i < reps && rc == 0; i++)
+        rc = floor_run(&c, threads, share, &w[i], &u[i]);
+    floor_free(&c);
+    if (rc != 0)
+        return -1;
+    qsort(w, (size_t)reps, sizeof(double), cmp_double);
+    qsort(u, (size_t)reps, sizeof(double), cmp_double);
+    *floor_wall = w[reps / 2];
+    snprintf(name, sizeof(name), "zstd_floor_%s_wall", kind);
+    sl_bench_report(name, w[reps / 2], "s");
+    snprintf(name, sizeof(name), "zstd_floor_%s_cpu", kind);
+    sl_bench_report(name, u[reps / 2], "s");
+    snprintf(name, sizeof(name), "sluice_%s_wall_over_floor", kind);
+    sl_bench_report(name, s->wall_s / w[reps / 2], "x");
+    snprintf(name, sizeof(name), "sluice_%s_cpu_over_floor", kind);
+    sl_bench_report(name, s->cpu_s / u[reps / 2], "x");
+    return 0;
+}
+
+/* A cold-cache run of sluice, against the larger of the zstd floor and the
+ * device's cold read of the input (measured right after). */
+static void
+bench_cold(const struct env *e, const char *kind, const char *factors, double floor_wall)
+{
+    char in[4096], out[4096], *argv[9], name[128];
+    sluice_argv(e, kind, factors, in, out, argv);
+    struct cost cold;
+    if (floor_evict(in) != 0) {
+        printf("# %s cold cache: skipped (the page cache cannot be dropped here)\n", kind);
+        return;
+    }
+    if (spawn(argv, NULL, &cold) != 0)
+        die("sluice downsample failed (cold)");
+    double read_s;
+    uint64_t bytes;
+    if (floor_cold_read(in, &read_s, &bytes) != 0)
+        return;
+    snprintf(name, sizeof(name), "sluice_%s_cold_wall", kind);
+    sl_bench_report(name, cold.wall_s, "s");
+    snprintf(name, sizeof(name), "device_read_%s_time", kind);
+    sl_bench_report(name, read_s, "s");
+    snprintf(name, sizeof(name), "device_read_%s_rate", kind);
+    sl_bench_report(name, (double)bytes / 1e6 / read_s, "MB/s");
+    double floor = read_s > floor_wall ? read_s : floor_wall;
+    snprintf(name, sizeof(name), "sluice_%s_cold_over_floor", kind);
+    sl_bench_report(name, cold.wall_s / floor, "x");
+}
+
+/* Where sluice's CPU time goes: a profiled run's shares of the median CPU
+ * time `s`, its page faults, and thread time spent not running. */
+static void
+bench_profile(const struct env *e, const char *kind, const char *factors, const struct cost *s,
+              int threads)
+{
+    char in[4096], out[4096], *argv[9], name[160];
+    sluice_argv(e, kind, factors, in, out, argv);
+    double share[PROFILE_N];
+    snprintf(name, sizeof(name), "sluice_%s_page_faults", kind);
+    sl_bench_report(name, s->faults, "count");
+    snprintf(name, sizeof(name), "sluice_%s_waiting", kind);
+    double idle = (double)threads * s->wall_s - s->cpu_s;
+    sl_bench_report(name, idle > 0 ? idle : 0, "thread-s");
+    if (profile_run(argv, share) != 0)
+        return;
+    for (int k = 0; k < PROFILE_N; k++) {
+        snprintf(name, sizeof(name), "sluice_%s_cpu_%s", kind, profile_names[k]);
+        sl_bench_report(name, share[k] * s->cpu_s, "s");
+    }
+}
+
 /* Measure one case in `reps` interleaved rounds; print medians and ratios. */
 static void
-bench_case(const struct env *e, const char *kind, const char *factors, double raw_mb, int reps)
+bench_case(const struct env *e, const char *kind, const char *factors, double raw_mb, double share,
+           int reps)
 {
     struct lines l;
     struct cost c, sl[16], dask[N_VARIANTS][16], round[N_VARIANTS];
@@ -227,7 +338,7 @@ bench_case(const struct env *e, const char *kind, const char *factors, double ra
             dask[v][i] = round[v];
     }
     char name[128];
-    struct cost s = median_cost(sl, reps), best = {-1, -1, -1};
+    struct cost s = median_cost(sl, reps), best = {-1, -1, -1, -1};
     snprintf(name, sizeof(name), "sluice_%s", kind);
     report_cost(name, &s);
     snprintf(name, sizeof(name), "sluice_%s_input_rate", kind);
@@ -247,6 +358,12 @@ bench_case(const struct env *e, const char *kind, const char *factors, double ra
     snprintf(name, sizeof(name), "sluice_over_dask_%s_peak_rss", kind);
     sl_bench_report(name, s.rss_mib / best.rss_mib, "x");
     compare_outputs(e, kind);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cores > 0 && cores <= 16 ? (int)cores : 2;
+    double floor_wall;
+    if (bench_floor(e, kind, share, threads, &s, reps, &floor_wall) == 0)
+        bench_cold(e, kind, factors, floor_wall);
+    bench_profile(e, kind, factors, &s, threads);
 }
 
 int
@@ -267,7 +384,7 @@ main(int argc, char **argv)
     if (e.data == NULL)
         e.data = "/tmp/sluice-bench-data";
     snprintf(e.peer, sizeof(e.peer), "%s/tests/bench/graph/peer_dask_downsample.py", root);
-    bench_case(&e, "3d", "2,2,2", 512.0 * 512 * 512 * 2 / 1e6, reps);
-    bench_case(&e, "5d", "1,1,1,2,2", 4.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6, reps);
+    bench_case(&e, "3d", "2,2,2", 512.0 * 512 * 512 * 2 / 1e6, 1.0 / 8, reps);
+    bench_case(&e, "5d", "1,1,1,2,2", 4.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6, 1.0 / 4, reps);
     return 0;
 }
