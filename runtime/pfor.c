@@ -9,9 +9,12 @@
  * one per worker at most; a worker that calls the loop claims grains
  * itself and then waits on the helpers' group, which runs other tasks
  * meanwhile, so a loop inside a task never deadlocks.  A grain is n / (8 x
- * workers), at least 1: iterations are chunk-sized (micro- to
- * milliseconds), and eight grains per worker balance uneven ones.  Claims
- * use a CAS that stops at n, so the counter never overflows.
+ * workers), at least 1: eight grains per worker balance uneven iterations.
+ * An indexed body is called once per iteration (iterations are
+ * chunk-sized, micro- to milliseconds); a ranged body gets each grain
+ * whole, so a loop of tiny iterations costs a few claims per worker, not a
+ * call each.  Claims use a CAS that stops at n, so the counter never
+ * overflows.
  */
 #include <stdatomic.h>
 
@@ -20,12 +23,13 @@
 #include "runtime_internal.h"
 
 struct pfor_job {
-    sl_parallel_body *body; /* the loop body */
-    void *arg;              /* its argument */
-    size_t n;               /* iterations */
-    size_t grain;           /* iterations per claim */
-    _Atomic size_t next;    /* first unclaimed iteration */
-    _Atomic size_t done;    /* iterations run */
+    sl_parallel_body *body;        /* the loop body, or NULL when ranged */
+    sl_parallel_range_body *range; /* the ranged body, or NULL */
+    void *arg;                     /* its argument */
+    size_t n;                      /* iterations */
+    size_t grain;                  /* iterations per claim */
+    _Atomic size_t next;           /* first unclaimed iteration */
+    _Atomic size_t done;           /* iterations run */
 };
 
 /* Claim and run grains until none is left. */
@@ -41,8 +45,11 @@ pfor_claim_loop(struct pfor_job *job, unsigned worker)
         if (!atomic_compare_exchange_weak_explicit(&job->next, &i, end, memory_order_relaxed,
                                                    memory_order_relaxed))
             continue;
-        for (size_t k = i; k < end; k++)
-            job->body(job->arg, k, worker);
+        if (job->range != NULL)
+            job->range(job->arg, i, end, worker);
+        else
+            for (size_t k = i; k < end; k++)
+                job->body(job->arg, k, worker);
         ran += end - i;
         i = end;
     }
@@ -57,17 +64,16 @@ pfor_task(void *arg, sl_status status)
     pfor_claim_loop(arg, sl__worker_current()->index);
 }
 
+/* Run `job` (its body and argument set) on the pool. */
 static sl_status
-pool_parallel_run(void *ctx, size_t n, sl_parallel_body *body, void *arg)
+pool_pfor(sl_pool *pool, struct pfor_job job_in, size_t n)
 {
-    sl_pool *pool = ctx;
-    if (pool == NULL || body == NULL)
-        return SL_EINVAL;
     if (n == 0)
         return SL_OK;
     struct sl__worker *w = sl__worker_of(pool);
     unsigned n_workers = pool->n_workers;
-    struct pfor_job job = {.body = body, .arg = arg, .n = n};
+    struct pfor_job job = job_in;
+    job.n = n;
     job.grain = n / (8 * (size_t)n_workers);
     if (job.grain == 0)
         job.grain = 1;
@@ -91,6 +97,22 @@ pool_parallel_run(void *ctx, size_t n, sl_parallel_body *body, void *arg)
     return atomic_load_explicit(&job.done, memory_order_relaxed) == n ? SL_OK : SL_ECANCELED;
 }
 
+static sl_status
+pool_parallel_run(void *ctx, size_t n, sl_parallel_body *body, void *arg)
+{
+    if (ctx == NULL || body == NULL)
+        return SL_EINVAL;
+    return pool_pfor(ctx, (struct pfor_job){.body = body, .arg = arg}, n);
+}
+
+static sl_status
+pool_parallel_run_ranges(void *ctx, size_t n, sl_parallel_range_body *body, void *arg)
+{
+    if (ctx == NULL || body == NULL)
+        return SL_EINVAL;
+    return pool_pfor(ctx, (struct pfor_job){.range = body, .arg = arg}, n);
+}
+
 struct sl_parallel
 sl_pool_parallel(sl_pool *pool)
 {
@@ -98,5 +120,6 @@ sl_pool_parallel(sl_pool *pool)
         .ctx = pool,
         .n_workers = pool != NULL ? pool->n_workers : 1,
         .run = pool != NULL ? pool_parallel_run : NULL,
+        .run_ranges = pool != NULL ? pool_parallel_run_ranges : NULL,
     };
 }

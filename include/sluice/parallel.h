@@ -24,6 +24,13 @@ extern "C" {
  */
 typedef void sl_parallel_body(void *arg, size_t index, unsigned worker);
 
+/*
+ * A range of iterations, [begin, end), all on `worker`: for loops whose
+ * iterations are too small to pay a call each (the body loops itself, and
+ * the compiler can vectorize it).
+ */
+typedef void sl_parallel_range_body(void *arg, size_t begin, size_t end, unsigned worker);
+
 /* An executor of parallel loops; the runtime's pool provides one. */
 struct sl_parallel {
     void *ctx;          /* implementation state, passed back to `run` */
@@ -32,6 +39,9 @@ struct sl_parallel {
      * Returns SL_OK, or SL_ECANCELED when the executor shut down first (then
      * some iterations may not have run). */
     sl_status (*run)(void *ctx, size_t n, sl_parallel_body *body, void *arg);
+    /* The same over ranges: body(arg, b, e, w) for disjoint ranges covering
+     * [0, n).  NULL: sl_parallel_run_ranges calls `run` once per index. */
+    sl_status (*run_ranges)(void *ctx, size_t n, sl_parallel_range_body *body, void *arg);
 };
 
 /**
@@ -44,6 +54,18 @@ struct sl_parallel {
  */
 SL_API SL_NODISCARD sl_status sl_parallel_run(const struct sl_parallel *par, size_t n,
                                               sl_parallel_body *body, void *arg);
+
+/**
+ * Run `body` over disjoint ranges covering [0, n) on `par` (a few ranges
+ * per worker, claimed as workers come free), or once over [0, n) with
+ * worker 0 when `par` is NULL.  An executor without `run_ranges` gets one
+ * `run` of n iterations, each a range of one.
+ * @return SL_OK, SL_EINVAL (no body), or SL_ECANCELED when the executor
+ * shut down first (some ranges may not have run).
+ * Thread-safety: any thread, as `par` allows (the pool's executor: any).
+ */
+SL_API SL_NODISCARD sl_status sl_parallel_run_ranges(const struct sl_parallel *par, size_t n,
+                                                     sl_parallel_range_body *body, void *arg);
 
 /**
  * Number of distinct `worker` values bodies may see: 1 when `par` is NULL.

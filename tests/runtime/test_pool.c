@@ -465,6 +465,7 @@ struct pfor {
     _Atomic uint64_t *per_worker;
     unsigned n_workers;
     _Atomic int bad_worker;
+    _Atomic int n_ranges; /* ranged bodies: calls */
 };
 
 static void
@@ -503,6 +504,63 @@ Test(runtime_pool, parallel_for_from_outside_runs_each_index_once)
     cr_assert_eq(sl_parallel_run(&par, PFOR_N, pfor_body, &p), SL_OK);
     pfor_check(&p, PFOR_N);
     cr_assert_eq(sl_parallel_run(&par, 0, pfor_body, &p), SL_OK);
+    free(p.hits);
+    free(p.per_worker);
+    sl_pool_destroy(pool);
+}
+
+/* A ranged body: each index of [b, e) once, and how many ranges came. */
+static void
+pfor_range_body(void *arg, size_t b, size_t e, unsigned worker)
+{
+    struct pfor *p = arg;
+    if (b >= e)
+        atomic_store(&p->bad_worker, 1); /* an empty range is a bug too */
+    atomic_fetch_add_explicit(&p->n_ranges, 1, memory_order_relaxed);
+    for (size_t i = b; i < e; i++)
+        pfor_body(arg, i, worker);
+}
+
+/* An executor without ranges: sl_parallel_run_ranges goes through `run`. */
+static sl_status
+serial_run(void *ctx, size_t n, sl_parallel_body *body, void *arg)
+{
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        body(arg, i, 0);
+    return SL_OK;
+}
+
+Test(runtime_pool, parallel_for_over_ranges_runs_each_index_once_in_few_ranges)
+{
+    sl_pool *pool = pool_make(3);
+    struct sl_parallel par = sl_pool_parallel(pool);
+    struct pfor p = {.n_workers = 3};
+    p.hits = calloc(PFOR_N, sizeof(*p.hits));
+    p.per_worker = calloc(3, sizeof(*p.per_worker));
+    cr_assert_eq(sl_parallel_run_ranges(&par, PFOR_N, pfor_range_body, &p), SL_OK);
+    pfor_check(&p, PFOR_N);
+    /* Grains of n / (8 x workers) = 833: 25 ranges, not a call per index. */
+    cr_assert_eq(atomic_load(&p.n_ranges), 25, "%d ranges", (int)atomic_load(&p.n_ranges));
+    cr_assert_eq(sl_parallel_run_ranges(&par, 0, pfor_range_body, &p), SL_OK);
+    cr_assert_eq(sl_parallel_run_ranges(&par, 5, NULL, &p), SL_EINVAL);
+
+    /* No executor: one range on the caller; one without ranges: n of one. */
+    struct pfor q = {.n_workers = 1};
+    q.hits = calloc(PFOR_N, sizeof(*q.hits));
+    q.per_worker = calloc(1, sizeof(*q.per_worker));
+    cr_assert_eq(sl_parallel_run_ranges(NULL, PFOR_N, pfor_range_body, &q), SL_OK);
+    pfor_check(&q, PFOR_N);
+    cr_assert_eq(atomic_load(&q.n_ranges), 1);
+    struct sl_parallel plain = {.ctx = NULL, .n_workers = 1, .run = serial_run};
+    memset(q.hits, 0, PFOR_N * sizeof(*q.hits));
+    atomic_store(&q.per_worker[0], 0);
+    atomic_store(&q.n_ranges, 0);
+    cr_assert_eq(sl_parallel_run_ranges(&plain, 100, pfor_range_body, &q), SL_OK);
+    pfor_check(&q, 100);
+    cr_assert_eq(atomic_load(&q.n_ranges), 100);
+    free(q.hits);
+    free(q.per_worker);
     free(p.hits);
     free(p.per_worker);
     sl_pool_destroy(pool);

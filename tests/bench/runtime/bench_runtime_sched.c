@@ -5,6 +5,10 @@
  * the ratios sluice/TBB and sluice/OpenMP (below 1 means sluice is faster).
  *
  *   loop   10^6 independent empty tasks made by one producer task, then wait
+ *   pfor   a parallel loop of 10^6 empty iterations from a task on a worker:
+ *          sl_parallel_run_ranges (ranges of iterations, as OpenMP's
+ *          schedule(static) and oneTBB's parallel_for split them), and, as
+ *          pfor_indexed, sl_parallel_run (a call per iteration)
  *   fib    recursive fork-join fib(28): both children submitted, then wait
  *   chain  10^6 dependent tasks, each the successor of the one before,
  *          built (init, precede, submit) and run inside the timing
@@ -129,6 +133,43 @@ chain_root(void *arg, sl_status status)
         fail("chain wait");
 }
 
+static void
+pfor_range(void *arg, size_t begin, size_t end, unsigned worker)
+{
+    (void)arg;
+    (void)worker;
+    for (size_t i = begin; i < end; i++)
+        __asm__ volatile("");
+}
+
+static void
+pfor_index(void *arg, size_t index, unsigned worker)
+{
+    (void)arg;
+    (void)index;
+    (void)worker;
+    __asm__ volatile("");
+}
+
+/* A parallel loop of *(long *)arg iterations, ranged or indexed. */
+static void
+pfor_root(void *arg, sl_status status)
+{
+    (void)status;
+    struct sl_parallel par = sl_pool_parallel(bench_pool);
+    if (sl_parallel_run_ranges(&par, (size_t)N_LOOP, pfor_range, arg) != SL_OK)
+        fail("pfor");
+}
+
+static void
+pfor_indexed_root(void *arg, sl_status status)
+{
+    (void)status;
+    struct sl_parallel par = sl_pool_parallel(bench_pool);
+    if (sl_parallel_run(&par, (size_t)N_LOOP, pfor_index, arg) != SL_OK)
+        fail("pfor indexed");
+}
+
 /* Run `fn(arg)` as one task and wait from this (outside) thread. */
 static double
 time_root(sl_task_fn *fn, void *arg)
@@ -164,7 +205,7 @@ cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-enum mode { MODE_LOOP, MODE_FIB, MODE_CHAIN, MODE_SUBMIT };
+enum mode { MODE_LOOP, MODE_PFOR, MODE_PFOR_INDEXED, MODE_FIB, MODE_CHAIN, MODE_SUBMIT };
 
 /* Median seconds of `reps` runs after a warm-up. */
 static double
@@ -178,6 +219,12 @@ sluice_median(enum mode m, int reps, struct chain *chain)
         switch (m) {
         case MODE_LOOP:
             dt = time_root(loop_root, &n);
+            break;
+        case MODE_PFOR:
+            dt = time_root(pfor_root, &n);
+            break;
+        case MODE_PFOR_INDEXED:
+            dt = time_root(pfor_indexed_root, &n);
             break;
         case MODE_FIB:
             dt = time_root(fib_task, &f);
@@ -279,6 +326,12 @@ main(int argc, char **argv)
         double s = sluice_median(MODE_LOOP, reps, &chain) * 1e9 / N_LOOP;
         report("loop_1e6", workers, s, peer_ns(tbb, NULL, "loop", N_LOOP, workers, reps),
                peer_ns(omp, "OMP_NUM_THREADS", "loop", N_LOOP, workers, reps));
+        s = sluice_median(MODE_PFOR, reps, &chain) * 1e9 / N_LOOP;
+        report("pfor_1e6", workers, s, peer_ns(tbb, NULL, "pfor", N_LOOP, workers, reps),
+               peer_ns(omp, "OMP_NUM_THREADS", "pfor", N_LOOP, workers, reps));
+        s = sluice_median(MODE_PFOR_INDEXED, reps, &chain) * 1e9 / N_LOOP;
+        report("pfor_indexed_1e6", workers, s, -1,
+               peer_ns(omp, "OMP_NUM_THREADS", "pfor", N_LOOP, workers, reps));
         s = sluice_median(MODE_FIB, reps, &chain) * 1e9 / fib_tasks;
         report("fib28", workers, s, peer_ns(tbb, NULL, "fib", FIB_N, workers, reps),
                peer_ns(omp, "OMP_NUM_THREADS", "fib", FIB_N, workers, reps));

@@ -3,6 +3,7 @@
  * The OpenMP side of bench_runtime_sched: the same three workloads with
  * OpenMP tasks, run by the driver in the same invocation.
  *   loop N   one producer (omp single) creates N empty tasks, then taskwait
+ *   pfor N   a parallel loop of N empty iterations, schedule(static)
  *   fib K    recursive fork-join fib(K): both children as tasks, then taskwait
  *   chain N  one producer creates N tasks each depend(inout) on one token,
  *            so each runs after the one before, then taskwait
@@ -10,7 +11,7 @@
  * runs after one warm-up run, then min and max.  libgomp runs a task at once
  * in its creator when too many are queued (its throttle), which makes
  * `loop` close to a plain loop of calls.
- *   usage: OMP_NUM_THREADS=T peer_runtime_omp {loop|fib|chain} N REPS
+ *   usage: OMP_NUM_THREADS=T peer_runtime_omp {loop|pfor|fib|chain} N REPS
  */
 #include <omp.h>
 #include <stdio.h>
@@ -38,6 +39,14 @@ loop_tasks(long n)
         }
 #pragma omp taskwait
     }
+}
+
+static void
+pfor_loop(long n)
+{
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++)
+        __asm__ volatile("");
 }
 
 static long
@@ -97,7 +106,7 @@ int
 main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s {loop|fib|chain} N REPS\n", argv[0]);
+        fprintf(stderr, "usage: %s {loop|pfor|fib|chain} N REPS\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -114,6 +123,8 @@ main(int argc, char **argv)
         double t0 = now();
         if (strcmp(mode, "loop") == 0) {
             loop_tasks(n);
+        } else if (strcmp(mode, "pfor") == 0) {
+            pfor_loop(n);
         } else if (is_fib) {
             if (fib_tasks((int)n) != fib_serial((int)n)) {
                 fprintf(stderr, "fib mismatch\n");
@@ -130,7 +141,7 @@ main(int argc, char **argv)
     }
     qsort(t, (size_t)reps, sizeof(double), cmp_double);
     double scale = 1e9 / (double)n_tasks;
-    printf("ns_per_task: %.2f min %.2f max %.2f (OpenMP %d, %d threads)\n", t[reps / 2] * scale,
+    printf("ns_per_task: %.3f min %.3f max %.3f (OpenMP %d, %d threads)\n", t[reps / 2] * scale,
            t[0] * scale, t[reps - 1] * scale, _OPENMP, omp_get_max_threads());
     free(t);
     return 0;

@@ -2,15 +2,18 @@
 // The oneTBB side of bench_runtime_sched: the same three workloads written
 // with oneTBB, run by the driver in the same invocation.
 //   loop N   one producer calls task_group::run N times (empty bodies), then wait
+//   pfor N   tbb::parallel_for over a blocked_range of N empty iterations
 //   fib K    recursive fork-join fib(K): both children via task_group::run, then wait
 //   chain N  N flow-graph continue_nodes in a line, each firing the next; the
 //            graph is built and run inside the timing, destroyed outside it
 // Threads: tbb::global_control max_allowed_parallelism (the calling thread
 // takes part, as in every oneTBB program).  Prints `ns_per_task: MEDIAN`
 // over REPS runs after one warm-up run, then min and max.
-//   usage: peer_runtime_tbb {loop|fib|chain} N THREADS REPS
+//   usage: peer_runtime_tbb {loop|pfor|fib|chain} N THREADS REPS
+#include <tbb/blocked_range.h>
 #include <tbb/flow_graph.h>
 #include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 #include <tbb/task_group.h>
 #include <tbb/version.h>
 
@@ -30,6 +33,15 @@ now()
 {
     using clock = std::chrono::steady_clock;
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+void
+pfor_loop(long n)
+{
+    tbb::parallel_for(tbb::blocked_range<long>(0, n), [](const tbb::blocked_range<long> &r) {
+        for (long i = r.begin(); i != r.end(); ++i)
+            __asm__ volatile("");
+    });
 }
 
 void
@@ -90,7 +102,7 @@ int
 main(int argc, char **argv)
 {
     if (argc != 5) {
-        std::fprintf(stderr, "usage: %s {loop|fib|chain} N THREADS REPS\n", argv[0]);
+        std::fprintf(stderr, "usage: %s {loop|pfor|fib|chain} N THREADS REPS\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -108,6 +120,8 @@ main(int argc, char **argv)
         double t0 = now(), dt;
         if (std::strcmp(mode, "loop") == 0) {
             loop_tasks(n);
+        } else if (std::strcmp(mode, "pfor") == 0) {
+            pfor_loop(n);
             dt = now() - t0;
         } else if (is_fib) {
             if (fib(static_cast<int>(n)) != fib_serial(static_cast<int>(n))) {
@@ -126,7 +140,7 @@ main(int argc, char **argv)
     }
     std::sort(t.begin(), t.end());
     double scale = 1e9 / static_cast<double>(n_tasks);
-    std::printf("ns_per_task: %.2f min %.2f max %.2f (oneTBB %d.%d, %d threads)\n",
+    std::printf("ns_per_task: %.3f min %.3f max %.3f (oneTBB %d.%d, %d threads)\n",
                 t[t.size() / 2] * scale, t.front() * scale, t.back() * scale, TBB_VERSION_MAJOR,
                 TBB_VERSION_MINOR, threads);
     return 0;
