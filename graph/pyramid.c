@@ -425,8 +425,16 @@ pyr_add_nodes(sl_graph *g, const char *name, uint32_t input, const struct sl__py
         uint32_t from, reduced;
         pyr_node_names(name, k, put, get, op);
         st = sl_graph_add_get(g, get, arrays[k - 1], &from, err);
+        /* Reduced per chunk of level k - 1 where the blocks allow (fused
+         * with its read, as the planner fuses one-to-one edges). */
+        uint64_t chunks[SL_MAX_RANK];
+        const struct sl__node *in = st == SL_OK ? sl__graph_node(g, from) : NULL;
+        if (in != NULL && sl_grid_is_regular(&in->grid))
+            sl_downsample_chunks(&l->op.u.downsample, in->grid.chunk, l->chunk[k], chunks);
+        else
+            memcpy(chunks, l->chunk[k], sizeof(chunks));
         if (st == SL_OK)
-            st = sl_graph_add_op(g, op, from, &l->op, l->chunk[k], &reduced, err);
+            st = sl_graph_add_op(g, op, from, &l->op, chunks, &reduced, err);
         if (st == SL_OK)
             st = sl_graph_add_put(g, put, reduced, arrays[k], &ids[k], err);
     }

@@ -96,8 +96,12 @@ ds_build(void *ctx, sl_store *out, bool real, sl_graph **g)
     *g = dst != NULL ? sl_graph_create(NULL, &err) : NULL;
     uint32_t get, ds;
     int rc = 0;
+    /* Reduced per input chunk where the blocks allow: fused with its read. */
+    uint64_t chunks[SL_MAX_RANK];
+    sl_downsample_chunks(&j->op.u.downsample, sl_array_chunk_shape(j->src), j->spec.chunk_shape,
+                         chunks);
     if (*g == NULL || sl_graph_add_get(*g, "input", j->src, &get, &err) != SL_OK ||
-        sl_graph_add_op(*g, "downsample", get, &j->op, j->spec.chunk_shape, &ds, &err) != SL_OK ||
+        sl_graph_add_op(*g, "downsample", get, &j->op, chunks, &ds, &err) != SL_OK ||
         sl_graph_add_put(*g, "output", ds, dst, NULL, &err) != SL_OK)
         rc = cmd_fail("downsample", j->dst_path, &err);
     sl_array_unref(dst);

@@ -123,6 +123,17 @@ sl_downsample_shape(const struct sl_downsample_params *p, const uint64_t *in_sha
         out_shape[d] = div_ceil(in_shape[d], p->factor[d]);
 }
 
+void
+sl_downsample_chunks(const struct sl_downsample_params *p, const uint64_t *in_chunk,
+                     const uint64_t *out_chunk, uint64_t *chunk)
+{
+    for (uint32_t d = 0; d < p->rank; d++) {
+        const uint64_t f = p->factor[d], c = in_chunk[d];
+        const bool per_input = f > 0 && c % f == 0 && c / f > 0 && out_chunk[d] % (c / f) == 0;
+        chunk[d] = per_input ? c / f : out_chunk[d];
+    }
+}
+
 sl_status
 sl_downsample_input_region(const struct sl_downsample_params *p, const uint64_t *in_shape,
                            const struct sl_region *out_region, struct sl_region *in_region,

@@ -112,6 +112,20 @@ SL_API void sl_downsample_shape(const struct sl_downsample_params *p, const uint
                                 uint64_t *out_shape);
 
 /**
+ * The chunk shape a downsample node should compute in, for input chunks
+ * `in_chunk` and output chunks `out_chunk` (p->rank entries each): per
+ * dimension in_chunk / f where f divides in_chunk and the quotient divides
+ * out_chunk, so that each computed chunk reads exactly one input chunk (the
+ * graph then fuses the reduction with that chunk's read and decode, while
+ * it is in cache, and frees it at once; a cheap copy gathers the pieces into
+ * output chunks), else out_chunk.  `p` must have passed
+ * sl_downsample_check.
+ * Thread-safety: any thread.
+ */
+SL_API void sl_downsample_chunks(const struct sl_downsample_params *p, const uint64_t *in_chunk,
+                                 const uint64_t *out_chunk, uint64_t *chunk);
+
+/**
  * The input region an output region depends on: [start * f, stop * f) per
  * dimension, clipped to `in_shape`.  This is the block a caller hands to
  * sl_downsample() to compute `out_region`.

@@ -197,3 +197,21 @@ Test(ops_downsample, mean_2x2x2_uint16_matches_reference)
     ref_buf_free(&out);
     ref_buf_free(&want);
 }
+
+/* A downsample computes per input chunk where the factor divides the input
+ * chunk and the quotient divides the output chunk; else in output chunks. */
+Test(ops_downsample, chunks_are_one_input_chunk_each_where_the_blocks_allow)
+{
+    struct sl_downsample_params p = {.method = SL_DOWNSAMPLE_MEAN, .rank = 5};
+    const uint64_t f[5] = {2, 2, 3, 1, 2};
+    const uint64_t in[5] = {64, 64, 64, 32, 63};
+    const uint64_t out[5] = {64, 48, 64, 64, 64};
+    memcpy(p.factor, f, sizeof(f));
+    uint64_t got[5];
+    sl_downsample_chunks(&p, in, out, got);
+    cr_assert_eq(got[0], 32, "64 / 2 = 32 divides 64");
+    cr_assert_eq(got[1], 48, "32 does not divide 48: the output's chunks");
+    cr_assert_eq(got[2], 64, "3 does not divide 64");
+    cr_assert_eq(got[3], 32, "a factor of 1: the input chunk, which divides 64");
+    cr_assert_eq(got[4], 64, "2 does not divide 63");
+}
