@@ -69,6 +69,7 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
 {
     int rc = 0;
     *doc = NULL;
+    journal[0] = '\0';
     if (dist_rank() == 0) {
         rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, ro, doc);
         /* The file's journal path, kept past the document that holds it. */
@@ -110,6 +111,11 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
         free(dirs);
     }
     rc = dist_exit_status(rc);
+    /* What rank 0 found: whether the run resumes, and the file's journal. */
+    ro->resume = dist_share_flag(ro->resume);
+    dist_share_text(journal, journal_size);
+    if (dist_rank() != 0 && ro->journal == NULL && journal[0] != '\0')
+        ro->journal = journal;
     if (rc == 0 && dist_rank() != 0)
         rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_OPEN, allow_outside, ro, doc);
     if (rc != 0) {
@@ -132,6 +138,33 @@ merge_run_opts(const sl_graph_json *doc, struct run_opts *o)
     o->missing_is_error = o->missing_is_error || run.missing_is_error;
     if (o->retries < 0)
         o->retries = (int)run.retries;
+}
+
+/*
+ * Across processes give every rank rank 0's staging directories (`*n` of
+ * them in `staging`), which its journal names: the others open the nodes
+ * rank 0 began and replace none.  The texts live in the buffer returned
+ * (free it after the run; NULL alone or when out of memory, then every
+ * rank names none past rank 0's).
+ */
+static char *
+staging_share(const char **staging, size_t *n)
+{
+    size_t size = (size_t)SL_JOURNAL_MAX_STAGING * 4097 + 32;
+    char *buf = dist_size() > 1 ? malloc(size) : NULL;
+    if (buf == NULL)
+        return NULL;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; dist_rank() == 0 && i < *n && i < SL_JOURNAL_MAX_STAGING; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s\n", staging[i]);
+    dist_share_text(buf, size);
+    *n = 0;
+    for (char *p = buf, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        *nl = '\0';
+        staging[(*n)++] = p;
+    }
+    return buf;
 }
 
 static int
@@ -186,18 +219,23 @@ run_run(int argc, char **argv)
          * local nodes, puts them in place. */
         const char *staging[SL_JOURNAL_MAX_STAGING];
         size_t n = sl_graph_json_staging(doc, staging, SL_JOURNAL_MAX_STAGING);
+        char jbuf[4096];
+        bool too_many = dist_share_flag(n > SL_JOURNAL_MAX_STAGING &&
+                                        journal_path(&ro, jbuf, sizeof(jbuf)) != NULL);
+        size_t n_made = n;
+        char *shared = staging_share(staging, &n);
         ro.staging = staging;
         ro.n_staging = n < SL_JOURNAL_MAX_STAGING ? (uint32_t)n : SL_JOURNAL_MAX_STAGING;
-        char jbuf[4096];
-        if (n > SL_JOURNAL_MAX_STAGING && journal_path(&ro, jbuf, sizeof(jbuf)) != NULL) {
+        if (too_many) {
             fprintf(stderr,
                     "sluice run: %s: a journal names at most %d new nodes; this file "
                     "makes %zu\n",
-                    path, SL_JOURNAL_MAX_STAGING, n);
+                    path, SL_JOURNAL_MAX_STAGING, n_made);
             rc = 2;
         } else {
             rc = run_graph(&cmd_run, g, &ro, name);
         }
+        free(shared);
         struct sl_error err = SL_ERROR_INIT;
         /* Refused (2): destroying the document removes what it wrote,
          * except what a refused --resume took over from the earlier run. */
