@@ -15,8 +15,11 @@ number of ranks or another one skips every unit any rank journaled.
    ranks.  --rerun-failed REPORT on 2 ranks does the same.
 2. A changed option (--missing-is-error) is refused on 2 ranks (exit 2,
    naming it); the earlier output is kept and the right resume completes.
-3. A 2-rank run killed (SIGKILL of mpirun and its ranks) once some units
-   are journaled is resumed on 3 ranks, with the same checks.
+3. A graph file naming its journal fails on 2 ranks into a new output and
+   is resumed on 3 and on 1 rank: only the units no rank journaled are
+   written, and the output equals an uninterrupted run's.
+4. A 2-rank run killed (SIGKILL of mpirun and its ranks) part way is
+   resumed on 3 ranks, with the checks of 1.
 
 Exits 77 (skipped) without mpirun.
 """
@@ -279,6 +282,74 @@ class Case:
         fail("no kill of a 2-rank run left a partial journal in 30 tries")
 
 
+def graph_file(c):
+    """`sluice run` of a graph file whose "run" names its journal: on 2
+    ranks it fails in some units into a new output (kept, in place); with
+    the chunk repaired --resume on 3 ranks and, from the same state made
+    again, on 1 rank writes only the units no rank journaled, and the output
+    equals an uninterrupted run's."""
+    gdir = os.path.join(c.tmp, "gf")
+    out = os.path.join(gdir, "scaled.zarr")
+    journal = os.path.join(gdir, "g.journal")
+    shutil.rmtree(gdir, ignore_errors=True)
+    os.makedirs(gdir)
+    doc = {"sluice": 1,
+           "arrays": {"image": {"path": c.src},
+                      "out": {"path": "scaled.zarr", "like": "image",
+                              "create": {"chunks": [8, 16, 16], "shards": [8, 64, 64],
+                                         "dtype": "float32"}}},
+           "nodes": {"read": {"op": "get", "array": "image"},
+                     "f": {"op": "cast", "input": "read", "dtype": "float32"},
+                     "s": {"op": "scale", "input": "f", "scale": 2.0},
+                     "w": {"op": "put", "input": "s", "array": "out"}},
+           "run": {"journal": "g.journal"}}
+    with open(os.path.join(gdir, "g.json"), "w") as f:
+        json.dump(doc, f)
+    argv = ["run", os.path.join(gdir, "g.json"), "--allow-outside", "--no-progress",
+            "--threads", "1", "--report", c.report]
+    rc, err = run(0, *argv)
+    if rc != 0:
+        sys.exit(f"an uninterrupted graph file run fails: {err}")
+    with open(c.report) as f:
+        total = json.load(f)["summary"]["objects_written"]
+    ref = tree(out)
+
+    def journals():
+        return sorted(f for f in os.listdir(gdir) if f.startswith("g.journal"))
+
+    for np_ in (3, 1):
+        shutil.rmtree(out)
+        for f in journals():
+            os.unlink(os.path.join(gdir, f))
+        with open(c.chunk, "rb") as f:
+            good = f.read()
+        with open(c.chunk, "wb") as f:
+            f.write(b"not a zstd frame" * 4)
+        try:
+            rc, err = run(2, *argv)
+        finally:
+            with open(c.chunk, "wb") as f:
+                f.write(good)
+        units = set()
+        for f in journals():
+            units |= journal_units(os.path.join(gdir, f))
+        if rc != 1 or journals() != ["g.journal.rank-0-of-2", "g.journal.rank-1-of-2"]:
+            fail(f"graph file: a 2-rank run reading a corrupt chunk exits {rc} (want 1), "
+                 f"journals {journals()}: {err.strip()[-1500:]}")
+            return
+        rc, err = run(np_, *argv, "--resume")
+        with open(c.report) as f:
+            wrote = json.load(f)["summary"]["objects_written"]
+        want = ["g.journal"] if np_ == 1 else [f"g.journal.rank-{r}-of-{np_}" for r in range(np_)]
+        if rc != 0 or wrote != total - len(units) or tree(out) != ref or journals() != want:
+            fail(f"graph file: failed on 2 ranks, resumed on {np_}: exit {rc}, wrote {wrote} "
+                 f"units (want {total - len(units)}), output same: {tree(out) == ref}, journals "
+                 f"{journals()}: {err.strip()[-1500:]}")
+        else:
+            print(f"graph file: failed on 2 ranks ({len(units)} of {total} units journaled), "
+                  f"resumed on {np_}: wrote {wrote}", flush=True)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="sluice-mpi-resume-")
     try:
@@ -286,6 +357,7 @@ def main():
         c.setup("32,128,128")
         c.failed_units()
         c.refusal()
+        graph_file(c)
         c.setup("64,512,512")
         c.killed()
     finally:
