@@ -175,28 +175,6 @@ s3_make_room(const struct cmd *c, sl_store *out, const char *path, const struct 
     return 2;
 }
 
-/* dest_write for an s3:// output: written where it is, in place.  Under
- * mpirun rank 0 makes room and creates the metadata (dest_create_array),
- * then every rank writes its own shards. */
-static int
-dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao,
-              graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
-{
-    struct sl_error err = SL_ERROR_INIT;
-    sl_store *out = open_output_store(path, ro, &err);
-    if (out == NULL)
-        return cmd_fail(c->name, path, &err);
-    int rc = s3_make_room(c, out, path, ao);
-    sl_graph *g = NULL;
-    if (rc == 0)
-        rc = build(ctx, out, true, &g);
-    if (rc == 0)
-        rc = run_graph(c, g, ro, what);
-    sl_graph_unref(g);
-    sl_store_unref(out);
-    return dist_exit_status(rc);
-}
-
 /* Rank 0's part of dest_resume: the earlier run's staging directory,
  * named alike by each of its journals, taken over. */
 static sl_status
@@ -335,6 +313,73 @@ dest_resume_fresh(const struct cmd *c, const struct run_opts *ro, const char *jo
     return dist_exit_status(rc);
 }
 
+/*
+ * Before an s3:// run begun afresh that journals: rank 0 removes the
+ * earlier journals first, as the node they describe is about to be
+ * deleted (a kill in between must not leave them to a --resume).  0, or 1
+ * after a message.
+ */
+static int
+s3_journal_clear(const struct cmd *c, const char *journal)
+{
+    int rc = journal != NULL && dist_rank() == 0 ? journal_set_remove(c, journal, 0) : 0;
+    return dist_exit_status(rc);
+}
+
+/* A --resume of an s3:// output: the earlier run's node must be there (it
+ * is written in place, and never deleted by a resume).  Rank 0 looks and
+ * compares its metadata with what this run makes.  0, or 2 after a
+ * message. */
+static int
+s3_resume_check(const struct cmd *c, sl_store *out, const char *path, graph_build_fn *build,
+                void *ctx)
+{
+    int rc = 0;
+    if (dist_rank() == 0 && !dest_has_node(out, "")) {
+        fprintf(stderr,
+                "sluice %s: --resume refused: no Zarr node at %s, where the journal's run "
+                "wrote (run without --resume to start afresh)\n",
+                c->name, path);
+        rc = 2;
+    }
+    if (rc == 0 && dist_rank() == 0)
+        rc = dest_resume_check(c, build, ctx, out);
+    return dist_worst(rc);
+}
+
+/* dest_write for an s3:// output: written where it is, in place.  Under
+ * mpirun rank 0 makes room and creates the metadata (dest_create_array),
+ * then every rank writes its own shards.  A --resume opens the earlier
+ * run's node instead (nothing is deleted) and skips what its journals
+ * hold. */
+static int
+dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao,
+              graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
+{
+    char jbuf[4096];
+    const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
+    bool fresh = false;
+    if (dest_resume_fresh(c, ro, journal, &fresh) != 0)
+        return 2;
+    struct run_opts rs = *ro;
+    rs.resume = ro->resume && !fresh;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *out = open_output_store(path, ro, &err);
+    if (out == NULL)
+        return dist_exit_status(cmd_fail(c->name, path, &err));
+    int rc = rs.resume ? s3_resume_check(c, out, path, build, ctx) : s3_journal_clear(c, journal);
+    if (rc == 0 && !rs.resume)
+        rc = s3_make_room(c, out, path, ao);
+    sl_graph *g = NULL;
+    if (rc == 0)
+        rc = build(ctx, out, true, &g);
+    if (rc == 0)
+        rc = run_graph(c, g, &rs, what);
+    sl_graph_unref(g);
+    sl_store_unref(out);
+    return dist_exit_status(rc);
+}
+
 int
 dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
            graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
@@ -343,8 +388,6 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
         rehearse(c, build, ctx, ro, what) != 0)
         return 2;
-    if (sl_url_is_s3(path) && ro->resume)
-        return cmd_usage_error(c, "--resume: s3:// outputs cannot be resumed yet");
     if (sl_url_is_s3(path))
         return dest_write_s3(c, path, ao, build, ctx, ro, what);
     struct dest d;
