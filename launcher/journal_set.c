@@ -75,22 +75,30 @@ set_add(const struct cmd *c, struct journal_set *s, const char *path)
     return 0;
 }
 
+/* Whether `path` is a rank's journal of the run's journal (`base_len`
+ * bytes long): rank and size then. */
+static bool
+path_rank(const char *path, size_t base_len, unsigned long *rank, unsigned long *size)
+{
+    size_t infix = strlen(RANK_INFIX);
+    return strlen(path) > base_len + infix && strncmp(path + base_len, RANK_INFIX, infix) == 0 &&
+           rank_suffix_parse(path + base_len + infix, rank, size);
+}
+
 /* Count the ranks of runs across processes whose journal is absent. */
 static void
 set_count_missing(struct journal_set *s, size_t base_len)
 {
     s->n_missing = 0;
     for (uint32_t i = 0; i < s->n; i++) {
-        unsigned long r, n;
-        if (!rank_suffix_parse(s->paths[i] + base_len + strlen(RANK_INFIX), &r, &n) || r != 0)
-            continue;
-        unsigned long seen = 0;
-        for (uint32_t k = 0; k < s->n; k++) {
-            unsigned long r2, n2;
-            seen +=
-                rank_suffix_parse(s->paths[k] + base_len + strlen(RANK_INFIX), &r2, &n2) && n2 == n;
-        }
-        s->n_missing += (uint32_t)(n - seen);
+        unsigned long r, n, r2, n2, seen = 0;
+        bool first = path_rank(s->paths[i], base_len, &r, &n);
+        /* Each number of ranks once, at its first file. */
+        for (uint32_t k = 0; first && k < i; k++)
+            first = !path_rank(s->paths[k], base_len, &r2, &n2) || n2 != n;
+        for (uint32_t k = 0; first && k < s->n; k++)
+            seen += path_rank(s->paths[k], base_len, &r2, &n2) && n2 == n;
+        s->n_missing += first ? (uint32_t)(n - seen) : 0;
     }
 }
 
@@ -150,8 +158,7 @@ journal_set_remove(const struct cmd *c, const char *base, int keep)
     for (uint32_t i = 0; rc == 0 && i < s.n; i++) {
         unsigned long r, n;
         bool alone = s.paths[i][base_len] == '\0';
-        bool ranked =
-            !alone && rank_suffix_parse(s.paths[i] + base_len + strlen(RANK_INFIX), &r, &n);
+        bool ranked = path_rank(s.paths[i], base_len, &r, &n);
         if ((alone && keep == 1) || (ranked && keep > 1 && n == (unsigned long)keep))
             continue;
         if (unlink(s.paths[i]) != 0 && errno != ENOENT) {
