@@ -19,7 +19,7 @@ number of ranks or another one skips every unit any rank journaled.
    is resumed on 3 and on 1 rank: only the units no rank journaled are
    written, and the output equals an uninterrupted run's.
 4. A 2-rank run killed (SIGKILL of mpirun and its ranks) part way is
-   resumed on 3 ranks, with the checks of 1.
+   resumed on 3 ranks, and another on 1, with the checks of 1.
 
 Exits 77 (skipped) without mpirun.
 """
@@ -102,17 +102,19 @@ class Case:
         self.chunk = os.path.join(self.src, "c", "1", "2", "1")
 
     def argv(self, *extra):
-        return ["pyramid", self.src, self.dst, *LAYOUT, "--journal", self.journal, "--overwrite",
-                *extra]
+        return ["pyramid", self.src, self.dst, *LAYOUT, *self.codec, "--journal", self.journal,
+                "--overwrite", *extra]
 
-    def setup(self, shape):
+    def setup(self, shape, codec=()):
+        self.codec = list(codec)
         shutil.rmtree(self.src, ignore_errors=True)
         shutil.rmtree(self.ref, ignore_errors=True)
         rc, err = run(0, "generate", self.src, "--shape", shape, "--chunks", "8,32,32",
                       "--no-progress")
         if rc != 0:
             sys.exit(f"cannot make the input: {err}")
-        rc, err = run(0, "pyramid", self.src, self.ref, *LAYOUT, "--report", self.report)
+        rc, err = run(0, "pyramid", self.src, self.ref, *LAYOUT, *self.codec, "--report",
+                      self.report)
         if rc != 0:
             sys.exit(f"an uninterrupted run fails: {err}")
         with open(self.report) as f:
@@ -254,32 +256,40 @@ class Case:
         self.resume_and_check(3, "after the refusal, resumed on 3", "--resume")
 
     def killed(self):
-        """SIGKILL a 2-rank run (mpirun and its ranks, as a lost job) part
-        way: later while no unit is journaled, earlier once all are; then
-        resume on 3 ranks."""
-        self.clean()
-        t0 = time.monotonic()
-        rc, err = run(2, *self.argv())
-        delay = 0.5 * (time.monotonic() - t0)
-        if rc != 0:
-            sys.exit(f"an uninterrupted 2-rank run fails: {err}")
-        for attempt in range(30):
+        """SIGKILL 2-rank runs (mpirun and its ranks, as a lost job) once
+        their journals hold some units, not all; resume one on 3 ranks and
+        one on 1."""
+        for np_, target in ((3, self.total // 8), (1, self.total // 3)):
+            self.kill_resume(np_, target)
+
+    def kill_resume(self, np_, target):
+        """A kill once at least `target` units are recorded (the records
+        come faster than this looks: it lands later), resumed on `np_`."""
+        for attempt in range(10):
             self.clean()
             p = subprocess.Popen(cmd(2, *self.argv()), stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=ENV, start_new_session=True)
+            t_end = time.monotonic() + 120
+            while p.poll() is None and time.monotonic() < t_end:
+                try:
+                    if self.trusted()[1] >= target:
+                        break
+                except (OSError, ValueError):
+                    pass  # a journal being replaced
+                time.sleep(0.001)
             try:
-                p.wait(timeout=delay)
-            except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait()
             self.wait_owners()
             trusted, recorded = self.trusted()
             if 0 < recorded < self.total and self.staging():
-                self.resume_and_check(3, f"killed on 2 ranks after {delay:.2f} s ({recorded} "
-                                      f"units recorded), resumed on 3", "--resume")
+                self.resume_and_check(np_, f"killed on 2 ranks ({recorded} units recorded), "
+                                      f"resumed on {np_}", "--resume")
                 return
-            delay *= 0.7 if recorded > 0 else 1.3
-        fail("no kill of a 2-rank run left a partial journal in 30 tries")
+            target = max(1, target // 2)
+        fail(f"no kill of a 2-rank run left a partial journal in 10 tries (resume on {np_})")
 
 
 def graph_file(c):
@@ -358,7 +368,7 @@ def main():
         c.failed_units()
         c.refusal()
         graph_file(c)
-        c.setup("64,512,512")
+        c.setup("64,1024,1024")
         c.killed()
     finally:
         if os.environ.get("SL_KEEP_TMP") != "1":
