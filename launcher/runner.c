@@ -635,7 +635,7 @@ journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_jo
     int rc = mine == NULL ? cmd_usage_error(c, "--journal %s: the path is too long", base) : 0;
     if (rc == 0 && o->resume && dist_rank() == 0)
         rc = journal_set_find(c, base, &old);
-    if (dist_exit_status(rc) != 0) {
+    if (dist_worst(rc) != 0) {
         journal_set_fini(&old);
         return 2;
     }
