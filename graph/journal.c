@@ -534,9 +534,10 @@ bit_get(const struct journal_put *jp, uint64_t unit)
     return (jp->done[unit / 8] >> (unit % 8)) & 1u;
 }
 
-/* The records of the body, up to the first damaged line. */
+/* The records of the body, up to the first damaged line; `file` is the
+ * journal's index among those read, for the info. */
 static void
-journal_read_units(sl_journal *j, struct journal_read *r)
+journal_read_units(sl_journal *j, struct journal_read *r, uint32_t file)
 {
     size_t pos = r->body;
     for (;;) {
@@ -549,11 +550,17 @@ journal_read_units(sl_journal *j, struct journal_read *r)
         uint64_t unit;
         if (p == NULL || strncmp(p, "u ", 2) != 0 || !unit_parse(p, j, &put, &unit)) {
             r->damaged_at = (int64_t)at;
-            j->info.damaged_at = (int64_t)at;
+            if (j->info.damaged_at < 0) {
+                j->info.damaged_at = (int64_t)at;
+                j->info.damaged_in = file;
+            }
             /* This line and every one after it. */
             for (size_t k = at; k < r->size; k++)
                 j->info.records_ignored += r->data[k] == '\n' || r->data[k] == '\0';
-            j->info.records_ignored += r->size > 0 && r->data[r->size - 1] != '\n';
+            /* A last piece without its newline is a line too; a last line
+             * damaged had its newline made NUL by next_line: counted. */
+            j->info.records_ignored +=
+                r->size > 0 && r->data[r->size - 1] != '\n' && r->data[r->size - 1] != '\0';
             return;
         }
         bit_set(&j->puts[put], unit);
@@ -714,6 +721,54 @@ journal_write_start(sl_journal *j, const char *path, const struct fingerprint *f
     return SL_OK;
 }
 
+/* Whether `a` and `b` name the same staging directories (by identity). */
+static bool
+staging_same(const struct journal_read *a, const struct journal_read *b)
+{
+    if (a->n_staging != b->n_staging)
+        return false;
+    for (uint32_t i = 0; i < a->n_staging; i++)
+        if (a->staging[i].dev != b->staging[i].dev || a->staging[i].ino != b->staging[i].ino)
+            return false;
+    return true;
+}
+
+/*
+ * Read the earlier run's journals (o->resume_from, else `path`) into j's
+ * bitmaps: each must be of fingerprint `fp`, and all must name the same
+ * staging directories, as the processes of one run write them.
+ */
+static sl_status
+journal_read_all(sl_journal *j, const char *path, const struct sl_journal_opts *o,
+                 const struct fingerprint *fp, struct sl_error *err)
+{
+    uint32_t n = o->n_resume_from > 0 ? o->n_resume_from : 1;
+    struct journal_read first, r;
+    memset(&first, 0, sizeof(first));
+    sl_status st = SL_OK;
+    for (uint32_t i = 0; i < n && st == SL_OK; i++) {
+        const char *p = o->n_resume_from > 0 ? o->resume_from[i] : path;
+        memset(&r, 0, sizeof(r));
+        st = journal_read_header(p, &r, err);
+        if (st == SL_OK)
+            st = fingerprint_compare(r.items, r.n_items, fp, p, err);
+        if (st == SL_OK && i > 0 && !staging_same(&first, &r))
+            st = sl_error_set(err, SL_ECONFLICT, NULL,
+                              "journals %s and %s name different output directories: they are "
+                              "of different runs (remove the stale one)",
+                              o->resume_from[0], p);
+        if (st == SL_OK)
+            journal_read_units(j, &r, i);
+        if (i == 0) {
+            first = r;
+            continue;
+        }
+        journal_read_fini(&r);
+    }
+    journal_read_fini(&first);
+    return st;
+}
+
 sl_journal *
 sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *opts,
                 struct sl_error *err)
@@ -726,6 +781,12 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
     if (o.n_staging > SL_JOURNAL_MAX_STAGING) {
         sl_error_set(err, SL_EINVAL, NULL, "journal %s: %" PRIu32 " directories; at most %d", path,
                      o.n_staging, SL_JOURNAL_MAX_STAGING);
+        return NULL;
+    }
+    if (o.n_resume_from > 0 && o.resume_from == NULL) {
+        sl_error_set(err, SL_EINVAL, NULL,
+                     "journal %s: %" PRIu32 " journals to resume from, none given", path,
+                     o.n_resume_from);
         return NULL;
     }
     if (plan->journal != NULL) {
@@ -745,17 +806,12 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
     j->interval_ns = (uint64_t)((o.sync_interval_s > 0 ? o.sync_interval_s : 0) * 1e9);
     pthread_mutex_init(&j->mu, NULL);
     struct fingerprint fp = {0};
-    struct journal_read r;
-    memset(&r, 0, sizeof(r));
     sl_status st = journal_puts_init(j, err);
     if (st == SL_OK)
         st = fingerprint_make(plan, &fp, err);
     if (st == SL_OK && o.resume) {
-        st = journal_read_header(path, &r, err);
-        if (st == SL_OK)
-            st = fingerprint_compare(r.items, r.n_items, &fp, path, err);
+        st = journal_read_all(j, path, &o, &fp, err);
         if (st == SL_OK) {
-            journal_read_units(j, &r);
             journal_distrust(j);
             for (uint32_t p = 0; p < plan->n_puts; p++)
                 j->info.units_done += j->puts[p].n_done;
@@ -763,7 +819,6 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
     }
     if (st == SL_OK)
         st = journal_write_start(j, path, &fp, o.staging, o.n_staging, err);
-    journal_read_fini(&r);
     free(fp.items);
     if (st != SL_OK) {
         journal_free(j);

@@ -54,6 +54,42 @@ const struct cmd cmd_run = {
 static void merge_run_opts(const sl_graph_json *doc, struct run_opts *o);
 
 /*
+ * Refuse a --resume of a file that creates s3:// arrays: the loader makes
+ * room for them (deleting an old node with "overwrite"), which would lose
+ * the units the journal holds.  Read from the file's array lines
+ * (sl_graph_json_write_arrays: "array NAME: create|overwrite PATH: ...").
+ * @return 0, or 2 after a message naming the first such array.
+ */
+static int
+resume_s3_check(const sl_graph_json *doc)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (f == NULL)
+        return cmd_usage_error(&cmd_run, "out of memory");
+    sl_status st = sl_graph_json_write_arrays(doc, f, NULL);
+    fclose(f);
+    int rc = st == SL_OK ? 0 : cmd_usage_error(&cmd_run, "cannot list the file's arrays");
+    for (char *line = text; rc == 0 && line != NULL && *line != '\0';) {
+        char *nl = strchr(line, '\n');
+        if (nl != NULL)
+            *nl = '\0';
+        char *colon = strstr(line, ": ");
+        if (colon != NULL && (strncmp(colon + 2, "create s3://", 12) == 0 ||
+                              strncmp(colon + 2, "overwrite s3://", 15) == 0))
+            rc = cmd_usage_error(&cmd_run,
+                                 "--resume: %s: graph files that create s3:// arrays do not "
+                                 "resume yet (the command-line copy, downsample and pyramid "
+                                 "do)",
+                                 line);
+        line = nl != NULL ? nl + 1 : NULL;
+    }
+    free(text);
+    return rc;
+}
+
+/*
  * Load the graph file for a real run.  It is rehearsed in memory first, so
  * that a budget too small is refused before the file's nodes are begun (on
  * disk, or on S3 where an old node is deleted first, or in place).  Across
@@ -69,6 +105,7 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
 {
     int rc = 0;
     *doc = NULL;
+    journal[0] = '\0';
     if (dist_rank() == 0) {
         rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, ro, doc);
         /* The file's journal path, kept past the document that holds it. */
@@ -89,6 +126,8 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
             merge_run_opts(*doc, &mine);
             rc = plan_check(&cmd_run, sl_graph_json_graph(*doc), &mine, path);
             bool fresh = false;
+            if (rc == 0 && ro->resume)
+                rc = resume_s3_check(*doc);
             if (rc == 0 && ro->resume) {
                 /* The journal is checked against the graph as this file
                  * makes it before the earlier run's output is touched. */
@@ -110,6 +149,11 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
         free(dirs);
     }
     rc = dist_exit_status(rc);
+    /* What rank 0 found: whether the run resumes, and the file's journal. */
+    ro->resume = dist_share_flag(ro->resume);
+    dist_share_text(journal, journal_size);
+    if (dist_rank() != 0 && ro->journal == NULL && journal[0] != '\0')
+        ro->journal = journal;
     if (rc == 0 && dist_rank() != 0)
         rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_OPEN, allow_outside, ro, doc);
     if (rc != 0) {
@@ -132,6 +176,33 @@ merge_run_opts(const sl_graph_json *doc, struct run_opts *o)
     o->missing_is_error = o->missing_is_error || run.missing_is_error;
     if (o->retries < 0)
         o->retries = (int)run.retries;
+}
+
+/*
+ * Across processes give every rank rank 0's staging directories (`*n` of
+ * them in `staging`), which its journal names: the others open the nodes
+ * rank 0 began and replace none.  The texts live in the buffer returned
+ * (free it after the run; NULL alone or when out of memory, then every
+ * rank names none past rank 0's).
+ */
+static char *
+staging_share(const char **staging, size_t *n)
+{
+    size_t size = (size_t)SL_JOURNAL_MAX_STAGING * 4097 + 32;
+    char *buf = dist_size() > 1 ? malloc(size) : NULL;
+    if (buf == NULL)
+        return NULL;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; dist_rank() == 0 && i < *n && i < SL_JOURNAL_MAX_STAGING; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s\n", staging[i]);
+    dist_share_text(buf, size);
+    *n = 0;
+    for (char *p = buf, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        *nl = '\0';
+        staging[(*n)++] = p;
+    }
+    return buf;
 }
 
 static int
@@ -186,18 +257,23 @@ run_run(int argc, char **argv)
          * local nodes, puts them in place. */
         const char *staging[SL_JOURNAL_MAX_STAGING];
         size_t n = sl_graph_json_staging(doc, staging, SL_JOURNAL_MAX_STAGING);
+        char jbuf[4096];
+        bool too_many = dist_share_flag(n > SL_JOURNAL_MAX_STAGING &&
+                                        journal_path(&ro, jbuf, sizeof(jbuf)) != NULL);
+        size_t n_made = n;
+        char *shared = staging_share(staging, &n);
         ro.staging = staging;
         ro.n_staging = n < SL_JOURNAL_MAX_STAGING ? (uint32_t)n : SL_JOURNAL_MAX_STAGING;
-        char jbuf[4096];
-        if (n > SL_JOURNAL_MAX_STAGING && journal_path(&ro, jbuf, sizeof(jbuf)) != NULL) {
+        if (too_many) {
             fprintf(stderr,
                     "sluice run: %s: a journal names at most %d new nodes; this file "
                     "makes %zu\n",
-                    path, SL_JOURNAL_MAX_STAGING, n);
+                    path, SL_JOURNAL_MAX_STAGING, n_made);
             rc = 2;
         } else {
             rc = run_graph(&cmd_run, g, &ro, name);
         }
+        free(shared);
         struct sl_error err = SL_ERROR_INIT;
         /* Refused (2): destroying the document removes what it wrote,
          * except what a refused --resume took over from the earlier run. */

@@ -11,6 +11,7 @@
 
 #include "dest.h"
 #include "dist.h"
+#include "journal_set.h"
 #include "runner.h"
 
 int
@@ -174,52 +175,55 @@ s3_make_room(const struct cmd *c, sl_store *out, const char *path, const struct 
     return 2;
 }
 
-/* dest_write for an s3:// output: written where it is, in place.  Under
- * mpirun rank 0 makes room and creates the metadata (dest_create_array),
- * then every rank writes its own shards. */
-static int
-dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao,
-              graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
+/* Rank 0's part of dest_resume: the earlier run's staging directory,
+ * named alike by each of its journals, taken over. */
+static sl_status
+dest_resume_take(const struct cmd *c, struct dest *d, const char *path, const char *journal,
+                 struct sl_error *err)
 {
-    struct sl_error err = SL_ERROR_INIT;
-    sl_store *out = open_output_store(path, ro, &err);
-    if (out == NULL)
-        return cmd_fail(c->name, path, &err);
-    int rc = s3_make_room(c, out, path, ao);
-    sl_graph *g = NULL;
+    struct journal_set set;
+    struct sl_journal_staging js;
+    uint32_t n = 0;
+    int rc = journal_set_find(c, journal, &set);
     if (rc == 0)
-        rc = build(ctx, out, true, &g);
-    if (rc == 0)
-        rc = run_graph(c, g, ro, what);
-    sl_graph_unref(g);
-    sl_store_unref(out);
-    return dist_exit_status(rc);
+        rc = journal_set_staging(c, &set, &js, 1, &n);
+    journal_set_fini(&set);
+    if (rc != 0) { /* the message is out: an error without text */
+        *err = SL_ERROR_INIT;
+        err->code = SL_EINVAL;
+        return SL_EINVAL;
+    }
+    if (n != 1)
+        return sl_error_set(err, SL_EINVAL, NULL, "journal %s names no output directory", journal);
+    d->rep = sl_fs_replace_resume(path, js.path, js.dev, js.ino, err);
+    if (d->rep == NULL)
+        return err->code;
+    snprintf(d->at, sizeof(d->at), "%s", sl_fs_replace_path(d->rep));
+    d->existed = sl_fs_replace_existed(d->rep);
+    return SL_OK;
 }
 
-/* dest_begin for --resume: take over where the journal says the earlier
- * run wrote.  0, or 2 after a message. */
+/* dest_begin for --resume: take over where the journals say the earlier
+ * run wrote; across processes rank 0 does, and every rank learns where.
+ * 0, or 2 after a message. */
 static int
 dest_resume(const struct cmd *c, struct dest *d, const char *path, const char *journal)
 {
     memset(d, 0, sizeof(*d));
     d->given = path;
     struct sl_error err = SL_ERROR_INIT;
-    struct sl_journal_staging js;
-    uint32_t n = 0;
-    if (sl_journal_read_staging(journal, &js, 1, &n, &err) != SL_OK) {
-        fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
+    sl_status st = SL_OK;
+    if (dist_rank() == 0)
+        st = dest_resume_take(c, d, path, journal, &err);
+    st = dist_share(st, &err);
+    dist_share_text(d->at, sizeof(d->at));
+    if (st != SL_OK) {
+        if (dist_rank() == 0 && err.text[0] != '\0')
+            fprintf(stderr,
+                    "sluice %s: --resume refused: %s (run without --resume to start afresh)\n",
+                    c->name, err.text);
         return 2;
     }
-    d->rep = n == 1 ? sl_fs_replace_resume(path, js.path, js.dev, js.ino, &err) : NULL;
-    if (n != 1)
-        sl_error_set(&err, SL_EINVAL, NULL, "journal %s names no output directory", journal);
-    if (d->rep == NULL) {
-        fprintf(stderr, "sluice %s: --resume refused: %s (run without --resume to start afresh)\n",
-                c->name, err.text);
-        return 2;
-    }
-    snprintf(d->at, sizeof(d->at), "%s", sl_fs_replace_path(d->rep));
-    d->existed = sl_fs_replace_existed(d->rep);
     d->resumed = true;
     return 0;
 }
@@ -277,6 +281,105 @@ dest_resume_check(const struct cmd *c, graph_build_fn *build, void *ctx, sl_stor
     return rc;
 }
 
+/*
+ * Whether a --resume finds no journal of the earlier run at `journal` (it
+ * was killed before making one): then it starts afresh (`*fresh`), except
+ * a --rerun-failed, refused.  Rank 0 looks; every rank learns.  0, or 2
+ * after a message.
+ */
+static int
+dest_resume_fresh(const struct cmd *c, const struct run_opts *ro, const char *journal, bool *fresh)
+{
+    int rc = 0;
+    *fresh = false;
+    if (ro->resume && dist_rank() == 0) {
+        struct journal_set set;
+        rc = journal_set_find(c, journal, &set);
+        *fresh = rc == 0 && set.n == 0;
+        journal_set_fini(&set);
+        /* Rerunning failed units needs the run that failed them. */
+        if (*fresh && ro->rerun_failed != NULL) {
+            fprintf(stderr,
+                    "sluice %s: --rerun-failed refused: no journal %s of the run that wrote "
+                    "%s\n",
+                    c->name, journal, ro->rerun_failed);
+            rc = 2;
+        } else if (*fresh) {
+            fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
+                    journal);
+        }
+    }
+    *fresh = dist_share_flag(*fresh);
+    return dist_exit_status(rc);
+}
+
+/*
+ * Before an s3:// run begun afresh that journals: rank 0 removes the
+ * earlier journals first, as the node they describe is about to be
+ * deleted (a kill in between must not leave them to a --resume).  0, or 1
+ * after a message.
+ */
+static int
+s3_journal_clear(const struct cmd *c, const char *journal)
+{
+    int rc = journal != NULL && dist_rank() == 0 ? journal_set_remove(c, journal, 0) : 0;
+    return dist_exit_status(rc);
+}
+
+/* A --resume of an s3:// output: the earlier run's node must be there (it
+ * is written in place, and never deleted by a resume).  Rank 0 looks and
+ * compares its metadata with what this run makes.  0, or 2 after a
+ * message. */
+static int
+s3_resume_check(const struct cmd *c, sl_store *out, const char *path, graph_build_fn *build,
+                void *ctx)
+{
+    int rc = 0;
+    if (dist_rank() == 0 && !dest_has_node(out, "")) {
+        fprintf(stderr,
+                "sluice %s: --resume refused: no Zarr node at %s, where the journal's run "
+                "wrote (run without --resume to start afresh)\n",
+                c->name, path);
+        rc = 2;
+    }
+    if (rc == 0 && dist_rank() == 0)
+        rc = dest_resume_check(c, build, ctx, out);
+    return dist_worst(rc);
+}
+
+/* dest_write for an s3:// output: written where it is, in place.  Under
+ * mpirun rank 0 makes room and creates the metadata (dest_create_array),
+ * then every rank writes its own shards.  A --resume opens the earlier
+ * run's node instead (nothing is deleted) and skips what its journals
+ * hold. */
+static int
+dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao,
+              graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
+{
+    char jbuf[4096];
+    const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
+    bool fresh = false;
+    if (dest_resume_fresh(c, ro, journal, &fresh) != 0)
+        return 2;
+    struct run_opts rs = *ro;
+    rs.resume = ro->resume && !fresh;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *out = open_output_store(path, ro, &err);
+    if (out == NULL)
+        return dist_exit_status(cmd_fail(c->name, path, &err));
+    int rc = rs.resume ? s3_resume_check(c, out, path, build, ctx) : s3_journal_clear(c, journal);
+    if (rc == 0 && !rs.resume)
+        rc = s3_make_room(c, out, path, ao);
+    sl_graph *g = NULL;
+    if (rc == 0)
+        rc = build(ctx, out, true, &g);
+    if (rc == 0)
+        rc = run_graph(c, g, &rs, what);
+    sl_graph_unref(g);
+    sl_store_unref(out);
+    return dist_exit_status(rc);
+}
+
 int
 dest_write(const struct cmd *c, const char *src, const char *path, const struct array_opts *ao,
            graph_build_fn *build, void *ctx, const struct run_opts *ro, const char *what)
@@ -285,25 +388,14 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     if (run_files_check(c, ro, nodes, src != NULL ? 2 : 1) != 0 ||
         rehearse(c, build, ctx, ro, what) != 0)
         return 2;
-    if (sl_url_is_s3(path) && ro->resume)
-        return cmd_usage_error(c, "--resume: s3:// outputs cannot be resumed yet");
     if (sl_url_is_s3(path))
         return dest_write_s3(c, path, ao, build, ctx, ro, what);
     struct dest d;
     char jbuf[4096];
     const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
-    /* A run killed before its journal was made left nothing to go on with. */
-    bool fresh = ro->resume && access(journal, F_OK) != 0 && errno == ENOENT;
-    /* Rerunning failed units needs the run that failed them. */
-    if (fresh && ro->rerun_failed != NULL) {
-        fprintf(stderr,
-                "sluice %s: --rerun-failed refused: no journal %s of the run that wrote %s\n",
-                c->name, journal, ro->rerun_failed);
+    bool fresh = false;
+    if (dest_resume_fresh(c, ro, journal, &fresh) != 0)
         return 2;
-    }
-    if (fresh)
-        fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
-                journal);
     if ((ro->resume && !fresh ? dest_resume(c, &d, path, journal) : dest_begin(c, &d, path, ao)) !=
         0)
         return 2;
@@ -317,8 +409,10 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     sl_store *out = dest_open_store(&d, &err);
     sl_graph *g = NULL;
     int rc = out != NULL ? 0 : cmd_fail(c->name, path, &err);
-    if (rc == 0 && d.resumed)
+    /* Rank 0 compares (the others would read the same objects). */
+    if (rc == 0 && d.resumed && dist_rank() == 0)
         rc = dest_resume_check(c, build, ctx, out);
+    rc = dist_worst(rc);
     if (rc == 0)
         rc = build(ctx, out, true, &g);
     if (rc == 0)

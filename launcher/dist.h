@@ -69,4 +69,11 @@ void dist_share_text(char *buf, size_t size);
 /* Agree on an exit status: rank 0's, on every rank. */
 int dist_exit_status(int rc);
 
+/* Agree on an exit status every rank chose: the largest, on every rank
+ * (for work each rank does, such as opening its own journal). */
+int dist_worst(int rc);
+
+/* Rank 0's `flag` on every rank (alone: `flag`). */
+bool dist_share_flag(bool flag);
+
 #endif /* SL_LAUNCHER_DIST_H */

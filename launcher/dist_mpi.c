@@ -387,3 +387,23 @@ dist_exit_status(int rc)
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return rc;
 }
+
+int
+dist_worst(int rc)
+{
+    if (!active || n_ranks == 1)
+        return rc;
+    int worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+bool
+dist_share_flag(bool flag)
+{
+    if (!active || n_ranks == 1)
+        return flag;
+    int v = flag ? 1 : 0;
+    MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return v != 0;
+}

@@ -76,3 +76,15 @@ dist_exit_status(int rc)
 {
     return rc;
 }
+
+int
+dist_worst(int rc)
+{
+    return rc;
+}
+
+bool
+dist_share_flag(bool flag)
+{
+    return flag;
+}

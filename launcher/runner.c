@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dist.h"
+#include "journal_set.h"
 #include "runner.h"
 #include "status_map.h"
 
@@ -99,9 +100,7 @@ journal_path(const struct run_opts *o, char *buf, size_t size)
     /* --rerun-failed R goes on from the journal of the run that wrote R. */
     if (o->rerun_failed != NULL)
         return (size_t)snprintf(buf, size, "%s.journal", o->rerun_failed) < size ? buf : NULL;
-    /* Under mpirun a report's journal would be every rank's: none yet. */
-    if (o->report == NULL || dist_size() > 1 ||
-        (size_t)snprintf(buf, size, "%s.journal", o->report) >= size)
+    if (o->report == NULL || (size_t)snprintf(buf, size, "%s.journal", o->report) >= size)
         return NULL;
     return buf;
 }
@@ -114,8 +113,6 @@ run_files_check(const struct cmd *c, const struct run_opts *o, const char *const
     if (o->resume && journal == NULL)
         return cmd_usage_error(c, "--resume needs the journal: --journal FILE, or --report FILE "
                                   "(whose journal is FILE.journal)");
-    if ((o->resume || o->journal != NULL) && dist_size() > 1)
-        return cmd_usage_error(c, "--journal and --resume are not supported under mpirun yet");
     if (o->status_map != NULL && run_file_check(c, "--status-map", o->status_map, nodes, n) != 0)
         return 2;
     if (o->report != NULL && run_file_check(c, "--report", o->report, nodes, n) != 0)
@@ -470,34 +467,37 @@ journal_resume_check(const struct cmd *c, sl_graph *g, const struct run_opts *o,
     char jbuf[4096];
     const char *path = journal_path(o, jbuf, sizeof(jbuf));
     *n = 0;
-    *fresh = access(path, F_OK) != 0 && errno == ENOENT;
+    struct journal_set set;
+    int rc = journal_set_find(c, path, &set);
+    *fresh = rc == 0 && set.n == 0;
     /* Rerunning failed units needs the run that failed them. */
     if (*fresh && o->rerun_failed != NULL) {
         fprintf(stderr,
                 "sluice %s: --rerun-failed refused: no journal %s of the run that wrote %s\n",
                 c->name, path, o->rerun_failed);
-        return 2;
-    }
-    if (*fresh) {
+        rc = 2;
+    } else if (*fresh) {
         fprintf(stderr, "sluice %s: --resume: no journal %s: the run starts afresh\n", c->name,
                 path);
-        return 0;
     }
     struct sl_error err = SL_ERROR_INIT;
-    if (sl_graph_seal(g, &err) != SL_OK)
-        return cmd_fail(c->name, path, &err);
+    sl_plan *plan = NULL;
+    if (rc == 0 && !*fresh && sl_graph_seal(g, &err) != SL_OK)
+        rc = cmd_fail(c->name, path, &err);
     struct sl_plan_opts opts = plan_opts_of(o);
-    sl_plan *plan = sl_plan_create(g, &opts, &err);
-    if (plan == NULL)
-        return cmd_fail(c->name, path, &err);
-    sl_status st = sl_journal_check(plan, path, &err);
+    if (rc == 0 && !*fresh && (plan = sl_plan_create(g, &opts, &err)) == NULL)
+        rc = cmd_fail(c->name, path, &err);
+    /* Every rank's journal of the earlier run is of this computation. */
+    for (uint32_t i = 0; rc == 0 && plan != NULL && i < set.n; i++)
+        if (sl_journal_check(plan, set.paths[i], &err) != SL_OK) {
+            fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
+            rc = 2;
+        }
     sl_plan_destroy(plan);
-    if (st == SL_OK)
-        st = sl_journal_read_staging(path, dirs, cap, n, &err);
-    if (st == SL_OK)
-        return 0;
-    fprintf(stderr, "sluice %s: --resume refused: %s\n", c->name, err.text);
-    return 2;
+    if (rc == 0 && !*fresh)
+        rc = journal_set_staging(c, &set, dirs, cap, n);
+    journal_set_fini(&set);
+    return rc;
 }
 
 int
@@ -517,58 +517,157 @@ rehearse(const struct cmd *c, graph_build_fn *build, void *ctx, const struct run
     return rc;
 }
 
-/*
- * Open the run's journal for `plan` (none without one), resuming when
- * asked, and say what was found.  0, or 2 after a message: the journal is
- * missing, damaged in its header or written for another computation.
- */
-static int
-journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_journal **out)
+/* Say what the journals read for a resume held (rank 0). */
+static void
+journal_tell(const struct cmd *c, const sl_journal *j, const char *base,
+             const struct journal_set *old, const struct run_opts *o)
 {
-    char jbuf[4096];
-    const char *path = journal_path(o, jbuf, sizeof(jbuf));
-    *out = NULL;
-    if (path == NULL)
-        return 0;
-    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
-    jo.resume = o->resume;
-    jo.staging = o->staging;
-    jo.n_staging = o->n_staging;
-    struct sl_error err = SL_ERROR_INIT;
-    sl_journal *j = sl_journal_open(plan, path, &jo, &err);
-    if (j == NULL) {
-        fprintf(stderr, "sluice %s: %s%s\n", c->name, o->resume ? "--resume refused: " : "",
-                err.text);
-        return 2;
-    }
     struct sl_journal_info info;
     sl_journal_get_info(j, &info);
     if (info.damaged_at >= 0)
         fprintf(stderr,
                 "sluice %s: journal %s is damaged at byte %" PRId64 ": the %" PRIu64
                 " line%s from there on %s not trusted (their units run again)\n",
-                c->name, path, info.damaged_at, info.records_ignored,
-                CMD_PLURAL(info.records_ignored), info.records_ignored == 1 ? "is" : "are");
-    if (o->rerun_failed != NULL) {
+                c->name, info.damaged_in < old->n ? old->paths[info.damaged_in] : base,
+                info.damaged_at, info.records_ignored, CMD_PLURAL(info.records_ignored),
+                info.records_ignored == 1 ? "is" : "are");
+    if (old->n_missing > 0)
+        fprintf(stderr,
+                "sluice %s: %" PRIu32 " rank%s of the earlier run left no journal beside %s: "
+                "%s units run again\n",
+                c->name, old->n_missing, CMD_PLURAL(old->n_missing), base,
+                old->n_missing == 1 ? "its" : "their");
+    if (o->resume && o->rerun_failed == NULL)
+        fprintf(stderr,
+                "sluice %s: resuming from journal %s%s: %" PRIu64 " unit%s done earlier "
+                "(skipped)%s\n",
+                c->name, base, old->n > 1 ? " (every rank's)" : "", info.units_done,
+                CMD_PLURAL(info.units_done),
+                info.units_dropped > 0 ? ", more redone as they read units that run again" : "");
+}
+
+/*
+ * Before a resumed run across processes (rank 0, while the others wait):
+ * remove the temporary files the earlier run's killed writers left in the
+ * outputs, which the ranks' own transactions keep (another rank may be
+ * writing there); none of this run writes yet.
+ */
+static void
+journal_clean_leftovers(const struct cmd *c, const sl_plan *plan)
+{
+    const sl_graph *g = sl_plan_graph(plan);
+    for (uint32_t id = 0; id < sl_graph_node_count(g); id++) {
+        struct sl_node_info info;
+        struct sl_error err = SL_ERROR_INIT;
+        if (sl_graph_node_info(g, id, &info, NULL) != SL_OK || info.kind != SL_NODE_PUT ||
+            info.array == NULL)
+            continue;
+        /* The plan's arrays are read-only here: the same array opened again. */
+        sl_array *a =
+            sl_array_open(sl_array_store(info.array), sl_array_path(info.array), NULL, &err);
+        sl_status st = a != NULL ? sl_txn_clean_leftovers(a, NULL, &err) : err.code;
+        sl_array_unref(a);
+        if (st == SL_OK)
+            continue;
+        fprintf(stderr, "sluice %s: put \"%s\": the earlier run's temporary files stay: %s\n",
+                c->name, info.name, err.text);
+    }
+}
+
+/*
+ * Open this process's journal `mine` for `plan`.  Resuming, rank 0 reads
+ * every journal `old` of the earlier run (any number of ranks) and writes
+ * their units into its own; then the others read rank 0's, so that every
+ * rank skips the same units and no file is read while it is replaced.
+ * Afresh, rank 0 first removes every earlier journal at `base`.  NULL
+ * after a message (rank 0's, or the rank's own).
+ */
+static sl_journal *
+journal_open_rank(const struct cmd *c, sl_plan *plan, const struct run_opts *o, const char *base,
+                  const char *mine, const struct journal_set *old)
+{
+    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
+    jo.resume = o->resume;
+    jo.staging = o->staging;
+    jo.n_staging = o->n_staging;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_journal *j = NULL;
+    if (dist_rank() == 0) {
+        jo.resume_from = (const char *const *)old->paths;
+        jo.n_resume_from = o->resume ? old->n : 0;
+        int rc = o->resume ? 0 : journal_set_remove(c, base, 0);
+        j = rc == 0 ? sl_journal_open(plan, mine, &jo, &err) : NULL;
+        if (j == NULL && rc == 0)
+            fprintf(stderr, "sluice %s: %s%s\n", c->name, o->resume ? "--resume refused: " : "",
+                    err.text);
+    }
+    if (dist_share_flag(dist_rank() == 0 && j == NULL))
+        return NULL;
+    if (dist_rank() != 0) {
+        char first[4096];
+        const char *from = journal_rank_path(base, 0, dist_size(), first, sizeof(first));
+        jo.resume_from = &from;
+        jo.n_resume_from = o->resume ? 1 : 0;
+        j = from != NULL ? sl_journal_open(plan, mine, &jo, &err) : NULL;
+        if (j == NULL)
+            fprintf(stderr, "sluice %s: rank %d: %s\n", c->name, dist_rank(),
+                    from != NULL ? err.text : "the journal's path is too long");
+    }
+    return j;
+}
+
+/*
+ * Open the run's journal for `plan` (none without one; under mpirun each
+ * rank's own), resuming when asked, and say what was found.  0, or 2
+ * after a message: the journal is missing, damaged in its header or
+ * written for another computation; the same on every rank.
+ */
+static int
+journal_open(const struct cmd *c, sl_plan *plan, const struct run_opts *o, sl_journal **out)
+{
+    char jbuf[4096], mbuf[4096 + 64];
+    const char *base = journal_path(o, jbuf, sizeof(jbuf));
+    *out = NULL;
+    if (base == NULL)
+        return 0;
+    const char *mine = journal_rank_path(base, dist_rank(), dist_size(), mbuf, sizeof(mbuf));
+    struct journal_set old = {0};
+    int rc = mine == NULL ? cmd_usage_error(c, "--journal %s: the path is too long", base) : 0;
+    if (rc == 0 && o->resume && dist_rank() == 0)
+        rc = journal_set_find(c, base, &old);
+    if (dist_worst(rc) != 0) {
+        journal_set_fini(&old);
+        return 2;
+    }
+    sl_journal *j = journal_open_rank(c, plan, o, base, mine, &old);
+    rc = j != NULL ? 0 : 2;
+    if (rc == 0 && dist_rank() == 0 && o->rerun_failed != NULL) {
         uint64_t units = 0;
+        struct sl_error err = SL_ERROR_INIT;
         if (sl_journal_check_report(j, o->rerun_failed, &units, &err) != SL_OK) {
             fprintf(stderr, "sluice %s: --rerun-failed refused: %s\n", c->name, err.text);
-            (void)sl_journal_close(j, NULL);
-            return 2;
+            rc = 2;
+        } else {
+            fprintf(stderr,
+                    "sluice %s: rerunning the %" PRIu64 " unit%s that %s lists as failed, or "
+                    "that read them (journal %s)\n",
+                    c->name, units, CMD_PLURAL(units), o->rerun_failed, base);
         }
-        fprintf(stderr,
-                "sluice %s: rerunning the %" PRIu64 " unit%s that %s lists as failed, or that "
-                "read them (journal %s)\n",
-                c->name, units, CMD_PLURAL(units), o->rerun_failed, path);
-        *out = j;
-        return 0;
     }
-    if (o->resume)
-        fprintf(stderr,
-                "sluice %s: resuming from journal %s: %" PRIu64 " unit%s done earlier "
-                "(skipped)%s\n",
-                c->name, path, info.units_done, CMD_PLURAL(info.units_done),
-                info.units_dropped > 0 ? ", more redone as they read units that run again" : "");
+    if (rc == 0 && dist_rank() == 0)
+        journal_tell(c, j, base, &old, o);
+    if (rc == 0 && dist_rank() == 0 && o->resume && dist_size() > 1)
+        journal_clean_leftovers(c, plan);
+    rc = dist_worst(rc);
+    /* Every rank's journal holds the earlier run's units now: the files of
+     * another number of ranks go. */
+    if (rc == 0 && o->resume && dist_rank() == 0)
+        (void)journal_set_remove(c, base, dist_size());
+    journal_set_fini(&old);
+    if (rc != 0) {
+        (void)sl_journal_close(j, NULL);
+        return 2;
+    }
     *out = j;
     return 0;
 }

@@ -78,8 +78,10 @@ struct run_opts {
     "                       FILE.rank<N> for each rank)\n"                                      \
     "  --report FILE        write the JSON report of failed chunks\n"                           \
     "  --status-map FILE    write a PNG of every output chunk's outcome, by colour\n"           \
-    "  --journal FILE       record shards written, for --resume (default REPORT.journal)\n"     \
-    "  --resume             skip the shards the journal holds\n"                                \
+    "  --journal FILE       record shards written, for --resume (default REPORT.journal;\n"     \
+    "                       under mpirun each rank writes FILE.rank-R-of-N)\n"                  \
+    "  --resume             skip the shards the journal holds (under mpirun, or not: those\n"   \
+    "                       of every rank of the earlier run, with any number of ranks)\n"      \
     "  --rerun-failed REPORT  rerun exactly the shards REPORT (an earlier --report) lists\n"    \
     "                       as failed, into the output it wrote; uses REPORT.journal (or\n"     \
     "                       --journal), refused unless both are of this computation\n"          \

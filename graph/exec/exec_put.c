@@ -91,6 +91,43 @@ unit_journal(struct sl__exec *ex, struct sl__exec_put *xp, const uint64_t *unit)
     sl__journal_record(j, xp->index, sl_grid_linear_index(sl__journal_units(j, xp->index), unit));
 }
 
+/*
+ * Count the resumed chunks of this part (all of them in a run alone) and
+ * their bytes as done for progress, whose totals are this part's: each
+ * part of a split run skips every chunk the journal holds, but counts only
+ * its own.
+ */
+static void
+resume_progress(struct sl__exec *ex)
+{
+    uint64_t chunks = 0, bytes = 0;
+    for (uint32_t s = 0; s < ex->fusion->n_stages && ex->n_resumed > 0; s++) {
+        const struct sl__node *root = sl__graph_node(ex->graph, ex->fusion->stages[s].root);
+        if (root->kind != SL_NODE_PUT || sl__plan_put(ex->plan, root->id)->n_resumed == 0)
+            continue;
+        uint64_t lo, hi, at = 0;
+        sl__exec_part_range(ex, s, &lo, &hi);
+        for (uint64_t b = 0; b < ex->boxes[s].n_total && at < hi; b++) {
+            uint64_t n = sl__exec_box_count(ex, s, b);
+            for (uint64_t k = 0; k < n; k++, at++) {
+                if (at < lo || at >= hi || !sl__exec_pos_resumed(ex, s, b, k))
+                    continue;
+                uint64_t coords[SL_MAX_RANK], count = 1;
+                struct sl_region r;
+                sl__exec_box_coords(ex, s, b, k, coords);
+                sl_grid_chunk_region(&root->grid, coords, &r);
+                for (uint32_t d = 0; d < r.rank; d++)
+                    count *= r.stop[d] - r.start[d];
+                bytes += count * sl_dtype_size(root->dtype);
+                chunks++;
+            }
+        }
+    }
+    /* In the slot of threads outside the pool. */
+    sl__exec_count(&ex->workers[ex->n_workers].chunks_done, chunks);
+    sl__exec_count(&ex->workers[ex->n_workers].bytes_done, bytes);
+}
+
 void
 sl__exec_puts_resume(struct sl__exec *ex)
 {
@@ -101,7 +138,6 @@ sl__exec_puts_resume(struct sl__exec *ex)
         atomic_store_explicit(&ex->plan->puts[i].n_retries, 0, memory_order_relaxed);
     if (j == NULL)
         return;
-    uint64_t bytes = 0;
     for (uint32_t i = 0; i < ex->plan->n_puts; i++) {
         struct sl__put_state *ps = &ex->plan->puts[i];
         const struct sl__node *n = sl__graph_node(ex->graph, ps->node);
@@ -118,17 +154,9 @@ sl__exec_puts_resume(struct sl__exec *ex)
             (void)sl__exec_chunk_settle(ex, ps, k, SL__CHUNK_RESUMED, SL_OK, NULL);
             ex->n_resumed++;
             ps->n_resumed++;
-            struct sl_region r;
-            sl_grid_chunk_region(&n->grid, coords, &r);
-            uint64_t count = 1;
-            for (uint32_t d = 0; d < r.rank; d++)
-                count *= r.stop[d] - r.start[d];
-            bytes += count * sl_dtype_size(n->dtype);
         }
     }
-    /* Progress counts them done, in the slot of threads outside the pool. */
-    sl__exec_count(&ex->workers[ex->n_workers].chunks_done, ex->n_resumed);
-    sl__exec_count(&ex->workers[ex->n_workers].bytes_done, bytes);
+    resume_progress(ex);
 }
 
 bool

@@ -40,17 +40,27 @@ typedef struct sl_journal sl_journal;
 
 /* How sl_journal_open treats the file. */
 struct sl_journal_opts {
-    bool resume;                /* read the units an earlier run recorded and skip them;
-                                   false: start a new journal, replacing any file there */
-    const char *const *staging; /* the directories the run's outputs are written into,
-                                   kept in the header with their identities for
-                                   sl_journal_read_staging; borrowed for the call */
-    uint32_t n_staging;         /* how many; at most SL_JOURNAL_MAX_STAGING */
-    double sync_interval_s;     /* most seconds between fdatasyncs while records come */
+    bool resume;                    /* read the units an earlier run recorded and skip them;
+                                       false: start a new journal, replacing any file there */
+    const char *const *staging;     /* the directories the run's outputs are written into,
+                                       kept in the header with their identities for
+                                       sl_journal_read_staging; borrowed for the call */
+    uint32_t n_staging;             /* how many; at most SL_JOURNAL_MAX_STAGING */
+    double sync_interval_s;         /* most seconds between fdatasyncs while records come */
+    const char *const *resume_from; /* with resume: the journals of the earlier run to read
+                                       (one per process of a run across processes), each of
+                                       the plan's fingerprint and naming the same staging
+                                       directories; their units are united.  NULL: `path`
+                                       itself.  Borrowed for the call */
+    uint32_t n_resume_from;         /* how many; 0 with NULL */
 };
-#define SL_JOURNAL_OPTS_DEFAULT \
-    ((struct sl_journal_opts){  \
-        .resume = false, .staging = NULL, .n_staging = 0, .sync_interval_s = 2.0})
+#define SL_JOURNAL_OPTS_DEFAULT                       \
+    ((struct sl_journal_opts){.resume = false,        \
+                              .staging = NULL,        \
+                              .n_staging = 0,         \
+                              .sync_interval_s = 2.0, \
+                              .resume_from = NULL,    \
+                              .n_resume_from = 0})
 
 /* The most staging directories a journal names. */
 #define SL_JOURNAL_MAX_STAGING 64
@@ -61,7 +71,9 @@ struct sl_journal_info {
     uint64_t units_dropped;   /* recorded units not trusted, as a unit they read from
                                  an earlier put was not recorded: they run again */
     int64_t damaged_at;       /* byte offset of the first damaged line; -1 if none */
-    uint64_t records_ignored; /* lines from the damaged one on, not trusted */
+    uint32_t damaged_in;      /* in which of opts.resume_from that line is (0 without) */
+    uint64_t records_ignored; /* lines from the damaged one on, not trusted (in every
+                                 journal read) */
 };
 
 /**
@@ -70,14 +82,16 @@ struct sl_journal_info {
  * holds (their chunks count as ok, SL_OK, and as resumed in the summary)
  * and records the units it completes.  Without `opts->resume` a new
  * journal is written (an existing file is replaced).  With it the file
- * must hold a journal whose fingerprint is the plan's; its trusted records
- * are kept and the file is rewritten (atomically, through a temporary
- * file) with the new `staging`, ready for appending.
+ * (or every file of `opts->resume_from`) must hold a journal whose
+ * fingerprint is the plan's; the trusted records of all of them are kept
+ * and `path` is rewritten (atomically, through a temporary file) with the
+ * new `staging`, ready for appending.
  * @param plan  borrowed; must outlive the journal; one journal at a time.
  * @return the journal, or NULL with `err`: SL_ENOTFOUND (resume and no
  * file), SL_ECORRUPT (not a journal, or its header is damaged: the byte
  * offset is named), SL_ECONFLICT (the fingerprint differs: the text names
- * the items that changed), SL_ESTATE (the plan already has a journal),
+ * the items that changed; or two journals of `resume_from` name different
+ * staging directories, so are of different runs), SL_ESTATE (the plan already has a journal),
  * SL_EIO (the file cannot be read or written), SL_ENOMEM.
  * Thread-safety: not while the plan runs.
  */

@@ -228,3 +228,95 @@ Test(graph_journal, another_computation_is_refused_naming_it)
     copy_teardown(&a);
     copy_teardown(&b);
 }
+
+/* Write `path` with the header of `buf` and its records `first`..`last`
+ * (counting from 0). */
+static void
+journal_write_records(const char *path, const char *buf, size_t n, int first, int last)
+{
+    const char *body = strstr(buf, "\nbegin ");
+    cr_assert_not_null(body);
+    body = strchr(body + 1, '\n') + 1;
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite(buf, 1, (size_t)(body - buf), f);
+    int k = 0;
+    for (const char *p = body; p < buf + n; k++) {
+        const char *nl = strchr(p, '\n');
+        cr_assert_not_null(nl);
+        if (k >= first && k <= last)
+            fwrite(p, 1, (size_t)(nl + 1 - p), f);
+        p = nl + 1;
+    }
+    fclose(f);
+}
+
+/* The journals of the ranks of a run (each holding its own units) are
+ * united by a resume; a damaged one is named by its index; journals naming
+ * different staging directories are of different runs, refused. */
+Test(graph_journal, journals_of_ranks_are_united)
+{
+    struct copy c;
+    copy_setup(&c, false, false);
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_run_summary s;
+    cr_assert_eq(run_journaled(&c, false, &s, &err), SL_OK, "%s", err.text);
+    char buf[8192], j0[300], j1[300];
+    size_t n = file_read(c.journal, buf, sizeof(buf));
+    snprintf(j0, sizeof(j0), "%s.rank-0-of-2", c.journal);
+    snprintf(j1, sizeof(j1), "%s.rank-1-of-2", c.journal);
+    journal_write_records(j0, buf, n, 0, 1);
+    journal_write_records(j1, buf, n, 2, 3);
+    const char *both[2] = {j0, j1};
+    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
+    jo.resume = true;
+    jo.resume_from = both;
+    jo.n_resume_from = 2;
+    sl_journal *j = sl_journal_open(c.plan, c.journal, &jo, &err);
+    cr_assert_not_null(j, "%s", err.text);
+    struct sl_journal_info info;
+    sl_journal_get_info(j, &info);
+    cr_assert_eq(info.units_done, 4);
+    cr_assert_eq(info.damaged_at, -1);
+    cr_assert_eq(sl_plan_run(c.plan, c.pool, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_journal_close(j, &err), SL_OK);
+    sl_plan_summary(c.plan, &s);
+    cr_assert_eq(s.objects_written, 0, "wrote %" PRIu64 " units", s.objects_written);
+    cr_assert_eq(s.n_resumed, 16);
+    /* The second rank's journal damaged in its last record: its unit runs
+     * again, and the info names that journal. */
+    journal_write_records(j1, buf, n, 2, 3);
+    n = file_read(j1, buf, sizeof(buf));
+    buf[n - 3] ^= 1;
+    file_write(j1, buf, n);
+    j = sl_journal_open(c.plan, c.journal, &jo, &err);
+    cr_assert_not_null(j, "%s", err.text);
+    sl_journal_get_info(j, &info);
+    cr_assert_eq(info.units_done, 3);
+    cr_assert_eq(info.damaged_in, 1);
+    cr_assert_eq(info.records_ignored, 1, "%" PRIu64, info.records_ignored);
+    cr_assert_eq(sl_plan_run(c.plan, c.pool, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_journal_close(j, &err), SL_OK);
+    sl_plan_summary(c.plan, &s);
+    cr_assert_eq(s.objects_written, 1);
+    /* Journals naming other output directories: of different runs. */
+    const char *dir_a = "/tmp", *dir_b = "/";
+    struct sl_journal_opts fresh = SL_JOURNAL_OPTS_DEFAULT;
+    fresh.staging = &dir_a;
+    fresh.n_staging = 1;
+    j = sl_journal_open(c.plan, j0, &fresh, &err);
+    cr_assert_not_null(j, "%s", err.text);
+    cr_assert_eq(sl_journal_close(j, &err), SL_OK);
+    fresh.staging = &dir_b;
+    j = sl_journal_open(c.plan, j1, &fresh, &err);
+    cr_assert_not_null(j, "%s", err.text);
+    cr_assert_eq(sl_journal_close(j, &err), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_null(sl_journal_open(c.plan, c.journal, &jo, &err));
+    cr_assert_eq(err.code, SL_ECONFLICT, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "different runs"), "%s", err.text);
+    unlink(j0);
+    unlink(j1);
+    unlink(c.journal);
+    copy_teardown(&c);
+}

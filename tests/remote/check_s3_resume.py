@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""--resume into s3:// outputs (issue 21), against s3rver behind the proxy
+that checks every signature (s3serve.py).  S3 outputs are written in place,
+so a resume opens the earlier run's node (deleting nothing) and skips the
+units its journals hold.
+
+1. `sluice pyramid` of a local input with a corrupt chunk into s3:// fails
+   in some units (exit 1) and leaves its node; with the chunk repaired,
+   --resume writes exactly the units the journal did not hold (the
+   report's objects_written; a pyramid level above an unfinished one runs
+   again whole) and every level's `sluice checksum` equals an uninterrupted
+   run's.  Under mpirun (when there) the failed run has 2 ranks and the
+   resume 1 and 3.
+2. A changed option (--missing-is-error) is refused (exit 2, naming it),
+   and so is a resume with no node at the URL; the node is untouched.  A
+   graph file creating an s3:// array is not resumed yet: refused.
+3. A run begun afresh (--overwrite, no --resume) removes the earlier
+   journals before it deletes the node.
+
+    check_s3_resume.py    (SL_SLUICE_EXE names the sluice binary)
+Exit 77 (skipped) without node or s3rver, unless SL_REQUIRE_S3RVER=1.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import s3serve  # noqa: E402
+
+SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
+MPIRUN = shutil.which("mpirun")
+LEVELS = 3
+LAYOUT = ["--levels", str(LEVELS), "--factors", "1,2,2", "--chunks", "8,32,32", "--shards",
+          "8,64,64", "--no-progress", "--threads", "1"]
+failures = []
+
+
+def fail(what):
+    failures.append(what)
+    print("FAIL:", what, flush=True)
+
+
+def journal_units(path):
+    """The (put, unit) records of one journal up to its first bad line."""
+    import hashlib
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")[:-1]
+    out, body = set(), False
+    for line in lines:
+        payload = line[:-17]
+        if hashlib.sha256(payload).hexdigest()[:16].encode() != line[-16:]:
+            break
+        if payload == b"begin":
+            body = True
+        elif body and payload.startswith(b"u "):
+            _, p, u = payload.split()
+            out.add((int(p), int(u)))
+    return out
+
+
+class Case:
+    def __init__(self, tmp, s, env):
+        self.tmp, self.s, self.env = tmp, s, env
+        self.ep = ["--endpoint", s.proxy_url]
+        self.src = os.path.join(tmp, "src.zarr")
+        self.journal = os.path.join(tmp, "J")
+        self.report = os.path.join(tmp, "report.json")
+        self.chunk = os.path.join(self.src, "c", "1", "2", "1")
+        self.n_url = 0
+
+    def run(self, np_, *args):
+        cmd = ([MPIRUN, "--oversubscribe", "-np", str(np_)] if np_ else []) + [SLUICE, *args]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=self.env)
+        return p.returncode, p.stderr
+
+    def checksums(self, url):
+        out = []
+        for k in range(LEVELS):
+            p = subprocess.run([SLUICE, "checksum", f"{url}/{k}", *self.ep], capture_output=True,
+                               text=True, timeout=120, env=self.env)
+            out.append(p.stdout.split()[0] if p.returncode == 0 and p.stdout.strip() else
+                       f"error: {p.stderr.strip()[-300:]}")
+        return out
+
+    def argv(self, url, *extra):
+        return ["pyramid", self.src, url, *LAYOUT, *self.ep, "--journal", self.journal, *extra]
+
+    def journals(self):
+        return sorted(f for f in os.listdir(self.tmp) if f == "J" or f.startswith("J.rank-"))
+
+    def setup(self):
+        rc, err = self.run(0, "generate", self.src, "--shape", "32,128,128", "--chunks",
+                           "8,32,32", "--no-progress")
+        if rc != 0:
+            sys.exit(f"cannot make the input: {err}")
+        url = f"s3://{self.s.bucket}/ref.zarr"
+        rc, err = self.run(0, "pyramid", self.src, url, *LAYOUT, *self.ep, "--report",
+                           self.report)
+        if rc != 0:
+            sys.exit(f"an uninterrupted run to s3:// fails: {err}")
+        with open(self.report) as f:
+            self.total = json.load(f)["summary"]["objects_written"]
+        self.sums = self.checksums(url)
+        # Units per level (put k is level k): the shard files of a local run.
+        local = os.path.join(self.tmp, "local.zarr")
+        rc, err = self.run(0, "pyramid", self.src, local, *LAYOUT)
+        if rc != 0:
+            sys.exit(f"an uninterrupted local run fails: {err}")
+        self.per_level = [sum(len(fs) for _, _, fs in os.walk(os.path.join(local, str(k), "c")))
+                          for k in range(LEVELS)]
+        if sum(self.per_level) != self.total:
+            sys.exit(f"levels hold {self.per_level} shards; the s3:// run wrote {self.total}")
+
+    def trusted(self):
+        union = set()
+        for f in self.journals():
+            union |= journal_units(os.path.join(self.tmp, f))
+        n, complete = 0, True
+        for k in range(LEVELS):
+            done = sum(1 for p, _ in union if p == k)
+            n += done if complete else 0
+            complete = complete and done == self.per_level[k]
+        return n
+
+    def failed_state(self, np_):
+        """A new URL, written by a run that failed in some units."""
+        self.n_url += 1
+        url = f"s3://{self.s.bucket}/resume/{self.n_url}.zarr"
+        for f in self.journals():
+            os.unlink(os.path.join(self.tmp, f))
+        with open(self.chunk, "rb") as f:
+            good = f.read()
+        with open(self.chunk, "wb") as f:
+            f.write(b"not a zstd frame" * 4)
+        try:
+            rc, err = self.run(np_, *self.argv(url))
+        finally:
+            with open(self.chunk, "wb") as f:
+                f.write(good)
+        if rc != 1:
+            sys.exit(f"a run to s3:// reading a corrupt chunk exits {rc}, not 1: {err}")
+        return url
+
+    def resume(self, np_, url, what):
+        trusted = self.trusted()
+        rc, err = self.run(np_, *self.argv(url, "--resume", "--report", self.report))
+        if rc != 0:
+            fail(f"{what}: --resume exits {rc}: {err.strip()[-1500:]}")
+            return
+        with open(self.report) as f:
+            s = json.load(f)["summary"]
+        if s["objects_written"] != self.total - trusted or (trusted > 0 and s["resumed"] == 0):
+            fail(f"{what}: the journals held {trusted} of {self.total} units; the resume wrote "
+                 f"{s['objects_written']} and skipped {s['resumed']} chunks")
+        sums = self.checksums(url)
+        if sums != self.sums:
+            fail(f"{what}: checksums {sums}, an uninterrupted run's {self.sums}")
+        else:
+            print(f"{what}: {trusted} of {self.total} units journaled, the resume wrote "
+                  f"{s['objects_written']}; checksums equal", flush=True)
+
+    def refusals(self):
+        url = self.failed_state(0)
+        before = self.checksums(url)
+        rc, err = self.run(0, *self.argv(url, "--resume", "--missing-is-error"))
+        if rc != 2 or "option:missing changed" not in err:
+            fail(f"a changed option: --resume exits {rc} (want 2): {err.strip()[-800:]}")
+        missing = f"s3://{self.s.bucket}/resume/none.zarr"
+        rc, err = self.run(0, *self.argv(missing, "--resume"))
+        if rc != 2 or "no Zarr node" not in err:
+            fail(f"--resume to a URL without a node exits {rc} (want 2): {err.strip()[-800:]}")
+        if self.checksums(url) != before:
+            fail("a refused --resume changed the s3:// node")
+        # A graph file creating an s3:// array: its loader would make room
+        # (delete the node): not resumed yet, refused before anything.
+        g = os.path.join(self.tmp, "g.json")
+        with open(g, "w") as f:
+            json.dump({"sluice": 1,
+                       "arrays": {"image": {"path": self.src},
+                                  "out": {"path": f"s3://{self.s.bucket}/resume/g.zarr",
+                                          "endpoint": self.s.proxy_url, "like": "image",
+                                          "overwrite": True}},
+                       "nodes": {"read": {"op": "get", "array": "image"},
+                                 "w": {"op": "put", "input": "read", "array": "out"}},
+                       "run": {"journal": "g.journal"}}, f)
+        rc, err = self.run(0, "run", g, "--allow-outside", "--no-progress")
+        if rc != 0:
+            fail(f"a graph file to s3:// exits {rc}: {err.strip()[-800:]}")
+        rc, err = self.run(0, "run", g, "--allow-outside", "--no-progress", "--resume")
+        if rc != 2 or "do not resume yet" not in err or "array out" not in err:
+            fail(f"--resume of a graph file creating an s3:// array exits {rc} (want 2): "
+                 f"{err.strip()[-800:]}")
+        self.resume(0, url, "after the refusals")
+        # Afresh: the journals go before the node is deleted.
+        rc, err = self.run(0, *self.argv(url, "--overwrite"))
+        if rc != 0 or self.journals() != ["J"] or self.checksums(url) != self.sums:
+            fail(f"a run afresh over the node: exit {rc}, journals {self.journals()}: "
+                 f"{err.strip()[-800:]}")
+
+
+def main():
+    why = s3serve.missing()
+    if why:
+        if os.environ.get("SL_REQUIRE_S3RVER") == "1":
+            print(f"s3rver is required (SL_REQUIRE_S3RVER=1): {why}")
+            sys.exit(1)
+        print(f"skipped: {why}")
+        sys.exit(77)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER",
+               AWS_REGION="us-east-1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    tmp = tempfile.mkdtemp(prefix="sluice-s3-resume-")
+    try:
+        with s3serve.s3serve() as s:
+            c = Case(tmp, s, env)
+            c.setup()
+            url = c.failed_state(0)
+            c.resume(0, url, "failed, resumed")
+            if MPIRUN is not None:
+                for np_ in (1, 3):
+                    url = c.failed_state(2)
+                    c.resume(np_, url, f"failed on 2 ranks, resumed on {np_}")
+            else:
+                print("mpirun not found: the runs across ranks are skipped")
+            c.refusals()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
