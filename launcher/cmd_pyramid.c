@@ -530,11 +530,7 @@ pyramid_write_into(struct pyr_job *j, const struct run_opts *ro)
         sl_url_is_s3(dst) ? open_output_store(dst, ro, &err) : open_dir_store(dst, true, &err);
     if (out == NULL)
         return cmd_fail("pyramid", dst, &err);
-    sl_graph *g = NULL;
-    int rc = pyr_build(j, out, true, &g);
-    if (rc == 0)
-        rc = run_graph(&cmd_pyramid, g, ro, "pyramid");
-    sl_graph_unref(g);
+    int rc = dest_build_run(&cmd_pyramid, pyr_build, j, out, ro, "pyramid");
     sl_store_unref(out);
     return dist_exit_status(rc);
 }

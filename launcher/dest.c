@@ -347,6 +347,18 @@ s3_resume_check(const struct cmd *c, sl_store *out, const char *path, graph_buil
     return dist_worst(rc);
 }
 
+int
+dest_build_run(const struct cmd *c, graph_build_fn *build, void *ctx, sl_store *out,
+               const struct run_opts *ro, const char *what)
+{
+    sl_graph *g = NULL;
+    int rc = build(ctx, out, true, &g);
+    if (rc == 0)
+        rc = run_graph(c, g, ro, what);
+    sl_graph_unref(g);
+    return rc;
+}
+
 /* dest_write for an s3:// output: written where it is, in place.  Under
  * mpirun rank 0 makes room and creates the metadata (dest_create_array),
  * then every rank writes its own shards.  A --resume opens the earlier
@@ -370,12 +382,8 @@ dest_write_s3(const struct cmd *c, const char *path, const struct array_opts *ao
     int rc = rs.resume ? s3_resume_check(c, out, path, build, ctx) : s3_journal_clear(c, journal);
     if (rc == 0 && !rs.resume)
         rc = s3_make_room(c, out, path, ao);
-    sl_graph *g = NULL;
     if (rc == 0)
-        rc = build(ctx, out, true, &g);
-    if (rc == 0)
-        rc = run_graph(c, g, &rs, what);
-    sl_graph_unref(g);
+        rc = dest_build_run(c, build, ctx, out, &rs, what);
     sl_store_unref(out);
     return dist_exit_status(rc);
 }
@@ -407,17 +415,13 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     rs.resume = ro->resume && !fresh;
     struct sl_error err = SL_ERROR_INIT;
     sl_store *out = dest_open_store(&d, &err);
-    sl_graph *g = NULL;
     int rc = out != NULL ? 0 : cmd_fail(c->name, path, &err);
     /* Rank 0 compares (the others would read the same objects). */
     if (rc == 0 && d.resumed && dist_rank() == 0)
         rc = dest_resume_check(c, build, ctx, out);
     rc = dist_worst(rc);
     if (rc == 0)
-        rc = build(ctx, out, true, &g);
-    if (rc == 0)
-        rc = run_graph(c, g, &rs, what);
-    sl_graph_unref(g);
+        rc = dest_build_run(c, build, ctx, out, &rs, what);
     sl_store_unref(out);
     return dest_finish(c, &d, rc);
 }

@@ -74,6 +74,11 @@ int dest_write(const struct cmd *c, const char *src, const char *path, const str
 sl_array *dest_create_array(sl_store *out, const char *path, const struct sl_array_spec *spec,
                             bool real, struct sl_error *err);
 
+/* Build the graph over `out` for real and run it.  @return the exit
+ * status (the build's, else run_graph's). */
+int dest_build_run(const struct cmd *c, graph_build_fn *build, void *ctx, sl_store *out,
+                   const struct run_opts *ro, const char *what);
+
 /* Whether a Zarr node is at `path` of `out` already: the output of the
  * earlier run that a --resume goes on with (a run begun afresh finds none). */
 bool dest_has_node(sl_store *out, const char *path);

@@ -113,6 +113,23 @@ open_array(const char *dir, const char *name)
     return a;
 }
 
+/* Run the loaded document's graph on a pool of `workers` (unpinned). */
+static void
+run_doc(sl_graph_json *doc, unsigned workers)
+{
+    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
+    po.n_workers = workers;
+    po.pin = SL_PIN_NONE;
+    sl_pool *pool = sl_pool_create(&po, NULL);
+    cr_assert_not_null(pool);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
+    sl_plan_destroy(plan);
+    sl_pool_destroy(pool);
+}
+
 static const uint64_t raw_shape[3] = {20, 30, 40}, raw_chunks[3] = {10, 10, 10};
 
 Test(graph_load_json, every_independent_error_is_reported_in_document_order)
@@ -346,17 +363,8 @@ Test(graph_load_json, a_loaded_graph_runs_end_to_end)
     struct errs e;
     sl_graph_json *doc = load_text(dir, text, true, &e);
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
-    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
-    po.n_workers = 2;
-    po.pin = SL_PIN_NONE;
-    sl_pool *pool = sl_pool_create(&po, NULL);
-    cr_assert_not_null(pool);
+    run_doc(doc, 2);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
-    cr_assert_not_null(plan, "%s", err.text);
-    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
-    sl_plan_destroy(plan);
-    sl_pool_destroy(pool);
     cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
 
@@ -448,16 +456,8 @@ Test(graph_load_json, writing_into_an_existing_array_reopens_it_for_writing)
     struct errs e;
     sl_graph_json *doc = load_text(dir, text, true, &e);
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
-    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
-    po.n_workers = 1;
-    po.pin = SL_PIN_NONE;
-    sl_pool *pool = sl_pool_create(&po, NULL);
+    run_doc(doc, 1);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
-    cr_assert_not_null(plan, "%s", err.text);
-    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
-    sl_plan_destroy(plan);
-    sl_pool_destroy(pool);
     cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
     sl_array *dst = open_array(dir, "dst.zarr");
@@ -580,16 +580,8 @@ Test(graph_load_json, a_copy_node_copies_a_whole_group)
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
     /* A get and a put per array: nothing else. */
     cr_assert_eq(sl_graph_node_count(sl_graph_json_graph(doc)), 2 + 2 + 1, "rechunk for sub/b");
-    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
-    po.n_workers = 2;
-    po.pin = SL_PIN_NONE;
-    sl_pool *pool = sl_pool_create(&po, NULL);
+    run_doc(doc, 2);
     struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
-    cr_assert_not_null(plan, "%s", err.text);
-    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
-    sl_plan_destroy(plan);
-    sl_pool_destroy(pool);
     cr_assert_not(path_exists(dir, "out.zarr"), "written beside its path until committed");
     cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);

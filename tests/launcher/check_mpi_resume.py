@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from launcher_util import journal_units, tree
+
 SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 MPIRUN = shutil.which("mpirun")
 if MPIRUN is None:
@@ -60,34 +62,6 @@ def run(np_, *args, timeout=180):
     p = subprocess.run(cmd(np_, *args), capture_output=True, text=True, env=ENV,
                        timeout=timeout)
     return p.returncode, p.stderr
-
-
-def tree(path):
-    out = {}
-    for d, _, files in os.walk(path):
-        for f in files:
-            full = os.path.join(d, f)
-            with open(full, "rb") as fh:
-                out[os.path.relpath(full, path)] = fh.read()
-    return out
-
-
-def journal_units(path):
-    """The (put, unit) records of one journal up to its first bad line."""
-    import hashlib
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")[:-1]
-    out, body = set(), False
-    for line in lines:
-        payload = line[:-17]
-        if hashlib.sha256(payload).hexdigest()[:16].encode() != line[-16:]:
-            break
-        if payload == b"begin":
-            body = True
-        elif body and payload.startswith(b"u "):
-            _, p, u = payload.split()
-            out.add((int(p), int(u)))
-    return out
 
 
 class Case:

@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 
-from launcher_util import SLUICE, run
+from launcher_util import SLUICE, run, tree
 
 COMMON = ["--no-progress", "--threads", "2"]
 LEVELS = 3
@@ -64,17 +64,6 @@ def fail(msg):
 
 
 sluice = functools.partial(run, timeout=120)
-
-
-def tree(path):
-    """{relative path: bytes} of every file under `path`."""
-    out = {}
-    for d, _, files in os.walk(path):
-        for f in files:
-            full = os.path.join(d, f)
-            with open(full, "rb") as fh:
-                out[os.path.relpath(full, path)] = fh.read()
-    return out
 
 
 def journal_trusted(data):

@@ -11,6 +11,7 @@ once this module is imported).  A script imports it as `launcher_util`
     SL_SOURCE_ROOT      the source tree (meson sets it); else two folders up
     SL_REQUIRE_ZARRITA  1: a missing node or zarrita fails instead of skipping
 """
+import hashlib
 import importlib
 import json
 import os
@@ -89,3 +90,32 @@ def zarrita_read(paths):
     lines = [json.loads(line) for line in p.stdout.splitlines()]
     expect(len(lines) == len(paths), f"zarrita described {len(lines)} of {len(paths)}: {p.stderr}")
     return {d["path"]: d for d in lines}
+
+
+def tree(path):
+    """{relative path: bytes} of every file under `path`."""
+    out = {}
+    for d, _, files in os.walk(path):
+        for f in files:
+            full = os.path.join(d, f)
+            with open(full, "rb") as fh:
+                out[os.path.relpath(full, path)] = fh.read()
+    return out
+
+
+def journal_units(path):
+    """The (put, unit) records of one run journal up to its first bad line
+    (every line "<payload> <16 hex of its sha256>", units after "begin")."""
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")[:-1]
+    out, body = set(), False
+    for line in lines:
+        payload = line[:-17]
+        if hashlib.sha256(payload).hexdigest()[:16].encode() != line[-16:]:
+            break
+        if payload == b"begin":
+            body = True
+        elif body and payload.startswith(b"u "):
+            _, p, u = payload.split()
+            out.add((int(p), int(u)))
+    return out

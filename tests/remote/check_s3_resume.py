@@ -30,7 +30,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(HERE, "..", "launcher"))
 import s3serve  # noqa: E402
+from launcher_util import journal_units  # noqa: E402
 
 SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 MPIRUN = shutil.which("mpirun")
@@ -43,24 +45,6 @@ failures = []
 def fail(what):
     failures.append(what)
     print("FAIL:", what, flush=True)
-
-
-def journal_units(path):
-    """The (put, unit) records of one journal up to its first bad line."""
-    import hashlib
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")[:-1]
-    out, body = set(), False
-    for line in lines:
-        payload = line[:-17]
-        if hashlib.sha256(payload).hexdigest()[:16].encode() != line[-16:]:
-            break
-        if payload == b"begin":
-            body = True
-        elif body and payload.startswith(b"u "):
-            _, p, u = payload.split()
-            out.add((int(p), int(u)))
-    return out
 
 
 class Case:
