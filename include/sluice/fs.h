@@ -144,7 +144,8 @@ SL_API SL_NODISCARD sl_status sl_fs_replace_find(const char *dest, char *out, si
  * @return the replacement, or NULL with SL_ENOTFOUND (neither path is the
  * directory begun), SL_EINVAL (`staging` is not a sibling of `dest` that
  * sl_fs_replace_begin makes), SL_EEXIST (a process of this host that
- * still runs owns it, or `dest` holds what begin refuses to replace),
+ * still runs owns it, or `dest` holds what begin refuses to replace; a
+ * killed process left as a zombie no longer runs),
  * SL_EIO or SL_ENOMEM.
  * Thread-safety: any thread; one replacement per destination at a time.
  */

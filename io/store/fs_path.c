@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include <sluice/fs.h>
 
 #include "core_internal.h"
+#include "io_store.h"
 
 /* Append component `c` (`n` bytes) to the absolute path `out` of length
  * `*len`, applying "." and ".." by name; false when it does not fit. */
@@ -122,4 +125,24 @@ sl_fs_path_overlap(const char *a, const char *b)
     if (longer[n] != '/' && !(n == 1 && longer[0] == '/'))
         return SL_FS_APART;
     return na > nb ? SL_FS_INSIDE : SL_FS_CONTAINS;
+}
+
+bool
+sl__pid_gone(long pid)
+{
+    if (pid <= 0)
+        return false;
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], stat[512];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(stat, 1, sizeof(stat) - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    stat[n] = '\0';
+    /* "PID (COMM) S ...": COMM may hold spaces and parentheses; the state
+     * follows the last ')'. */
+    const char *close = strrchr(stat, ')');
+    return close != NULL && close[1] == ' ' && close[2] == 'Z';
 }

@@ -26,6 +26,7 @@
 #include <sluice/fs.h>
 
 #include "core_internal.h"
+#include "io_store.h"
 
 #define NODE_PREFIX ".sluice-tmp.node."
 
@@ -239,7 +240,7 @@ sibling_owner_gone(long pid, const char *owner_host, const char *host)
 {
     if (strcmp(owner_host, host) != 0 || pid == (long)getpid())
         return false;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return sl__pid_gone(pid);
 }
 
 /* Deal with what killed runs of this host left beside `dest` (`base` in

@@ -103,4 +103,10 @@ void sl__reader_close(struct sl__reader *rd);
 sl_status sl__store_sweep(sl_store *s, const char *prefix, uint64_t *n_removed,
                           struct sl_error *err);
 
+/* True when process `pid` of this machine no longer runs: gone (ESRCH), or
+ * a zombie that nobody reaped (/proc/PID/stat state Z; a killed process in
+ * a container without an init that reaps it stays one), so its temporary
+ * files and staged outputs will never be finished. */
+bool sl__pid_gone(long pid);
+
 #endif /* SL_IO_STORE_H */

@@ -880,7 +880,7 @@ fs_tmp_is_stale(const char *name)
     long pid = strtol(p, &end, 10);
     if (errno != 0 || end == p || *end != '.' || pid <= 0 || pid == (long)getpid())
         return false;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return sl__pid_gone(pid);
 }
 
 /* Collect what a sweep must look at: subdirectories, stale temporary files

@@ -19,6 +19,7 @@
 
 #include <sluice.h>
 
+#include "io_store.h"
 #include "testutil.h"
 
 static void
@@ -349,4 +350,30 @@ Test(io_fs, resume_takes_over_a_killed_runs_directory_by_its_identity)
     cr_assert_eq(sl_fs_replace_commit(r, &err), SL_OK, "%s", err.text);
     cr_assert(has(dest, "zarr.json"));
     sl_test_rmtree(dir);
+}
+
+/* A killed run's process that nobody reaps stays a zombie: its staged
+ * output and temporary files are still someone's to take over. */
+Test(io_fs_replace, a_zombie_owner_counts_as_gone)
+{
+    cr_assert_not(sl__pid_gone((long)getpid()), "this process runs");
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        char c;
+        close(fd[1]);
+        (void)read(fd[0], &c, 1); /* wait until told to exit */
+        _exit(0);
+    }
+    close(fd[0]);
+    cr_assert_not(sl__pid_gone((long)child), "a running child");
+    close(fd[1]); /* it exits; not reaped yet: a zombie */
+    for (int i = 0; i < 200 && !sl__pid_gone((long)child); i++)
+        usleep(5000);
+    cr_assert(sl__pid_gone((long)child), "an exited, unreaped child (a zombie)");
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    cr_assert(sl__pid_gone((long)child), "a reaped child");
+    cr_assert_not(sl__pid_gone(0));
 }
