@@ -143,7 +143,9 @@ class Case:
                  f"{s['objects_written']} and skipped {s['resumed']} chunks")
         sums = self.checksums(url)
         if sums != self.sums:
-            fail(f"{what}: checksums {sums}, an uninterrupted run's {self.sums}")
+            fail(f"{what}: checksums {sums}, an uninterrupted run's {self.sums} (the journals "
+                 f"held {trusted} trusted units, the resume wrote {s['objects_written']} and "
+                 f"skipped {s['resumed']} chunks; its stderr: {err.strip()[-1500:]})")
         else:
             print(f"{what}: {trusted} of {self.total} units journaled, the resume wrote "
                   f"{s['objects_written']}; checksums equal", flush=True)

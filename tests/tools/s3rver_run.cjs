@@ -10,8 +10,12 @@
 //   - PUT and CompleteMultipartUpload honour If-None-Match: * (412 when the
 //     key exists) and If-Match (412 on another ETag, 404 when absent), and
 //     writes to one key are serialised, so the check and the write are one step;
-//   - PUT is atomic: the object is written beside its place and renamed, so a
-//     reader never sees half of it (s3rver writes in place);
+//   - PUT is atomic: the object, its MD5 and its metadata are written beside
+//     their places and renamed (the metadata last), so a reader never sees half
+//     of it and a PUT that fails leaves the old object and ETag together
+//     (s3rver writes in place; its ETag used to land before the bytes failed);
+//     and the wait for the bytes allows the file not to exist yet (s3rver
+//     resolves a PUT of a buffer before its file is even opened: a 500 then);
 //   - listings are in S3's byte order (s3rver walks directories, so "a/x"
 //     came before "a-b" and "a.txt", and continuation tokens skipped keys);
 //   - DELETE leaves emptied directories alone (s3rver removed them, racing
@@ -124,33 +128,50 @@ objectCtrl.getObject = async function getObjectFixed(ctx) {
 };
 
 const putObject = store.putObject;
+// s3rver writes an object's bytes, its MD5 and its metadata (the ETag) as
+// three files.  All three go to temporary names and are renamed into place
+// once the bytes are whole, the metadata last: a write that fails part way
+// (a 500) leaves the old object and its old ETag as they were, never the new
+// ETag over the old bytes, which a conditional retry would then trust.
+const RESOURCES = ['object', 'object.md5', 'metadata.json'];
 store.putObject = async function putObjectAtomic(object) {
-  const final = this.getResourcePath(object.bucket, object.key, 'object');
-  const tmp = `${final}.writing-${crypto.randomBytes(6).toString('hex')}`;
+  const suffix = `.writing-${crypto.randomBytes(6).toString('hex')}`;
+  const final = {};
+  for (const r of RESOURCES) final[r] = this.getResourcePath(object.bucket, object.key, r);
   // putObject writes where getResourcePath says; point it at tmp for this call.
   const resourcePath = this.getResourcePath;
   const self = Object.create(this, {
     getResourcePath: {
-      value: (b, k, r) => (r === 'object' && b === object.bucket && k === object.key
-        ? tmp : resourcePath.call(this, b, k, r)),
+      value: (b, k, r) => (b === object.bucket && k === object.key && RESOURCES.includes(r)
+        ? final[r] + suffix : resourcePath.call(this, b, k, r)),
     },
   });
   try {
     const result = await putObject.call(self, object);
-    await waitForSize(tmp, result.size);
-    await fsp.rename(tmp, final);
+    await waitForSize(final.object + suffix, result.size);
+    for (const r of RESOURCES) {
+      await fsp.rename(final[r] + suffix, final[r]).catch(err => {
+        // s3rver writes no MD5 file for some objects: nothing to move.
+        if (err.code !== 'ENOENT' || r === 'object') throw err;
+      });
+    }
     return result;
   } catch (err) {
-    await fsp.rm(tmp, { force: true });
+    await Promise.all(RESOURCES.map(r => fsp.rm(final[r] + suffix, { force: true })));
     throw err;
   }
 };
 
 // s3rver resolves putObject when its hashing stream ends, not when the file
-// stream has flushed: wait until the file holds every byte.
+// stream has flushed, nor even opened the file (a Buffer's content resolves
+// at once): wait until the file exists and holds every byte.
 async function waitForSize(file, size) {
   for (let i = 0; i < 2000; i++) {
-    if ((await fsp.stat(file)).size >= size) return;
+    const st = await fsp.stat(file).catch(err => {
+      if (err.code !== 'ENOENT') throw err;
+      return null;
+    });
+    if (st && st.size >= size) return;
     await new Promise(r => setTimeout(r, 1));
   }
   throw new Error(`${file}: short write`);
