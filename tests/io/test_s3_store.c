@@ -501,18 +501,27 @@ Test(io_s3_store, a_multipart_write_keeps_the_version_so_a_later_replace_is_cond
     cr_assert(kept, "B's update was lost");
 }
 
-/* How many requests of `method` with query `query` the proxy logged. */
-static size_t
-proxy_count(const struct sl_test_http_server *s, const char *method, const char *query)
+/* The proxy's log (its JSON text, NUL-terminated) into `log`. */
+static void
+proxy_log(const struct sl_test_http_server *s, struct sl_buf *log)
 {
-    char url[300], want[128];
+    char url[300];
     snprintf(url, sizeof(url), "%s__proxy", s->url);
     struct sl_error err = SL_ERROR_INIT;
     sl_store *p = sl_store_open_url(url, NULL, &err);
     cr_assert_not_null(p, "%s", err.text);
+    cr_assert_eq(sl_store_get(p, "log", NULL, log, NULL, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_buf_append(log, "", 1, &err), SL_OK);
+    sl_store_unref(p);
+}
+
+/* How many requests of `method` with query `query` the proxy logged. */
+static size_t
+proxy_count(const struct sl_test_http_server *s, const char *method, const char *query)
+{
+    char want[128];
     struct sl_buf log = SL_BUF_INIT;
-    cr_assert_eq(sl_store_get(p, "log", NULL, &log, NULL, &err), SL_OK, "%s", err.text);
-    cr_assert_eq(sl_buf_append(&log, "", 1, &err), SL_OK);
+    proxy_log(s, &log);
     snprintf(want, sizeof(want), "\"method\": \"%s\", \"path\": ", method);
     size_t n = 0;
     char q[128];
@@ -523,7 +532,6 @@ proxy_count(const struct sl_test_http_server *s, const char *method, const char 
         n += hit != NULL && end != NULL && hit < end;
     }
     sl_buf_fini(&log);
-    sl_store_unref(p);
     return n;
 }
 
@@ -673,20 +681,14 @@ Test(io_s3_store, conditional_writes_are_reported)
 static size_t
 rule_hits(const struct sl_test_http_server *s, const char *name)
 {
-    char url[300], want[128];
-    snprintf(url, sizeof(url), "%s__proxy", s->url);
-    struct sl_error err = SL_ERROR_INIT;
-    sl_store *p = sl_store_open_url(url, NULL, &err);
-    cr_assert_not_null(p, "%s", err.text);
+    char want[128];
     struct sl_buf log = SL_BUF_INIT;
-    cr_assert_eq(sl_store_get(p, "log", NULL, &log, NULL, &err), SL_OK, "%s", err.text);
-    cr_assert_eq(sl_buf_append(&log, "", 1, &err), SL_OK);
+    proxy_log(s, &log);
     snprintf(want, sizeof(want), "\"rule\": \"%s\"", name);
     size_t n = 0;
     for (const char *e = strstr((const char *)log.data, want); e != NULL; e = strstr(e + 1, want))
         n++;
     sl_buf_fini(&log);
-    sl_store_unref(p);
     return n;
 }
 
