@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from launcher_util import journal_units, tree
+from launcher_util import PYRAMID_LAYOUT, PYRAMID_LEVELS, journal_units, tree
 
 SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 MPIRUN = shutil.which("mpirun")
@@ -43,9 +43,8 @@ if MPIRUN is None:
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1")
-LEVELS = 3
-LAYOUT = ["--levels", str(LEVELS), "--factors", "1,2,2", "--chunks", "8,32,32", "--shards",
-          "8,64,64", "--no-progress", "--threads", "1"]
+LEVELS = PYRAMID_LEVELS
+LAYOUT = PYRAMID_LAYOUT
 failures = []
 
 

@@ -27,6 +27,12 @@ SLUICE = os.environ.get("SL_SLUICE_EXE") or next(
 TOOLS = os.path.join(SOURCE, "tests", "tools")
 sys.path.append(TOOLS)  # for zarr_read (zarr-python's reading)
 
+# The small sharded pyramid the resume tests (check_mpi_resume.py here,
+# tests/remote/check_s3_resume.py) kill, fail and resume.
+PYRAMID_LEVELS = 3
+PYRAMID_LAYOUT = ["--levels", str(PYRAMID_LEVELS), "--factors", "1,2,2", "--chunks", "8,32,32",
+                  "--shards", "8,64,64", "--no-progress", "--threads", "1"]
+
 # What expect() found wrong, in order; a script prints them with finish().
 failures = []
 

@@ -32,14 +32,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(HERE, "..", "launcher"))
 import s3serve  # noqa: E402
-from launcher_util import journal_units  # noqa: E402
+from launcher_util import PYRAMID_LAYOUT, PYRAMID_LEVELS, journal_units  # noqa: E402
 
 SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 # The runs across ranks need a sluice built with MPI (meson sets SL_MPI).
 MPIRUN = shutil.which("mpirun") if os.environ.get("SL_MPI", "1") == "1" else None
-LEVELS = 3
-LAYOUT = ["--levels", str(LEVELS), "--factors", "1,2,2", "--chunks", "8,32,32", "--shards",
-          "8,64,64", "--no-progress", "--threads", "1"]
+LEVELS = PYRAMID_LEVELS
+LAYOUT = PYRAMID_LAYOUT
 failures = []
 
 

@@ -151,23 +151,18 @@ pfor_index(void *arg, size_t index, unsigned worker)
     __asm__ volatile("");
 }
 
-/* A parallel loop of *(long *)arg iterations, ranged or indexed. */
+/* A parallel loop of N_LOOP iterations: ranged when *(bool *)arg, else a
+ * call per index. */
 static void
 pfor_root(void *arg, sl_status status)
 {
     (void)status;
     struct sl_parallel par = sl_pool_parallel(bench_pool);
-    if (sl_parallel_run_ranges(&par, (size_t)N_LOOP, pfor_range, arg) != SL_OK)
+    sl_status st = *(const bool *)arg
+                       ? sl_parallel_run_ranges(&par, (size_t)N_LOOP, pfor_range, NULL)
+                       : sl_parallel_run(&par, (size_t)N_LOOP, pfor_index, NULL);
+    if (st != SL_OK)
         fail("pfor");
-}
-
-static void
-pfor_indexed_root(void *arg, sl_status status)
-{
-    (void)status;
-    struct sl_parallel par = sl_pool_parallel(bench_pool);
-    if (sl_parallel_run(&par, (size_t)N_LOOP, pfor_index, arg) != SL_OK)
-        fail("pfor indexed");
 }
 
 /* Run `fn(arg)` as one task and wait from this (outside) thread. */
@@ -221,10 +216,8 @@ sluice_median(enum mode m, int reps, struct chain *chain)
             dt = time_root(loop_root, &n);
             break;
         case MODE_PFOR:
-            dt = time_root(pfor_root, &n);
-            break;
         case MODE_PFOR_INDEXED:
-            dt = time_root(pfor_indexed_root, &n);
+            dt = time_root(pfor_root, &(bool){m == MODE_PFOR});
             break;
         case MODE_FIB:
             dt = time_root(fib_task, &f);
