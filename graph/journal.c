@@ -21,9 +21,9 @@
  * with one write(2), so a killed process loses none; fdatasync comes when
  * `sync_interval_s` passed and at close; nothing allocates once a run
  * goes.  A unit is trusted on
- * resume only when every unit its chunks read from earlier puts was
- * recorded too (journal_distrust), so that a put reading an array whose
- * units are redone is redone as well.
+ * resume only when every unit its chunks read from earlier puts is
+ * trusted too (journal_distrust), so that a unit reading units that are
+ * redone is redone as well, and no other.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +69,8 @@ struct journal_put {
     struct sl_grid units; /* the put's shard grid (its chunk grid when unsharded) */
     uint8_t *done;        /* one bit per unit (C-order), set when trusted done; owned */
     uint64_t n_done;      /* bits set */
-    bool distrusted;      /* its records were dropped: it reads units that run again */
+    uint8_t *dropped;     /* one bit per unit recorded but not trusted: it reads units
+                             that run again (journal_distrust); owned */
 };
 
 struct sl_journal {
@@ -569,6 +570,18 @@ journal_read_units(sl_journal *j, struct journal_read *r, uint32_t file)
 
 /* ---- trust across puts -------------------------------------------------------------- */
 
+/* Steps (node chunks visited) spent tracing recorded units back to the
+ * units they read, for all puts together; past it a put's remaining
+ * records are dropped whole, which is safe, and the work stays bounded. */
+#define TRUST_STEPS_MAX (UINT64_C(1) << 26)
+
+/* A walk from one recorded unit of put `q` down to the gets it reads. */
+struct trust_walk {
+    const sl_journal *j;
+    uint32_t q;     /* the put whose unit is checked */
+    uint64_t steps; /* left, shared by every walk of the journal */
+};
+
 /* Whether node `id` depends on a get of array `a`: walks its inputs. */
 static bool
 reads_array(const sl_graph *g, uint32_t id, const sl_array *a, uint32_t depth)
@@ -584,10 +597,96 @@ reads_array(const sl_graph *g, uint32_t id, const sl_array *a, uint32_t depth)
     return false;
 }
 
+/* Whether every unit of another put that region `r` of get `n`'s array
+ * holds is done. */
+static bool
+get_region_done(const struct trust_walk *w, const struct sl__node *n, const struct sl_region *r)
+{
+    const sl_plan *plan = w->j->plan;
+    for (uint32_t p = 0; p < plan->n_puts; p++) {
+        const struct sl__node *np = &plan->graph->nodes[plan->puts[p].node];
+        const struct journal_put *jp = &w->j->puts[p];
+        if (p == w->q || np->kind != SL_NODE_PUT || jp->n_done == jp->units.n_total ||
+            !sl__array_same(np->u.io.array, n->u.io.array))
+            continue;
+        struct sl_grid_iter it;
+        sl_grid_iter_init(&it, &jp->units, r);
+        while (sl_grid_iter_next(&it))
+            if (!bit_get(jp, sl_grid_linear_index(&jp->units, it.coords)))
+                return false;
+    }
+    return true;
+}
+
 /*
- * A put that reads (through gets) the array of an earlier put with units
- * not done would read units that run again: none of its records are
- * trusted.  Puts in phase order, so that distrust passes on.
+ * Whether chunk `coords` of node `id` reads, through gets, only units of
+ * other puts that are done: the chunks of its inputs it reads are those
+ * the executor computes for it (sl__node_input_region).  False too when
+ * the steps ran out.
+ */
+static bool
+chunk_trusted(struct trust_walk *w, uint32_t id, const uint64_t *coords)
+{
+    const sl_graph *g = w->j->plan->graph;
+    const struct sl__node *n = &g->nodes[id];
+    if (w->steps == 0)
+        return false;
+    w->steps--;
+    struct sl_region r;
+    sl_grid_chunk_region(&n->grid, coords, &r);
+    if (n->kind == SL_NODE_GET)
+        return get_region_done(w, n, &r);
+    for (uint32_t i = 0; i < n->n_inputs; i++) {
+        const struct sl__node *in = &g->nodes[n->inputs[i]];
+        struct sl_region rin;
+        sl__node_input_region(g, n, i, &r, &rin);
+        if (sl_region_is_empty(&rin))
+            continue;
+        struct sl_grid_iter it;
+        sl_grid_iter_init(&it, &in->grid, &rin);
+        while (sl_grid_iter_next(&it))
+            if (!chunk_trusted(w, in->id, it.coords))
+                return false;
+    }
+    return true;
+}
+
+/* Whether unit `u` of put `w->q` reads only units that are done. */
+static bool
+unit_trusted(struct trust_walk *w, uint64_t u)
+{
+    const struct journal_put *jq = &w->j->puts[w->q];
+    const struct sl__node *nq = &w->j->plan->graph->nodes[w->j->plan->puts[w->q].node];
+    uint64_t uc[SL_MAX_RANK];
+    struct sl_region r;
+    sl_grid_coords_of(&jq->units, u, uc);
+    sl_grid_chunk_region(&jq->units, uc, &r);
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &nq->grid, &r);
+    while (sl_grid_iter_next(&it))
+        if (!chunk_trusted(w, nq->id, it.coords))
+            return false;
+    return true;
+}
+
+/* Drop recorded unit `u` of put `q`: it runs again. */
+static void
+unit_drop(sl_journal *j, uint32_t q, uint64_t u)
+{
+    struct journal_put *jq = &j->puts[q];
+    jq->done[u / 8] &= (uint8_t) ~(1u << (u % 8));
+    jq->dropped[u / 8] |= (uint8_t)(1u << (u % 8));
+    jq->n_done--;
+    j->info.units_dropped++;
+}
+
+/*
+ * A recorded unit of a put that reads (through gets) units of an earlier
+ * put that run again would be computed from bytes about to change: it is
+ * not trusted, and runs again too.  Each recorded unit is traced down to
+ * the units it reads; puts in phase order, so that distrust passes on (a
+ * unit dropped makes those reading it dropped).  Units of puts that read
+ * no unfinished put are kept without a walk.
  */
 static void
 journal_distrust(sl_journal *j)
@@ -598,25 +697,27 @@ journal_distrust(sl_journal *j)
     for (uint32_t s = 0; s < plan->fusion.n_stages; s++)
         if (plan->fusion.stages[s].phase + 1 > n_phases)
             n_phases = plan->fusion.stages[s].phase + 1;
+    struct trust_walk w = {.j = j, .steps = TRUST_STEPS_MAX};
     for (uint32_t ph = 0; ph < n_phases; ph++)
         for (uint32_t q = 0; q < plan->n_puts; q++) {
             const struct sl__node *nq = &g->nodes[plan->puts[q].node];
-            /* Also a put with nothing done: the report check
-             * (sl_journal_check_report) asks which run again whole. */
-            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph)
+            struct journal_put *jq = &j->puts[q];
+            if (plan->fusion.stages[plan->fusion.stage_of[nq->id]].phase != ph ||
+                nq->kind != SL_NODE_PUT || jq->n_done == 0)
                 continue;
-            for (uint32_t p = 0; p < plan->n_puts; p++) {
+            bool reads_unfinished = false;
+            for (uint32_t p = 0; p < plan->n_puts && !reads_unfinished; p++) {
                 const struct sl__node *np = &g->nodes[plan->puts[p].node];
-                if (p == q || np->kind != SL_NODE_PUT ||
-                    j->puts[p].n_done == j->puts[p].units.n_total ||
-                    !reads_array(g, nq->id, np->u.io.array, 0))
-                    continue;
-                j->info.units_dropped += j->puts[q].n_done;
-                j->puts[q].distrusted = true;
-                memset(j->puts[q].done, 0, (size_t)((j->puts[q].units.n_total + 7) / 8));
-                j->puts[q].n_done = 0;
-                break;
+                reads_unfinished = p != q && np->kind == SL_NODE_PUT &&
+                                   j->puts[p].n_done < j->puts[p].units.n_total &&
+                                   reads_array(g, nq->id, np->u.io.array, 0);
             }
+            if (!reads_unfinished)
+                continue;
+            w.q = q;
+            for (uint64_t u = 0; u < jq->units.n_total && jq->n_done > 0; u++)
+                if (bit_get(jq, u) && !unit_trusted(&w, u))
+                    unit_drop(j, q, u);
         }
 }
 
@@ -627,6 +728,7 @@ journal_free(sl_journal *j)
 {
     for (uint32_t i = 0; j->puts != NULL && i < j->plan->n_puts; i++) {
         free(j->puts[i].done);
+        free(j->puts[i].dropped);
         if (j->puts[i].units.rank > 0)
             sl_grid_fini(&j->puts[i].units);
     }
@@ -652,7 +754,8 @@ journal_puts_init(sl_journal *j, struct sl_error *err)
             SL_TRY(sl_array_shard_grid(n->u.io.array, &jp->units, err));
         /* Putters hand chunks to a function: they have no units (n_total 0). */
         jp->done = calloc((size_t)((jp->units.n_total + 7) / 8) + 1, 1);
-        if (jp->done == NULL)
+        jp->dropped = calloc((size_t)((jp->units.n_total + 7) / 8) + 1, 1);
+        if (jp->done == NULL || jp->dropped == NULL)
             return sl_error_set(err, SL_ENOMEM, NULL,
                                 "no memory for a journal of %" PRIu64 " units", jp->units.n_total);
     }
@@ -1039,16 +1142,15 @@ sl_journal_check_report(const sl_journal *j, const char *report_path, uint64_t *
         st = report_put_failures(j, i, n, rp, bits, err);
         /* Every unit the journal lacks is one the report lists as failed,
          * and the other way round: else they are not of the same run.  A
-         * put that reads units that run again runs again whole (its
-         * records were dropped), whatever the report lists of it. */
-        if (st == SL_OK && j->puts[i].distrusted) {
-            *units += ug->n_total;
-            free(bits);
-            continue;
-        }
+         * unit recorded that reads units that run again runs again (its
+         * record was dropped), whatever the report lists of it. */
         for (uint64_t u = 0; st == SL_OK && u < ug->n_total; u++) {
             bool failed = bits[u / 8] >> (u % 8) & 1;
             bool done = sl__journal_done(j, i, u);
+            if (j->puts[i].dropped[u / 8] >> (u % 8) & 1) {
+                *units += 1;
+                continue;
+            }
             if (failed == !done) {
                 *units += failed;
                 continue;

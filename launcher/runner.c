@@ -540,10 +540,16 @@ journal_tell(const struct cmd *c, const sl_journal *j, const char *base,
     if (o->resume && o->rerun_failed == NULL)
         fprintf(stderr,
                 "sluice %s: resuming from journal %s%s: %" PRIu64 " unit%s done earlier "
-                "(skipped)%s\n",
+                "(skipped)\n",
                 c->name, base, old->n > 1 ? " (every rank's)" : "", info.units_done,
-                CMD_PLURAL(info.units_done),
-                info.units_dropped > 0 ? ", more redone as they read units that run again" : "");
+                CMD_PLURAL(info.units_done));
+    if (info.units_dropped > 0)
+        fprintf(stderr,
+                "sluice %s: %" PRIu64 " unit%s recorded in the journal run%s again: %s units "
+                "that run again\n",
+                c->name, info.units_dropped, CMD_PLURAL(info.units_dropped),
+                info.units_dropped == 1 ? "s" : "",
+                info.units_dropped == 1 ? "it reads" : "they read");
 }
 
 /*

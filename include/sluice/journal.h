@@ -68,8 +68,8 @@ struct sl_journal_opts {
 /* What sl_journal_open found in an earlier run's journal. */
 struct sl_journal_info {
     uint64_t units_done;      /* units recorded and trusted: their runs are skipped */
-    uint64_t units_dropped;   /* recorded units not trusted, as a unit they read from
-                                 an earlier put was not recorded: they run again */
+    uint64_t units_dropped;   /* recorded units not trusted, as a unit of another put
+                                 that their chunks read runs again: they run again */
     int64_t damaged_at;       /* byte offset of the first damaged line; -1 if none */
     uint32_t damaged_in;      /* in which of opts.resume_from that line is (0 without) */
     uint64_t records_ignored; /* lines from the damaged one on, not trusted (in every
@@ -150,9 +150,10 @@ SL_API SL_NODISCARD sl_status sl_journal_check(const sl_plan *plan, const char *
  * sl_plan_write_report writes it) is of the run that wrote the journal
  * `j` (opened with resume): every put of the plan is in it with the same
  * chunk grid, and the units whose chunks it lists as failed are exactly
- * the units the journal does not hold as done, except in a put whose
- * records the journal dropped as it reads units that run again (a pyramid
- * level above a failed unit), which runs again whole.  A run with `j` then
+ * the units the journal does not hold as done, besides the units whose
+ * records the journal dropped as they read units that run again (a unit
+ * of a pyramid level reading a failed unit of the level below, recorded
+ * by a later run), which run again too.  A run with `j` then
  * reruns exactly those units (`sluice run --rerun-failed`).
  * @return SL_OK and the number of such units in `*units`; SL_EPARSE (not
  * a report), SL_ECONFLICT (a put missing or of another grid, or a unit

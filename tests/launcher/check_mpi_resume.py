@@ -10,8 +10,8 @@ number of ranks or another one skips every unit any rank journaled.
    failed state, made again): exit 0, every level's `sluice checksum` and
    every file equal an uninterrupted run's, no staging directory left, the
    report's objects_written is exactly the units the union of the
-   journals did not hold (a pyramid level above an unfinished one runs
-   again whole), and the journals left are those of the resumed run's
+   journals did not hold and those reading units that run again (a unit of
+   a level whose input units are all trusted is skipped), and the journals left are those of the resumed run's
    ranks.  --rerun-failed REPORT on 2 ranks does the same.
 2. A changed option (--missing-is-error) is refused on 2 ranks (exit 2,
    naming it); the earlier output is kept and the right resume completes.
@@ -33,7 +33,8 @@ import sys
 import tempfile
 import time
 
-from launcher_util import PYRAMID_LAYOUT, PYRAMID_LEVELS, journal_units, tree
+from launcher_util import (PYRAMID_LAYOUT, PYRAMID_LEVELS, journal_units,
+                           pyramid_trusted, tree)
 
 SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 MPIRUN = shutil.which("mpirun")
@@ -116,18 +117,13 @@ class Case:
 
     def trusted(self):
         """Units the union of the journals holds that a resume trusts: a
-        level above one not finished runs again whole."""
+        unit reading a unit of the level below that runs again runs again
+        too (launcher_util.pyramid_trusted)."""
         union = set()
         d = os.path.dirname(self.journal)
         for f in self.journals():
             union |= journal_units(os.path.join(d, f))
-        n, complete = 0, True
-        for k in range(LEVELS):
-            done = sum(1 for p, _ in union if p == k)
-            if complete:
-                n += done
-            complete = complete and done == self.per_level[k]
-        return n, len(union)
+        return len(pyramid_trusted(self.ref, union)), len(union)
 
     def staging(self):
         return sorted(e for e in os.listdir(self.work) if e.startswith(".sluice-tmp"))

@@ -316,10 +316,13 @@ class Resume:
         if s is None:
             fail(f"--resume after failed units exits {p.returncode}: {p.stderr.strip()}")
             return
-        if not 0 < s["objects_written"] < self.units[config] or s["resumed"] == 0:
+        # A unit reading a failed one failed too (upstream), so the
+        # journal lacks exactly the units to redo: the others are skipped,
+        # those of the levels above the failure too.
+        if s["objects_written"] != self.units[config] - trusted or s["resumed"] == 0:
             fail(f"--resume after failed units wrote {s['objects_written']} of "
-                 f"{self.units[config]} units and skipped {s['resumed']} chunks: it should redo "
-                 f"the failed ones only (and what reads them)")
+                 f"{self.units[config]} units ({trusted} journaled) and skipped {s['resumed']} "
+                 f"chunks: it should redo the failed ones only (and what reads them)")
         self.check_output(config, "resume after failed units")
         print(f"failed units: {self.units[config] - trusted} not journaled; the resume wrote "
               f"{s['objects_written']}, skipped {s['resumed']} chunks", flush=True)

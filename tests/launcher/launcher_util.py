@@ -125,3 +125,44 @@ def journal_units(path):
             _, p, u = payload.split()
             out.add((int(p), int(u)))
     return out
+
+
+def pyramid_trusted(root, units, factors=(1, 2, 2)):
+    """The (put, unit) records of `units` that a resume of a pyramid laid
+    out as `root` (a local pyramid, put k writing level k, each level read
+    back for the next with `factors`) trusts: level 0's as recorded, a
+    higher level's unit only where every unit of the level below that its
+    region reads is trusted itself (units redone make the units reading
+    them redone, and no other)."""
+    grids = []
+    for k in range(len(os.listdir(root))):
+        meta = os.path.join(root, str(k), "zarr.json")
+        if not os.path.exists(meta):
+            break
+        with open(meta) as f:
+            m = json.load(f)
+        grids.append((m["shape"], m["chunk_grid"]["configuration"]["chunk_shape"]))
+    trusted = {(p, u) for p, u in units if p == 0}
+    for k in range(1, len(grids)):
+        (shape, us), (pshape, pus) = grids[k], grids[k - 1]
+        n = [-(-s // u) for s, u in zip(shape, us)]
+        pn = [-(-s // u) for s, u in zip(pshape, pus)]
+        for p, u in sorted(units):
+            if p != k:
+                continue
+            coords, rest = [], u
+            for d in reversed(range(len(n))):
+                coords.append(rest % n[d])
+                rest //= n[d]
+            coords.reverse()
+            ranges = []
+            for d, c in enumerate(coords):
+                lo = c * us[d] * factors[d]
+                hi = min(min((c + 1) * us[d], shape[d]) * factors[d], pshape[d])
+                ranges.append(range(lo // pus[d], (hi - 1) // pus[d] + 1))
+            below = [0]
+            for d, r in enumerate(ranges):
+                below = [b * pn[d] + i for b in below for i in r]
+            if all((k - 1, b) in trusted for b in below):
+                trusted.add((k, u))
+    return trusted

@@ -8,8 +8,8 @@ units its journals hold.
 1. `sluice pyramid` of a local input with a corrupt chunk into s3:// fails
    in some units (exit 1) and leaves its node; with the chunk repaired,
    --resume writes exactly the units the journal did not hold (the
-   report's objects_written; a pyramid level above an unfinished one runs
-   again whole) and every level's `sluice checksum` equals an uninterrupted
+   report's objects_written; a unit reading a unit that runs again runs
+   again too) and every level's `sluice checksum` equals an uninterrupted
    run's.  Under mpirun (when there) the failed run has 2 ranks and the
    resume 1 and 3.
 2. A changed option (--missing-is-error) is refused (exit 2, naming it),
@@ -32,7 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(HERE, "..", "launcher"))
 import s3serve  # noqa: E402
-from launcher_util import PYRAMID_LAYOUT, PYRAMID_LEVELS, journal_units  # noqa: E402
+from launcher_util import (PYRAMID_LAYOUT, PYRAMID_LEVELS, journal_units,  # noqa: E402
+                           pyramid_trusted)
 
 SLUICE = os.environ.get("SL_SLUICE_EXE", "sluice")
 # The runs across ranks need a sluice built with MPI (meson sets SL_MPI).
@@ -91,7 +92,7 @@ class Case:
             self.total = json.load(f)["summary"]["objects_written"]
         self.sums = self.checksums(url)
         # Units per level (put k is level k): the shard files of a local run.
-        local = os.path.join(self.tmp, "local.zarr")
+        local = self.local = os.path.join(self.tmp, "local.zarr")
         rc, err = self.run(0, "pyramid", self.src, local, *LAYOUT)
         if rc != 0:
             sys.exit(f"an uninterrupted local run fails: {err}")
@@ -101,15 +102,12 @@ class Case:
             sys.exit(f"levels hold {self.per_level} shards; the s3:// run wrote {self.total}")
 
     def trusted(self):
+        """Units the journals hold that a resume trusts: not those reading
+        a unit that runs again (launcher_util.pyramid_trusted)."""
         union = set()
         for f in self.journals():
             union |= journal_units(os.path.join(self.tmp, f))
-        n, complete = 0, True
-        for k in range(LEVELS):
-            done = sum(1 for p, _ in union if p == k)
-            n += done if complete else 0
-            complete = complete and done == self.per_level[k]
-        return n
+        return len(pyramid_trusted(self.local, union))
 
     def failed_state(self, np_):
         """A new URL, written by a run that failed in some units."""
