@@ -30,6 +30,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,8 @@ struct sl_journal {
     struct sl_error io_err;   /* the first write or sync failure */
     struct journal_put *puts; /* per plan->puts entry; owned */
     struct sl_journal_info info;
-    char path[PATH_MAX]; /* the file, for messages */
+    _Atomic uint64_t busy_ns; /* time spent in the journal's calls, every thread's summed */
+    char path[PATH_MAX];      /* the file, for messages */
 };
 
 /* ---- lines ------------------------------------------------------------------------ */
@@ -896,6 +898,7 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
         sl_error_set(err, SL_ESTATE, NULL, "journal %s: the plan has a journal already", path);
         return NULL;
     }
+    uint64_t t0 = sl__journal_now_ns();
     sl_journal *j = calloc(1, sizeof(*j));
     if (j == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "no memory for journal %s", path);
@@ -928,6 +931,7 @@ sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *o
         return NULL;
     }
     j->last_sync_ns = sl__journal_now_ns();
+    atomic_init(&j->busy_ns, j->last_sync_ns - t0);
     plan->journal = j;
     return j;
 }
@@ -956,6 +960,7 @@ sl_journal_close(sl_journal *j, struct sl_error *err)
 {
     if (j == NULL)
         return SL_OK;
+    uint64_t t0 = sl__journal_now_ns();
     pthread_mutex_lock(&j->mu);
     journal_flush_locked(j);
     pthread_mutex_unlock(&j->mu);
@@ -965,6 +970,8 @@ sl_journal_close(sl_journal *j, struct sl_error *err)
     if (close(j->fd) != 0 && st == SL_OK)
         st = sl_error_set(err, SL_EIO, NULL, "journal: closing it failed: %s", strerror(errno));
     j->fd = -1;
+    uint64_t busy = atomic_load_explicit(&j->busy_ns, memory_order_relaxed);
+    j->plan->summary.journal_s = (double)(busy + sl__journal_now_ns() - t0) * 1e-9;
     if (j->plan->journal == j)
         j->plan->journal = NULL;
     journal_free(j);
@@ -1033,6 +1040,7 @@ sl__journal_done(const sl_journal *j, uint32_t put, uint64_t unit)
 void
 sl__journal_record(sl_journal *j, uint32_t put, uint64_t unit)
 {
+    uint64_t t0 = sl__journal_now_ns();
     char line[64];
     snprintf(line, sizeof(line), "u %" PRIu32 " %" PRIu64, put, unit);
     pthread_mutex_lock(&j->mu);
@@ -1045,6 +1053,7 @@ sl__journal_record(sl_journal *j, uint32_t put, uint64_t unit)
     if (sl__journal_now_ns() - j->last_sync_ns >= j->interval_ns)
         journal_flush_locked(j);
     pthread_mutex_unlock(&j->mu);
+    atomic_fetch_add_explicit(&j->busy_ns, sl__journal_now_ns() - t0, memory_order_relaxed);
 }
 
 /* ---- a report's failures ---------------------------------------------------------- */

@@ -67,6 +67,7 @@ sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *other)
                                   : s->remote_max_in_flight;
     s->peak_bytes = other->peak_bytes > s->peak_bytes ? other->peak_bytes : s->peak_bytes;
     s->elapsed_s = other->elapsed_s > s->elapsed_s ? other->elapsed_s : s->elapsed_s;
+    s->journal_s = other->journal_s > s->journal_s ? other->journal_s : s->journal_s;
     if (s->first_error == SL_OK)
         s->first_error = other->first_error;
     sl__plan_count(plan);

@@ -70,11 +70,12 @@ report_summary(const struct sl_run_summary *s, FILE *out)
             ", \"peak_bytes\": %zu, \"budget_bytes\": %zu, \"elapsed_s\": %.6f"
             ", \"errors_dropped\": %zu, \"remote_requests\": %" PRIu64
             ", \"remote_retries\": %" PRIu64 ", \"remote_max_in_flight\": %u"
-            ", \"resumed\": %" PRIu64 ", \"retries\": %" PRIu64 ", \"first_error\": ",
+            ", \"resumed\": %" PRIu64 ", \"retries\": %" PRIu64
+            ", \"journal_s\": %.6f, \"first_error\": ",
             s->n_chunks, s->n_ok, s->n_failed, s->n_upstream, s->n_canceled, s->n_tasks,
             s->bytes_read, s->bytes_written, s->objects_written, s->peak_bytes, s->budget_bytes,
             s->elapsed_s, s->errors_dropped, s->remote_requests, s->remote_retries,
-            s->remote_max_in_flight, s->n_resumed, s->n_retries);
+            s->remote_max_in_flight, s->n_resumed, s->n_retries, s->journal_s);
     if (s->first_error == SL_OK)
         fputs("null},\n", out);
     else

@@ -142,6 +142,9 @@ struct sl_run_summary {
                                       in the plan's journal (sl_journal_open) and skipped */
     uint64_t n_retries;            /* store operations tried again after a transient failure
                                       (sl_plan_opts.retries): chunk reads and unit writes */
+    double journal_s;              /* time spent in the plan's journal, set by sl_journal_close:
+                                      opening (reading the earlier one), records and syncs
+                                      (every thread's summed) and closing; 0 without one */
 };
 
 /* A put's per-chunk status array. */

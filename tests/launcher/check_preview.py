@@ -115,6 +115,8 @@ def check_status_map(tmp):
     problems = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(rep)]
     expect(not problems, f"the report validates against docs/report.schema.json: {problems[:3]}")
     if not problems:
+        expect(rep["summary"]["journal_s"] > 0,
+               f"the journal beside --report is timed: {rep['summary']}")
         put = rep["puts"][0]
         got = sorted((tuple(f["chunk"]), f["code"]) for f in put["failures"])
         expect(put["grid"] == [2, 4, 6] and got == [((0, 0, 5), "ENOTFOUND"),

@@ -244,6 +244,10 @@ def check_rerun_failed(tmp):
     s = json.load(open(report2))["summary"]
     expect(s["objects_written"] == 4 and s["resumed"] == s["chunks"] - 4 and s["failed"] == 0,
            f"exactly the failed units are written again: {s}")
+    # The journal's own time, measured inside the run: some, and a small
+    # part of the run (a few records and syncs); none without a journal.
+    expect(0 < s["journal_s"] < s["elapsed_s"] + 1, f"the report times the journal: {s}")
+    expect(json.load(open(report))["summary"]["journal_s"] > 0, "the first run's journal too")
     clean = workdir(tmp, "rerun_clean")
     rc, _, err = run("run", "--no-progress", os.path.join(clean, "select.json"))
     expect(rc == 0, f"a clean run: {err}")
