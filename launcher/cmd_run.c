@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "dist.h"
 #include "graph_file.h"
+#include "journal_set.h"
 #include "runner.h"
 
 static int run_run(int argc, char **argv);
@@ -54,39 +55,28 @@ const struct cmd cmd_run = {
 static void merge_run_opts(const sl_graph_json *doc, struct run_opts *o);
 
 /*
- * Refuse a --resume of a file that creates s3:// arrays: the loader makes
- * room for them (deleting an old node with "overwrite"), which would lose
- * the units the journal holds.  Read from the file's array lines
- * (sl_graph_json_write_arrays: "array NAME: create|overwrite PATH: ...").
- * @return 0, or 2 after a message naming the first such array.
+ * Nodes written in place (s3://) have no staging directory: a resume goes
+ * on in the node at the URL, which must be what the file makes (checked
+ * on the in-memory load `mem`); a run begun afresh removes the earlier
+ * journals before the real load deletes the old nodes, so that a kill in
+ * between never leaves journals of units that are gone.  Rank 0.
+ * @return 0, or the exit status after a message.
  */
 static int
-resume_s3_check(const sl_graph_json *doc)
+in_place_prepare(sl_graph_json *mem, const struct run_opts *ro)
 {
-    char *text = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&text, &size);
-    if (f == NULL)
-        return cmd_usage_error(&cmd_run, "out of memory");
-    sl_status st = sl_graph_json_write_arrays(doc, f, NULL);
-    fclose(f);
-    int rc = st == SL_OK ? 0 : cmd_usage_error(&cmd_run, "cannot list the file's arrays");
-    for (char *line = text; rc == 0 && line != NULL && *line != '\0';) {
-        char *nl = strchr(line, '\n');
-        if (nl != NULL)
-            *nl = '\0';
-        char *colon = strstr(line, ": ");
-        if (colon != NULL && (strncmp(colon + 2, "create s3://", 12) == 0 ||
-                              strncmp(colon + 2, "overwrite s3://", 15) == 0))
-            rc = cmd_usage_error(&cmd_run,
-                                 "--resume: %s: graph files that create s3:// arrays do not "
-                                 "resume yet (the command-line copy, downsample and pyramid "
-                                 "do)",
-                                 line);
-        line = nl != NULL ? nl + 1 : NULL;
+    if (sl_graph_json_n_in_place(mem) == 0)
+        return 0;
+    if (ro->resume) {
+        struct sl_error err = SL_ERROR_INIT;
+        if (sl_graph_json_check_in_place(mem, &err) == SL_OK)
+            return 0;
+        fprintf(stderr, "sluice run: --resume refused: %s\n", err.text);
+        return 2;
     }
-    free(text);
-    return rc;
+    char jbuf[4096];
+    const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
+    return journal != NULL ? journal_set_remove(&cmd_run, journal, 0) : 0;
 }
 
 /*
@@ -126,8 +116,6 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
             merge_run_opts(*doc, &mine);
             rc = plan_check(&cmd_run, sl_graph_json_graph(*doc), &mine, path);
             bool fresh = false;
-            if (rc == 0 && ro->resume)
-                rc = resume_s3_check(*doc);
             if (rc == 0 && ro->resume) {
                 /* The journal is checked against the graph as this file
                  * makes it before the earlier run's output is touched. */
@@ -139,6 +127,8 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
                 ro->resume_dirs = dirs;
                 ro->resume = !fresh;
             }
+            if (rc == 0)
+                rc = in_place_prepare(*doc, ro);
         }
         sl_graph_json_destroy(*doc);
         *doc = NULL;

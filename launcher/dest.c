@@ -229,27 +229,6 @@ dest_resume(const struct cmd *c, struct dest *d, const char *path, const char *j
 }
 
 /* Comparing the metadata a build makes with a resumed run's output. */
-struct meta_cmp {
-    sl_store *mem;     /* what the build made */
-    sl_store *out;     /* the earlier run's output */
-    char differs[256]; /* the first key that differs; "" while none */
-};
-
-static sl_status
-meta_cmp_key(void *arg, const char *key, uint64_t bytes)
-{
-    struct meta_cmp *m = arg;
-    (void)bytes;
-    struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
-    if (sl_store_get(m->mem, key, NULL, &a, NULL, NULL) != SL_OK ||
-        sl_store_get(m->out, key, NULL, &b, NULL, NULL) != SL_OK || a.size != b.size ||
-        (a.size > 0 && memcmp(a.data, b.data, a.size) != 0))
-        snprintf(m->differs, sizeof(m->differs), "%s", key);
-    sl_buf_fini(&a);
-    sl_buf_fini(&b);
-    return m->differs[0] != '\0' ? SL_ECANCELED : SL_OK;
-}
-
 /*
  * Refuse a resumed run whose options make other metadata (layouts,
  * codecs, attributes) than the earlier run's output holds: build the graph
@@ -260,22 +239,24 @@ static int
 dest_resume_check(const struct cmd *c, graph_build_fn *build, void *ctx, sl_store *out)
 {
     struct sl_error err = SL_ERROR_INIT;
-    struct meta_cmp m = {.mem = sl_store_create_memory(NULL, &err), .out = out};
-    if (m.mem == NULL)
+    sl_store *mem = sl_store_create_memory(NULL, &err);
+    if (mem == NULL)
         return cmd_fail(c->name, "memory store", &err);
     sl_graph *g = NULL;
-    int rc = build(ctx, m.mem, false, &g);
+    int rc = build(ctx, mem, false, &g);
     sl_graph_unref(g);
-    sl_status st = rc == 0 ? sl_store_list(m.mem, "", meta_cmp_key, &m, &err) : SL_OK;
-    if (st != SL_OK && st != SL_ECANCELED)
-        rc = cmd_fail(c->name, "memory store", &err);
-    sl_store_unref(m.mem);
-    if (rc == 0 && m.differs[0] != '\0') {
+    char differs[256];
+    bool missing = false;
+    if (rc == 0 &&
+        sl_store_objects_match(mem, out, differs, sizeof(differs), &missing, &err) != SL_OK)
+        rc = cmd_fail(c->name, "the earlier run's output", &err);
+    sl_store_unref(mem);
+    if (rc == 0 && differs[0] != '\0') {
         fprintf(stderr,
-                "sluice %s: --resume refused: the earlier run's output differs from what these "
-                "options make, in \"%s\" (a layout, codec or attribute changed; run without "
-                "--resume to start afresh)\n",
-                c->name, m.differs);
+                "sluice %s: --resume refused: the earlier run's output %s \"%s\" that these "
+                "options make (a layout, codec or attribute changed; run without --resume to "
+                "start afresh)\n",
+                c->name, missing ? "lacks" : "differs in", differs);
         rc = 2;
     }
     return rc;

@@ -90,7 +90,8 @@ sl__jpath_check_free(sl_graph_json *doc, const struct sl__jdest *d, bool *exists
         return false;
     }
     if (sl_url_is_s3(d->full_path))
-        return doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || s3_check_free(doc, d, exists);
+        return doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.resuming ||
+               s3_check_free(doc, d, exists);
     struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
     so.create = false;
     so.read_only = true;
@@ -352,10 +353,10 @@ array_create(sl_graph_json *doc, struct sl__jarray *a, bool on_disk)
 {
     struct sl_error err = SL_ERROR_INIT;
     /* A resumed run opens the arrays its earlier run created. */
-    bool open = on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0);
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, a->ptr, "path");
     struct sl__jdest dest = sl__jarray_dest(a, at);
+    bool open = sl__jnode_opens(doc, &dest, on_disk);
     a->store = sl__jnode_store(doc, &dest, on_disk, &err);
     if (a->store == NULL && err.code == SL_OK)
         return false; /* refused, and reported */

@@ -283,12 +283,12 @@ sl__jcopy_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     struct sl__jcopy *c = &n->copy;
     if (!c->have_tree)
         return false;
-    /* Another process of the run, or the earlier run resumed, made them. */
-    bool open = on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0);
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, "group");
     struct sl__jdest dest = sl__jcopy_dest(c, at);
+    /* Another process of the run, or the earlier run resumed, made them. */
+    bool open = sl__jnode_opens(doc, &dest, on_disk);
     sl_store *out = sl__jnode_store(doc, &dest, on_disk, &err);
     if (out == NULL && err.code == SL_OK)
         return false; /* refused, and reported */

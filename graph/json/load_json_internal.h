@@ -193,6 +193,16 @@ struct sl__jnode {
     uint32_t gid;                 /* its id in the graph once built */
 };
 
+/* A node the document writes in place (an s3:// URL: S3 renames no
+ * prefix), with the metadata the in-memory build made for it. */
+struct sl__jinplace {
+    char *url;            /* owned */
+    char *ptr;            /* the JSON pointer of its "path" or "group"; owned */
+    const char *endpoint; /* the node's "endpoint" (the document owns it), or NULL */
+    const char *region;   /* the node's "region", or NULL */
+    sl_store *mem;        /* retained: what the build wrote */
+};
+
 struct sl_graph_json {
     struct sl_allocator alloc;      /* everything owned below */
     struct sl_graph_json_opts opts; /* copied; base_dir points at `base_dir` */
@@ -211,6 +221,9 @@ struct sl_graph_json {
     sl_graph *graph;                /* the graph built by the last build pass */
     sl_fs_replace **reps;           /* nodes written beside their paths; owned */
     size_t n_reps;                  /* entries of reps */
+    struct sl__jinplace *inplace;   /* nodes written in place (s3://) as the in-memory build
+                                       made them: a resume compares; owned */
+    size_t n_inplace;               /* entries of inplace */
     char found[4096];               /* sl__jreplace_find's answer */
     char journal[4096];             /* "run"/"journal" resolved; run.journal points here */
 };
@@ -338,12 +351,19 @@ const char *sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d);
  * path, begun with sl__jreplace_begin, or for SL_GRAPH_JSON_OPEN where the
  * creating process writes it; on S3 at its URL, the old node deleted first
  * when "overwrite" allows (not for SL_GRAPH_JSON_OPEN: the creating process
- * did); else a memory store.
+ * did; not when resuming: the earlier run's node goes on); else a memory
+ * store (kept for sl_graph_json_check_in_place when the node is s3://).
  * @return the store, or NULL: with `err` set when a store could not open,
  * with `err` untouched when the node was refused (already reported).
  */
 sl_store *sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk,
                           struct sl_error *err);
+
+/* Whether the node at `d` is opened as it is rather than begun: by the
+ * other processes of a run (SL_GRAPH_JSON_OPEN), and by a resumed run
+ * (its local nodes from the staging directories it takes over, its s3://
+ * nodes where they are). */
+bool sl__jnode_opens(const sl_graph_json *doc, const struct sl__jdest *d, bool on_disk);
 
 /* Where to open a node another process of the run is writing for
  * `full_path` (SL_GRAPH_JSON_OPEN): its hidden sibling while there is one,

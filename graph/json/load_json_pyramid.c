@@ -247,12 +247,11 @@ sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk)
     struct sl_pyramid_opts o;
     if (!pyramid_opts(doc, n, in.dtype, in.grid->rank, &o))
         return false;
-    bool open = on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0);
-    o.open_existing = open;
     struct sl_error err = SL_ERROR_INIT;
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, "group");
     struct sl__jdest dest = pyramid_dest(p, at);
+    o.open_existing = sl__jnode_opens(doc, &dest, on_disk);
     sl_store *store = sl__jnode_store(doc, &dest, on_disk, &err);
     if (store == NULL && err.code == SL_OK)
         return false; /* refused, and reported */

@@ -117,7 +117,7 @@ static sl_store *
 s3_node_store(sl_graph_json *doc, const struct sl__jdest *d, struct sl_error *err)
 {
     sl_store *s = sl__jstore_open_url(doc, d->full_path, d->endpoint, d->region, false, true, err);
-    if (s == NULL || doc->opts.new_arrays == SL_GRAPH_JSON_OPEN)
+    if (s == NULL || sl__jnode_opens(doc, d, true))
         return s;
     struct sl_error e = SL_ERROR_INIT;
     bool existed = false;
@@ -132,13 +132,51 @@ s3_node_store(sl_graph_json *doc, const struct sl__jdest *d, struct sl_error *er
     return NULL;
 }
 
+bool
+sl__jnode_opens(const sl_graph_json *doc, const struct sl__jdest *d, bool on_disk)
+{
+    return on_disk && (doc->opts.new_arrays == SL_GRAPH_JSON_OPEN || doc->opts.n_resume > 0 ||
+                       (doc->opts.resuming && sl_url_is_s3(d->full_path)));
+}
+
+/* Keep the memory store `mem` an in-memory build made for s3:// node `d`. */
+static sl_status
+inplace_keep(sl_graph_json *doc, const struct sl__jdest *d, sl_store *mem, struct sl_error *err)
+{
+    size_t old = doc->n_inplace * sizeof(struct sl__jinplace);
+    struct sl__jinplace *grown = sl_alloc(&doc->alloc, old + sizeof(struct sl__jinplace), 0);
+    char *url = sl_alloc(&doc->alloc, strlen(d->full_path) + 1, 0);
+    char *ptr = sl_alloc(&doc->alloc, strlen(d->ptr) + 1, 0);
+    if (grown == NULL || url == NULL || ptr == NULL) {
+        sl_free(&doc->alloc, grown, old + sizeof(struct sl__jinplace));
+        sl_free(&doc->alloc, url, strlen(d->full_path) + 1);
+        sl_free(&doc->alloc, ptr, strlen(d->ptr) + 1);
+        return sl_error_set(err, SL_ENOMEM, NULL, "no memory for \"%s\"", d->path);
+    }
+    if (old > 0)
+        memcpy(grown, doc->inplace, old);
+    sl_free(&doc->alloc, doc->inplace, old);
+    memcpy(url, d->full_path, strlen(d->full_path) + 1);
+    memcpy(ptr, d->ptr, strlen(d->ptr) + 1);
+    sl_store_ref(mem);
+    grown[doc->n_inplace++] = (struct sl__jinplace){
+        .url = url, .ptr = ptr, .endpoint = d->endpoint, .region = d->region, .mem = mem};
+    doc->inplace = grown;
+    return SL_OK;
+}
+
 sl_store *
 sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk, struct sl_error *err)
 {
     if (!on_disk) {
         struct sl_mem_store_opts mo = SL_MEM_STORE_OPTS_DEFAULT;
         mo.alloc = &doc->alloc;
-        return sl_store_create_memory(&mo, err);
+        sl_store *mem = sl_store_create_memory(&mo, err);
+        if (mem != NULL && sl_url_is_s3(d->full_path) && inplace_keep(doc, d, mem, err) != SL_OK) {
+            sl_store_unref(mem);
+            return NULL;
+        }
+        return mem;
     }
     if (sl_url_is_s3(d->full_path))
         return s3_node_store(doc, d, err);
@@ -187,9 +225,60 @@ sl_graph_json_keep(sl_graph_json *doc)
     }
 }
 
+size_t
+sl_graph_json_n_in_place(const sl_graph_json *doc)
+{
+    return doc->n_inplace;
+}
+
+sl_status
+sl_graph_json_check_in_place(sl_graph_json *doc, struct sl_error *err)
+{
+    for (size_t i = 0; i < doc->n_inplace; i++) {
+        const struct sl__jinplace *ip = &doc->inplace[i];
+        struct sl_error e = SL_ERROR_INIT;
+        sl_store *at =
+            sl__jstore_open_url(doc, ip->url, ip->endpoint, ip->region, false, false, &e);
+        char first[SL_STORE_KEY_MAX];
+        bool missing = false;
+        sl_zarr_kind kind = SL_ZARR_NONE;
+        sl_status st = at != NULL ? sl_zarr_probe(at, "", &kind, NULL, &e) : e.code;
+        if (st == SL_OK && kind == SL_ZARR_NONE) {
+            sl_store_unref(at);
+            return sl_error_set(err, SL_ENOTFOUND, NULL,
+                                "%s: no Zarr node at %s, where the earlier run wrote (run "
+                                "without --resume to start afresh)",
+                                ip->ptr, ip->url);
+        }
+        if (st == SL_OK)
+            st = sl_store_objects_match(ip->mem, at, first, sizeof(first), &missing, &e);
+        sl_store_unref(at);
+        if (st != SL_OK)
+            return sl_error_set(err, st, NULL, "%s: cannot look at %s: %s", ip->ptr, ip->url,
+                                e.text);
+        if (first[0] == '\0')
+            continue;
+        return sl_error_set(err, SL_ECONFLICT, NULL,
+                            "%s: the node at %s is not the one this file makes: its \"%s\" "
+                            "%s (a layout, codec or attribute changed, or another run wrote "
+                            "there; run without --resume to start afresh)",
+                            ip->ptr, ip->url, first, missing ? "is missing" : "differs");
+    }
+    return SL_OK;
+}
+
 void
 sl__jreplace_fini(sl_graph_json *doc)
 {
+    for (size_t i = 0; i < doc->n_inplace; i++) {
+        struct sl__jinplace *ip = &doc->inplace[i];
+        sl_free(&doc->alloc, ip->url, strlen(ip->url) + 1);
+        sl_free(&doc->alloc, ip->ptr, strlen(ip->ptr) + 1);
+        sl_store_unref(ip->mem);
+    }
+    sl_free(&doc->alloc, doc->inplace, doc->n_inplace * sizeof(struct sl__jinplace));
+    doc->inplace = NULL;
+    doc->n_inplace = 0;
     /* What an earlier run wrote is never removed by a resume that stops. */
     for (size_t i = 0; i < doc->n_reps; i++)
         if (doc->opts.n_resume > 0)

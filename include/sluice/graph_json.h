@@ -95,7 +95,10 @@ struct sl_graph_json_opts {
     uint32_t n_resume;                       /* how many; 0: begin every node afresh */
     bool resuming;                           /* a node at an output path may be the one an
                                                 earlier run put in place, which a resume
-                                                goes on with: not refused */
+                                                goes on with: not refused; with
+                                                SL_GRAPH_JSON_CREATE s3:// nodes are
+                                                opened where they are (see
+                                                sl_graph_json_check_in_place) */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
     ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
@@ -191,6 +194,30 @@ SL_API void sl_graph_json_destroy(sl_graph_json *doc);
  */
 SL_API SL_NODISCARD sl_status sl_graph_json_commit(sl_graph_json *doc, bool run_ok,
                                                    struct sl_error *err);
+
+/**
+ * Nodes the document writes in place: s3:// arrays, pyramid groups and
+ * copies (S3 renames no prefix, so they have no staging directory).  A
+ * run begun afresh that journals removes its earlier journals before it
+ * loads the file for real, as that deletes the old nodes ("overwrite").
+ * Thread-safety: any thread.
+ */
+SL_API size_t sl_graph_json_n_in_place(const sl_graph_json *doc);
+
+/**
+ * For a --resume, on a document loaded with SL_GRAPH_JSON_IN_MEMORY: check
+ * that every node it writes in place is at its URL as the file makes it:
+ * a Zarr node is there, and every metadata object the in-memory build made
+ * for it (zarr.json, .zarray, .zattrs, .zgroup, levels and members) is
+ * stored with the same bytes.  A resumed load (SL_GRAPH_JSON_CREATE with
+ * `resuming`) then opens these nodes where they are and deletes nothing.
+ * @return SL_OK; SL_ENOTFOUND (no node at a URL), SL_ECONFLICT (an object
+ * missing or different: the first named), or the store's error; each
+ * message names the node's JSON pointer and URL.
+ * Thread-safety: one thread.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_json_check_in_place(sl_graph_json *doc,
+                                                           struct sl_error *err);
 
 /**
  * The directories the document's new nodes are written into (hidden

@@ -270,6 +270,22 @@ typedef sl_status sl_store_list_fn(void *arg, const char *key, uint64_t bytes);
 SL_API SL_NODISCARD sl_status sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn,
                                             void *arg, struct sl_error *err);
 
+/**
+ * Whether every object of `ref` is in `other` with the same bytes (objects
+ * only `other` holds are not looked at).  A resumed run checks with it
+ * that the metadata its build makes (in a memory store) is what the
+ * earlier run wrote where the run goes on writing in place.
+ * @param first  gets the first key of `ref`, in byte order, that `other`
+ * lacks or holds other bytes of; "" when every one matched (`size` bytes).
+ * @param missing  set when that key is missing from `other`.
+ * @return SL_OK (with `first` saying whether all matched), or the error
+ * of listing `ref` or of reading `other` (other than SL_ENOTFOUND).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_store_objects_match(sl_store *ref, sl_store *other, char *first,
+                                                     size_t size, bool *missing,
+                                                     struct sl_error *err);
+
 /* Operation counts of a store since it was opened. */
 struct sl_store_stats {
     uint64_t n_get;         /* reads of objects or byte ranges */

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -429,6 +430,52 @@ sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
     SL_TRY(sl__key_prefix_check(prefix, err));
     atomic_fetch_add_explicit(&s->n_list, 1, memory_order_relaxed);
     return s->vt->list(s, prefix, fn, arg, err);
+}
+
+/* sl_store_objects_match's walk over `ref`'s keys. */
+struct objects_match {
+    sl_store *ref, *other;
+    char *first;
+    size_t size;
+    bool *missing;
+    struct sl_error *err;
+};
+
+static sl_status
+objects_match_key(void *arg, const char *key, uint64_t bytes)
+{
+    struct objects_match *m = arg;
+    (void)bytes;
+    struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
+    sl_status st = sl_store_get(m->ref, key, NULL, &a, NULL, m->err);
+    sl_status so = st == SL_OK ? sl_store_get(m->other, key, NULL, &b, NULL, m->err) : st;
+    bool differs =
+        so == SL_ENOTFOUND ||
+        (so == SL_OK && (a.size != b.size || (a.size > 0 && memcmp(a.data, b.data, a.size) != 0)));
+    sl_buf_fini(&a);
+    sl_buf_fini(&b);
+    if (!differs)
+        return so;
+    *m->missing = so == SL_ENOTFOUND;
+    if (m->size > 0)
+        snprintf(m->first, m->size, "%s", key);
+    if (m->err != NULL)
+        *m->err = SL_ERROR_INIT;
+    return SL_ECANCELED; /* found: stop */
+}
+
+sl_status
+sl_store_objects_match(sl_store *ref, sl_store *other, char *first, size_t size, bool *missing,
+                       struct sl_error *err)
+{
+    if (size > 0)
+        first[0] = '\0';
+    *missing = false;
+    if (ref == NULL || other == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "sl_store_objects_match needs two stores");
+    struct objects_match m = {ref, other, first, size, missing, err};
+    sl_status st = sl_store_list(ref, "", objects_match_key, &m, err);
+    return st == SL_ECANCELED ? SL_OK : st;
 }
 
 bool

@@ -335,3 +335,36 @@ Test(io_store, memory_store_survives_every_allocation_failure)
         cr_assert(fail < 10000);
     }
 }
+
+/* sl_store_objects_match: every object of the first store in the second
+ * with the same bytes; the first key (in byte order) that is not, and
+ * whether it is missing.  Objects only the second holds do not count. */
+Test(io_store, objects_match_names_the_first_key_missing_or_different)
+{
+    sl_store *ref = make_memory(), *other = make_fs();
+    put(ref, "a/zarr.json", "{\"a\": 1}");
+    put(ref, "zarr.json", "{}");
+    put(other, "a/zarr.json", "{\"a\": 1}");
+    put(other, "zarr.json", "{}");
+    put(other, "extra", "only here");
+    char first[64];
+    bool missing = true;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_objects_match(ref, other, first, sizeof(first), &missing, &err), SL_OK,
+                 "%s", err.text);
+    cr_assert_str_empty(first);
+    cr_assert(!missing);
+    put(other, "zarr.json", "{ }"); /* same length, other bytes */
+    put(ref, "b/.zarray", "{}");
+    cr_assert_eq(sl_store_objects_match(ref, other, first, sizeof(first), &missing, &err), SL_OK);
+    cr_assert_str_eq(first, "b/.zarray");
+    cr_assert(missing);
+    put(other, "b/.zarray", "{}");
+    cr_assert_eq(sl_store_objects_match(ref, other, first, sizeof(first), &missing, &err), SL_OK);
+    cr_assert_str_eq(first, "zarr.json");
+    cr_assert(!missing);
+    cr_assert_eq(sl_store_objects_match(ref, NULL, first, sizeof(first), &missing, &err),
+                 SL_EINVAL);
+    sl_store_unref(ref);
+    sl_store_unref(other);
+}

@@ -13,9 +13,14 @@ units its journals hold.
    run's.  Under mpirun (when there) the failed run has 2 ranks and the
    resume 1 and 3.
 2. A changed option (--missing-is-error) is refused (exit 2, naming it),
-   and so is a resume with no node at the URL; the node is untouched.  A
-   graph file creating an s3:// array is not resumed yet: refused.
-3. A run begun afresh (--overwrite, no --resume) removes the earlier
+   and so is a resume with no node at the URL; the node is untouched.
+3. A graph file creating an s3:// array, and one whose pyramid node writes
+   an s3:// group, fail in some units (on 2 ranks too, resumed on 3 and
+   1, with mpirun): --resume opens the node at the URL and writes exactly
+   the units its journals lack (and, in the pyramid, those reading them),
+   the checksums equal to the input's or an uninterrupted run's; another node put at the URL since refuses the resume (exit 2,
+   naming the object that differs) and is left as it is.
+4. A run begun afresh (--overwrite, no --resume) removes the earlier
    journals before it deletes the node.
 
     check_s3_resume.py    (SL_SLUICE_EXE names the sluice binary)
@@ -160,31 +165,119 @@ class Case:
             fail(f"--resume to a URL without a node exits {rc} (want 2): {err.strip()[-800:]}")
         if self.checksums(url) != before:
             fail("a refused --resume changed the s3:// node")
-        # A graph file creating an s3:// array: its loader would make room
-        # (delete the node): not resumed yet, refused before anything.
-        g = os.path.join(self.tmp, "g.json")
-        with open(g, "w") as f:
-            json.dump({"sluice": 1,
-                       "arrays": {"image": {"path": self.src},
-                                  "out": {"path": f"s3://{self.s.bucket}/resume/g.zarr",
-                                          "endpoint": self.s.proxy_url, "like": "image",
-                                          "overwrite": True}},
-                       "nodes": {"read": {"op": "get", "array": "image"},
-                                 "w": {"op": "put", "input": "read", "array": "out"}},
-                       "run": {"journal": "g.journal"}}, f)
-        rc, err = self.run(0, "run", g, "--allow-outside", "--no-progress")
-        if rc != 0:
-            fail(f"a graph file to s3:// exits {rc}: {err.strip()[-800:]}")
-        rc, err = self.run(0, "run", g, "--allow-outside", "--no-progress", "--resume")
-        if rc != 2 or "do not resume yet" not in err or "array out" not in err:
-            fail(f"--resume of a graph file creating an s3:// array exits {rc} (want 2): "
-                 f"{err.strip()[-800:]}")
         self.resume(0, url, "after the refusals")
         # Afresh: the journals go before the node is deleted.
         rc, err = self.run(0, *self.argv(url, "--overwrite"))
         if rc != 0 or self.journals() != ["J"] or self.checksums(url) != self.sums:
             fail(f"a run afresh over the node: exit {rc}, journals {self.journals()}: "
                  f"{err.strip()[-800:]}")
+
+    def graph_file(self, np_fail, np_resume, pyramid=False):
+        """A graph file creating an s3:// array (shards of 8,64,64: 16
+        units), or with `pyramid` a pyramid node's s3:// group (LAYOUT's:
+        24 units), fails in some units on `np_fail` ranks (0: no mpirun);
+        with the chunk repaired, --resume on `np_resume` opens the node at
+        the URL (deleting nothing) and writes exactly the units the journals
+        lack (or that read those, in a pyramid)."""
+        self.n_url += 1
+        url = f"s3://{self.s.bucket}/graph/{self.n_url}.zarr"
+        g = os.path.join(self.tmp, "g.json")
+        doc = {"sluice": 1,
+               "arrays": {"image": {"path": self.src},
+                          "out": {"path": url, "endpoint": self.s.proxy_url, "like": "image",
+                                  "overwrite": True, "create": {"shards": [8, 64, 64]}}},
+               "nodes": {"read": {"op": "get", "array": "image"},
+                         "w": {"op": "put", "input": "read", "array": "out"}},
+               "run": {"journal": "g.journal"}}
+        total = 16
+        if pyramid:
+            del doc["arrays"]["out"]
+            doc["nodes"]["w"] = {"op": "pyramid", "input": "read", "group": url,
+                                 "levels": LEVELS,
+                                 "factors": [1, 2, 2], "overwrite": True,
+                                 "create": {"format": 3, "chunks": [8, 32, 32],
+                                            "shards": [8, 64, 64]}}
+            total = self.total
+        with open(g, "w") as f:
+            json.dump(doc, f)
+        # (A pyramid node's group takes the run's --endpoint.)
+        argv = ["run", g, "--allow-outside", "--no-progress", *self.ep]
+        for f in os.listdir(self.tmp):
+            if f.startswith("g.journal"):
+                os.unlink(os.path.join(self.tmp, f))
+        with open(self.chunk, "rb") as f:
+            good = f.read()
+        with open(self.chunk, "wb") as f:
+            f.write(b"not a zstd frame" * 4)
+        try:
+            rc, err = self.run(np_fail, *argv)
+        finally:
+            with open(self.chunk, "wb") as f:
+                f.write(good)
+        units = set()
+        for f in os.listdir(self.tmp):
+            if f.startswith("g.journal") and not f.endswith(".tmp"):
+                units |= journal_units(os.path.join(self.tmp, f))
+        what = (f"graph file ({'pyramid' if pyramid else 'put'}) failed on {np_fail or 1} "
+                f"process(es), resumed on {np_resume or 1}")
+        if rc != 1 or not 0 < len(units) < total:
+            fail(f"{what}: the failed run exits {rc} (want 1) with {len(units)} of {total} units "
+                 f"journaled: {err.strip()[-800:]}")
+            return None, None
+        trusted = len(pyramid_trusted(self.local, units)) if pyramid else len(units)
+        rc, err = self.run(np_resume, *argv, "--resume", "--report", self.report)
+        wrote = json.load(open(self.report))["summary"]["objects_written"] if rc == 0 else None
+        if pyramid:
+            got, want = self.checksums(url), self.sums
+        else:
+            got, want = [self.checksums_of(url)], [self.checksums_of(self.src)]
+        if rc != 0 or wrote != total - trusted or got != want:
+            fail(f"{what}: exit {rc}, wrote {wrote} units (want {total - trusted}), checksums "
+                 f"{got} (want {want}): {err.strip()[-1200:]}")
+        else:
+            print(f"{what}: {len(units)} of {total} units journaled ({trusted} trusted), the "
+                  f"resume wrote {wrote}; checksums equal", flush=True)
+        return g, url
+
+    def checksums_of(self, path):
+        p = subprocess.run([SLUICE, "checksum", path, *self.ep], capture_output=True, text=True,
+                           timeout=120, env=self.env)
+        return p.stdout.split()[0] if p.returncode == 0 and p.stdout.strip() else \
+            f"error: {p.stderr.strip()[-300:]}"
+
+    def graph_file_refusals(self):
+        """Another node put at the URL since (another layout) refuses the
+        resume, naming the object that differs; the node is left as it
+        is."""
+        g, url = self.graph_file(0, 0)
+        if g is None:
+            return
+        argv = ["run", g, "--allow-outside", "--no-progress"]
+        with open(self.chunk, "rb") as f:
+            good = f.read()
+        with open(self.chunk, "wb") as f:
+            f.write(b"not a zstd frame" * 4)
+        try:
+            rc, err = self.run(0, *argv)
+        finally:
+            with open(self.chunk, "wb") as f:
+                f.write(good)
+        rc, err = self.run(0, "copy", self.src, url, *self.ep, "--overwrite", "--chunks",
+                           "8,16,16", "--no-progress")
+        if rc != 0:
+            fail(f"cannot put another node at {url}: {err.strip()[-800:]}")
+            return
+        rc, err = self.run(0, *argv, "--resume")
+        if rc != 2 or "--resume refused" not in err or '"zarr.json" differs' not in err or \
+                url not in err:
+            fail(f"a graph file resumed over another node exits {rc} (want 2): "
+                 f"{err.strip()[-800:]}")
+        else:
+            print(f"another node at the URL: {err.strip().splitlines()[-1]}", flush=True)
+        p = subprocess.run([SLUICE, "info", url, *self.ep, "--json"], capture_output=True,
+                           text=True, timeout=120, env=self.env)
+        if p.returncode != 0 or json.loads(p.stdout)["node"]["chunks"] != [8, 16, 16]:
+            fail(f"the refused resume changed the node at {url}: {p.stdout[:300]} {p.stderr}")
 
 
 def main():
@@ -214,6 +307,12 @@ def main():
                 print("mpirun not found, or sluice built without MPI (SL_MPI=0): the runs "
                       "across ranks are skipped")
             c.refusals()
+            c.graph_file(0, 0)
+            c.graph_file(0, 0, pyramid=True)
+            if MPIRUN is not None:
+                c.graph_file(2, 3)
+                c.graph_file(2, 1, pyramid=True)
+            c.graph_file_refusals()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
