@@ -84,6 +84,13 @@ sl__index_next(uint64_t *idx, const uint64_t *shape, uint32_t n)
  * a non-empty view already checked by sl_view_check. */
 void sl__view_byte_range(const struct sl_view *v, ptrdiff_t *lo, ptrdiff_t *hi);
 
+/*
+ * Hash with the CPU's SHA extensions (`on`, where it has them) or the
+ * portable code (for tests comparing the two; not while other threads
+ * hash).  @return whether the CPU has the extensions.
+ */
+bool sl__sha256_use_hw(bool on);
+
 /* True when the views share any byte (both non-empty and checked). */
 bool sl__view_overlap(const struct sl_view *a, const struct sl_view *b);
 

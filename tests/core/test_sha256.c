@@ -7,6 +7,8 @@
 
 #include <sluice.h>
 
+#include "core_internal.h"
+
 TestSuite(core_sha256, .timeout = 10.0);
 
 static void
@@ -156,4 +158,49 @@ Test(core_sha256, hmac_empty_key_and_empty_data)
     sl_hmac_sha256(NULL, 0, NULL, 0, a);
     sl_hmac_sha256("", 0, "", 0, b);
     cr_assert(memcmp(a, b, sizeof(a)) == 0);
+}
+
+/* The SHA extensions' blocks (where the CPU has them) hash as the portable
+ * code does: every length from 0 to 1100 bytes at odd offsets, one shot
+ * and in uneven pieces, and 1 MiB; the vectors above pass with both. */
+Test(core_sha256, cpu_extensions_hash_as_the_portable_code)
+{
+    if (!sl__sha256_use_hw(true)) {
+        cr_log_warn("this CPU has no SHA extensions: only the portable code is tested");
+        return;
+    }
+    size_t big = 1u << 20;
+    uint8_t *buf = malloc(big + 3);
+    cr_assert_not_null(buf);
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < big + 3; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        buf[i] = (uint8_t)x;
+    }
+    uint8_t hw[SL_SHA256_BYTES], sw[SL_SHA256_BYTES], pieces[SL_SHA256_BYTES];
+    for (size_t n = 0; n <= 1100; n++) {
+        const uint8_t *p = buf + (n % 3);
+        sl__sha256_use_hw(true);
+        sl_sha256(p, n, hw);
+        struct sl_sha256 s;
+        sl_sha256_init(&s);
+        for (size_t at = 0, step = 1; at < n; at += step, step = step * 2 + 1)
+            sl_sha256_update(&s, p + at, step < n - at ? step : n - at);
+        sl_sha256_final(&s, pieces);
+        sl__sha256_use_hw(false);
+        sl_sha256(p, n, sw);
+        cr_assert_arr_eq(hw, sw, sizeof(hw), "%zu bytes at offset %zu", n, n % 3);
+        cr_assert_arr_eq(pieces, sw, sizeof(hw), "%zu bytes in pieces", n);
+    }
+    sl__sha256_use_hw(true);
+    sl_sha256(buf + 1, big, hw);
+    sl__sha256_use_hw(false);
+    sl_sha256(buf + 1, big, sw);
+    cr_assert_arr_eq(hw, sw, sizeof(hw));
+    /* The known vectors through the portable code too. */
+    expect_hex("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    expect_hex(m, strlen(m), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    sl__sha256_use_hw(true);
+    free(buf);
 }
