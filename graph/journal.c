@@ -626,6 +626,20 @@ get_region_done(const struct trust_walk *w, const struct sl__node *n, const stru
  * the executor computes for it (sl__node_input_region).  False too when
  * the steps ran out.
  */
+static bool chunk_trusted(struct trust_walk *w, uint32_t id, const uint64_t *coords);
+
+/* Whether every chunk of node `n` that region `r` meets is trusted. */
+static bool
+region_trusted(struct trust_walk *w, const struct sl__node *n, const struct sl_region *r)
+{
+    struct sl_grid_iter it;
+    sl_grid_iter_init(&it, &n->grid, r);
+    while (sl_grid_iter_next(&it))
+        if (!chunk_trusted(w, n->id, it.coords))
+            return false;
+    return true;
+}
+
 static bool
 chunk_trusted(struct trust_walk *w, uint32_t id, const uint64_t *coords)
 {
@@ -642,13 +656,8 @@ chunk_trusted(struct trust_walk *w, uint32_t id, const uint64_t *coords)
         const struct sl__node *in = &g->nodes[n->inputs[i]];
         struct sl_region rin;
         sl__node_input_region(g, n, i, &r, &rin);
-        if (sl_region_is_empty(&rin))
-            continue;
-        struct sl_grid_iter it;
-        sl_grid_iter_init(&it, &in->grid, &rin);
-        while (sl_grid_iter_next(&it))
-            if (!chunk_trusted(w, in->id, it.coords))
-                return false;
+        if (!sl_region_is_empty(&rin) && !region_trusted(w, in, &rin))
+            return false;
     }
     return true;
 }
@@ -663,12 +672,7 @@ unit_trusted(struct trust_walk *w, uint64_t u)
     struct sl_region r;
     sl_grid_coords_of(&jq->units, u, uc);
     sl_grid_chunk_region(&jq->units, uc, &r);
-    struct sl_grid_iter it;
-    sl_grid_iter_init(&it, &nq->grid, &r);
-    while (sl_grid_iter_next(&it))
-        if (!chunk_trusted(w, nq->id, it.coords))
-            return false;
-    return true;
+    return region_trusted(w, nq, &r);
 }
 
 /* Drop recorded unit `u` of put `q`: it runs again. */

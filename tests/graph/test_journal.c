@@ -109,6 +109,19 @@ run_journaled(struct copy *c, bool resume, struct sl_run_summary *s, struct sl_e
     return st;
 }
 
+/* Open c->plan's journal at c->journal for a resume; what it found in *info. */
+static sl_journal *
+journal_resume(struct copy *c, struct sl_journal_info *info)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
+    jo.resume = true;
+    sl_journal *j = sl_journal_open(c->plan, c->journal, &jo, &err);
+    cr_assert_not_null(j, "%s", err.text);
+    sl_journal_get_info(j, info);
+    return j;
+}
+
 static size_t
 file_read(const char *path, char *buf, size_t cap)
 {
@@ -162,12 +175,8 @@ Test(graph_journal, records_after_damage_run_again)
     cr_assert_not_null(rec);
     rec[3] ^= 1;
     file_write(c.journal, buf, n);
-    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
-    jo.resume = true;
-    sl_journal *j = sl_journal_open(c.plan, c.journal, &jo, &err);
-    cr_assert_not_null(j, "%s", err.text);
     struct sl_journal_info info;
-    sl_journal_get_info(j, &info);
+    sl_journal *j = journal_resume(&c, &info);
     cr_assert_eq(info.units_done, 1);
     cr_assert_eq(info.damaged_at, (int64_t)(rec + 1 - buf));
     cr_assert_eq(info.records_ignored, 3);
@@ -382,12 +391,8 @@ Test(graph_journal, only_units_reading_redone_units_run_again)
     cr_assert_eq(s.objects_written, 6);
     /* Which put is "write" in the journal: the one of 4 units. */
     journal_drop_record(c.journal, "u 0 0");
-    struct sl_journal_opts jo = SL_JOURNAL_OPTS_DEFAULT;
-    jo.resume = true;
-    sl_journal *j = sl_journal_open(c.plan, c.journal, &jo, &err);
-    cr_assert_not_null(j, "%s", err.text);
     struct sl_journal_info info;
-    sl_journal_get_info(j, &info);
+    sl_journal *j = journal_resume(&c, &info);
     cr_assert_eq(info.units_done, 4, "%" PRIu64 " units trusted", info.units_done);
     cr_assert_eq(info.units_dropped, 1, "%" PRIu64 " units dropped", info.units_dropped);
     cr_assert_eq(sl_plan_run(c.plan, c.pool, &err), SL_OK, "%s", err.text);

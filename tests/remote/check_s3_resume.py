@@ -80,6 +80,19 @@ class Case:
     def argv(self, url, *extra):
         return ["pyramid", self.src, url, *LAYOUT, *self.ep, "--journal", self.journal, *extra]
 
+    def run_corrupt(self, np_, *argv):
+        """Run `argv` on `np_` ranks with one input chunk corrupt (so that
+        its units fail), the chunk repaired after: (exit, stderr)."""
+        with open(self.chunk, "rb") as f:
+            good = f.read()
+        with open(self.chunk, "wb") as f:
+            f.write(b"not a zstd frame" * 4)
+        try:
+            return self.run(np_, *argv)
+        finally:
+            with open(self.chunk, "wb") as f:
+                f.write(good)
+
     def journals(self):
         return sorted(f for f in os.listdir(self.tmp) if f == "J" or f.startswith("J.rank-"))
 
@@ -120,15 +133,7 @@ class Case:
         url = f"s3://{self.s.bucket}/resume/{self.n_url}.zarr"
         for f in self.journals():
             os.unlink(os.path.join(self.tmp, f))
-        with open(self.chunk, "rb") as f:
-            good = f.read()
-        with open(self.chunk, "wb") as f:
-            f.write(b"not a zstd frame" * 4)
-        try:
-            rc, err = self.run(np_, *self.argv(url))
-        finally:
-            with open(self.chunk, "wb") as f:
-                f.write(good)
+        rc, err = self.run_corrupt(np_, *self.argv(url))
         if rc != 1:
             sys.exit(f"a run to s3:// reading a corrupt chunk exits {rc}, not 1: {err}")
         return url
@@ -205,15 +210,7 @@ class Case:
         for f in os.listdir(self.tmp):
             if f.startswith("g.journal"):
                 os.unlink(os.path.join(self.tmp, f))
-        with open(self.chunk, "rb") as f:
-            good = f.read()
-        with open(self.chunk, "wb") as f:
-            f.write(b"not a zstd frame" * 4)
-        try:
-            rc, err = self.run(np_fail, *argv)
-        finally:
-            with open(self.chunk, "wb") as f:
-                f.write(good)
+        rc, err = self.run_corrupt(np_fail, *argv)
         units = set()
         for f in os.listdir(self.tmp):
             if f.startswith("g.journal") and not f.endswith(".tmp"):
@@ -253,15 +250,7 @@ class Case:
         if g is None:
             return
         argv = ["run", g, "--allow-outside", "--no-progress"]
-        with open(self.chunk, "rb") as f:
-            good = f.read()
-        with open(self.chunk, "wb") as f:
-            f.write(b"not a zstd frame" * 4)
-        try:
-            rc, err = self.run(0, *argv)
-        finally:
-            with open(self.chunk, "wb") as f:
-                f.write(good)
+        rc, err = self.run_corrupt(0, *argv)
         rc, err = self.run(0, "copy", self.src, url, *self.ep, "--overwrite", "--chunks",
                            "8,16,16", "--no-progress")
         if rc != 0:
