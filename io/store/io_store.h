@@ -77,6 +77,19 @@ bool sl__store_can_prefetch(const sl_store *s);
  * first range (a shard's index) is kept for the open that asks for it. */
 void sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range);
 
+/* The most ranges one sl__store_prefetch_ranges call coalesces (more are
+ * hinted one by one). */
+#define SL__PREFETCH_RANGES_MAX 64
+
+/* Hint that the `n` byte ranges (offset and length) of object `key` will
+ * be read soon, each by a read of its own: a remote store fetches runs of
+ * them whose gaps are at most `gap` bytes, each run at most `cap` bytes,
+ * in one request, and each read copies its range out of it (a read whose
+ * run failed asks for its own bytes).  Other stores: sl__store_prefetch
+ * each. */
+void sl__store_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges,
+                               size_t n, uint64_t gap, uint64_t cap);
+
 /* Whether an earlier open fetched the first range `first` of `key` (a
  * shard's index), so opening it again costs no request; never waits. */
 bool sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *first);

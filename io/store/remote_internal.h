@@ -18,6 +18,11 @@ sl_status sl__remote_reader_read(struct sl__reader *rd, uint64_t offset, size_t 
                                  struct sl_error *err);
 void sl__remote_reader_close(struct sl__reader *rd);
 void sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range);
+
+/* The vtable's prefetch_ranges (see io_store.h): runs of the ranges within
+ * `gap` of each other and `cap` long fetched in one request each. */
+void sl__remote_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges,
+                                size_t n, uint64_t gap, uint64_t cap);
 bool sl__remote_has_first(sl_store *s, const char *key, const struct sl_byte_range *first);
 void sl__remote_stats(const sl_store *s, struct sl_remote_stats *out);
 void sl__remote_destroy(sl_store *s);

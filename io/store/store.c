@@ -491,6 +491,20 @@ sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range *ran
         s->vt->prefetch(s, key, range);
 }
 
+void
+sl__store_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges,
+                          size_t n, uint64_t gap, uint64_t cap)
+{
+    if (s->vt->prefetch == NULL || sl__key_check(key, strlen(key), NULL) != SL_OK)
+        return;
+    if (s->vt->prefetch_ranges != NULL) {
+        s->vt->prefetch_ranges(s, key, ranges, n, gap, cap);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        s->vt->prefetch(s, key, &ranges[i]);
+}
+
 bool
 sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 {

@@ -42,6 +42,10 @@ struct sl__store_vtable {
     /* Start fetching `range` of object `key` (NULL: all of it) ahead of its
      * read; NULL: no prefetching. */
     void (*prefetch)(sl_store *s, const char *key, const struct sl_byte_range *range);
+    /* Start fetching `n` ranges of `key` ahead, coalescing nearby ones
+     * into one request (sl__store_prefetch_ranges); NULL: `prefetch` each. */
+    void (*prefetch_ranges)(sl_store *s, const char *key, const struct sl_byte_range *ranges,
+                            size_t n, uint64_t gap, uint64_t cap);
     /* Whether a first range was fetched before (sl__store_has_first); NULL:
      * never. */
     bool (*has_first)(sl_store *s, const char *key, const struct sl_byte_range *first);

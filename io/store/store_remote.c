@@ -43,6 +43,11 @@ struct http_ahead {
     uint64_t held;           /* bytes counted in ahead_bytes: the range's length, an
                                 estimate for a whole object, then what came; under
                                 ahead_lock */
+    uint32_t parts;          /* hinted ranges it holds, coalesced (sl__remote_prefetch_ranges):
+                                reads copy theirs out; 1: one read takes it whole */
+    uint32_t taken;          /* of them, read; under ahead_lock */
+    uint32_t readers;        /* reads copying from it now: not freed or evicted meanwhile;
+                                under ahead_lock */
 };
 
 /* A first range fetched before (a shard's index): the store is read-only,
@@ -190,21 +195,31 @@ range_same(const struct sl_byte_range *a, const struct sl_byte_range *b)
     return a->kind == b->kind && a->offset == b->offset && a->length == b->length;
 }
 
-void
-sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
+/* Whether [offset, offset + length) range `in` lies inside range `out`. */
+static bool
+range_within(const struct sl_byte_range *in, const struct sl_byte_range *out)
 {
-    struct http_store *h = http_of(s);
-    if (h->max_ahead_bytes == 0)
-        return; /* fetching ahead is off */
-    struct sl_byte_range r = range != NULL ? *range : (struct sl_byte_range){SL_RANGE_ALL, 0, 0};
+    return in->kind == SL_RANGE_FROM && out->kind == SL_RANGE_FROM &&
+           in->length != SL_RANGE_TO_END && out->length != SL_RANGE_TO_END &&
+           in->offset >= out->offset && in->offset - out->offset <= out->length &&
+           in->length <= out->length - (in->offset - out->offset);
+}
+
+/* Start fetching range `r` of `key` ahead, for `parts` reads. */
+static void
+ahead_start(struct http_store *h, const char *key, struct sl_byte_range r, uint32_t parts)
+{
+    sl_store *s = &h->base;
     struct http_ahead *evicted = NULL;
     pthread_mutex_lock(&h->ahead_lock);
     bool known = false;
     for (struct http_ahead *a = h->ahead; a != NULL && !known; a = a->next)
-        known = strcmp(a->key, key) == 0 && range_same(&a->range, &r);
+        known = strcmp(a->key, key) == 0 &&
+                (range_same(&a->range, &r) || (a->parts > 1 && range_within(&r, &a->range)));
     uint64_t expect = ahead_expect_locked(h, &r);
     /* Full: make room by dropping the oldest fetched object nobody read. */
-    if (!known && !ahead_fits_locked(h, expect) && h->ahead != NULL && h->ahead->done) {
+    if (!known && !ahead_fits_locked(h, expect) && h->ahead != NULL && h->ahead->done &&
+        h->ahead->readers == 0) {
         evicted = h->ahead;
         ahead_unlink_locked(h, NULL, evicted);
     }
@@ -234,6 +249,8 @@ sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_range *ra
     a->range = r;
     a->done = false;
     a->held = expect;
+    a->parts = parts;
+    a->taken = a->readers = 0;
     a->req = (struct sl__http_req){
         .url = a->url, .range = r, .done = ahead_done, .ctx = a, .body = {.alloc = s->alloc}};
     pthread_mutex_lock(&h->ahead_lock);
@@ -247,24 +264,112 @@ sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_range *ra
     sl__engine_submit(h->engine, &a->req);
 }
 
-/* Take what was fetched ahead for `range` of `key`, waiting until its
- * fetch ends; NULL when nothing was. */
-static struct http_ahead *
-ahead_take(struct http_store *h, const char *key, const struct sl_byte_range *range)
+void
+sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
 {
+    struct http_store *h = http_of(s);
+    if (h->max_ahead_bytes == 0)
+        return; /* fetching ahead is off */
+    ahead_start(h, key, range != NULL ? *range : (struct sl_byte_range){SL_RANGE_ALL, 0, 0}, 1);
+}
+
+static int
+range_offset_cmp(const void *pa, const void *pb)
+{
+    const struct sl_byte_range *a = pa, *b = pb;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+void
+sl__remote_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges,
+                           size_t n, uint64_t gap, uint64_t cap)
+{
+    struct http_store *h = http_of(s);
+    if (h->max_ahead_bytes == 0)
+        return;
+    struct sl_byte_range sorted[SL__PREFETCH_RANGES_MAX];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m < SL__PREFETCH_RANGES_MAX && ranges[i].kind == SL_RANGE_FROM &&
+            ranges[i].length != SL_RANGE_TO_END &&
+            ranges[i].length <= UINT64_MAX - ranges[i].offset)
+            sorted[m++] = ranges[i];
+        else
+            ahead_start(h, key, ranges[i], 1);
+    }
+    qsort(sorted, m, sizeof(*sorted), range_offset_cmp);
+    /* Runs whose gaps are at most `gap`, each at most `cap` bytes (a larger
+     * range alone): one request each, the reads of its parts copying
+     * theirs out of it (ahead_take). */
+    for (size_t i = 0; i < m;) {
+        uint64_t start = sorted[i].offset, end = start + sorted[i].length;
+        size_t j = i + 1;
+        for (; j < m; j++) {
+            uint64_t e = sorted[j].offset + sorted[j].length, new_end = e > end ? e : end;
+            if ((sorted[j].offset > end && sorted[j].offset - end > gap) || new_end - start > cap)
+                break;
+            end = new_end;
+        }
+        ahead_start(h, key, j - i == 1 ? sorted[i] : sl_byte_range_at(start, end - start),
+                    (uint32_t)(j - i));
+        i = j;
+    }
+}
+
+/*
+ * Take what was fetched ahead for `range` of `key`, waiting until its
+ * fetch ends; NULL when nothing was.  With `parts_ok` also a coalesced
+ * fetch holding `range` (`*shared` set): it stays listed for the other
+ * parts' reads, and the caller copies its part out and calls ahead_release.
+ */
+static struct http_ahead *
+ahead_take(struct http_store *h, const char *key, const struct sl_byte_range *range, bool parts_ok,
+           bool *shared)
+{
+    *shared = false;
     pthread_mutex_lock(&h->ahead_lock);
     struct http_ahead *prev = NULL, *a = h->ahead;
-    while (a != NULL && !(strcmp(a->key, key) == 0 && range_same(&a->range, range))) {
+    while (a != NULL &&
+           !(strcmp(a->key, key) == 0 && (a->parts > 1 ? parts_ok && range_within(range, &a->range)
+                                                       : range_same(&a->range, range)))) {
         prev = a;
         a = a->next;
     }
     if (a != NULL) {
-        ahead_unlink_locked(h, prev, a);
+        *shared = a->parts > 1;
+        if (*shared)
+            a->readers++;
+        else
+            ahead_unlink_locked(h, prev, a);
         while (!a->done)
             pthread_cond_wait(&h->ahead_cond, &h->ahead_lock);
     }
     pthread_mutex_unlock(&h->ahead_lock);
     return a;
+}
+
+/* A read copied its part out of coalesced fetch `a`: once every part was
+ * read and no read copies, it goes. */
+static void
+ahead_release(struct http_store *h, struct http_ahead *a)
+{
+    pthread_mutex_lock(&h->ahead_lock);
+    a->readers--;
+    a->taken++;
+    bool last = a->taken >= a->parts && a->readers == 0;
+    if (last) {
+        struct http_ahead *prev = NULL, *x = h->ahead;
+        while (x != NULL && x != a) {
+            prev = x;
+            x = x->next;
+        }
+        if (x != NULL)
+            ahead_unlink_locked(h, prev, a);
+        last = x != NULL; /* else evicted, and freed there */
+    }
+    pthread_mutex_unlock(&h->ahead_lock);
+    if (last)
+        ahead_free(h, a);
 }
 
 /* ---- shard indexes fetched before ------------------------------------------------ */
@@ -355,7 +460,8 @@ sl__remote_reader_open(sl_store *s, const char *key, const struct sl_byte_range 
     struct sl_byte_range all = {SL_RANGE_ALL, 0, 0};
     const struct sl_byte_range *r = first != NULL ? first : &all;
     bool partial = r->kind != SL_RANGE_ALL;
-    struct http_ahead *got = ahead_take(h, key, r);
+    bool shared;
+    struct http_ahead *got = ahead_take(h, key, r, false, &shared);
     if (got != NULL) {
         sl_status st = got->req.status;
         if (h->seen != NULL)
@@ -427,7 +533,20 @@ sl__remote_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *d
     }
     struct http_store *h = http_of(rd->store);
     struct sl_byte_range r = sl_byte_range_at(offset, n);
-    struct http_ahead *ahead = ahead_take(h, rd->key, &r);
+    bool shared;
+    struct http_ahead *ahead = ahead_take(h, rd->key, &r, true, &shared);
+    if (ahead != NULL && shared) {
+        /* A part of a coalesced fetch.  When it failed, or came short,
+         * this read asks for its own bytes below: a chunk fails for what
+         * its own request meets, as without coalescing. */
+        bool whole = ahead->req.status == SL_OK && ahead->req.body.size == ahead->range.length;
+        if (whole)
+            memcpy(dst, ahead->req.body.data + (offset - ahead->range.offset), n);
+        ahead_release(h, ahead);
+        if (whole)
+            return SL_OK;
+        ahead = NULL;
+    }
     if (ahead != NULL) {
         sl_status st = ahead->req.status;
         if (st == SL_OK && ahead->req.body.size != n)
@@ -571,6 +690,7 @@ static const struct sl__store_vtable http_vtable = {
     .del = http_del,
     .list = http_list,
     .prefetch = sl__remote_prefetch,
+    .prefetch_ranges = sl__remote_prefetch_ranges,
     .has_first = sl__remote_has_first,
     .remote_stats = sl__remote_stats,
     .destroy = sl__remote_destroy,
@@ -808,6 +928,7 @@ static const struct sl__store_vtable custom_vtable = {
     .del = custom_del,
     .list = custom_list,
     .prefetch = sl__remote_prefetch,
+    .prefetch_ranges = sl__remote_prefetch_ranges,
     .has_first = sl__remote_has_first,
     .remote_stats = sl__remote_stats,
     .destroy = sl__remote_destroy,

@@ -1016,6 +1016,7 @@ static const struct sl__store_vtable s3_vtable = {
     .del_keys = s3_del_keys,
     .list = s3_list,
     .prefetch = sl__remote_prefetch,
+    .prefetch_ranges = sl__remote_prefetch_ranges,
     .has_first = sl__remote_has_first,
     .remote_stats = sl__remote_stats,
     .conditional_writes = s3_conditional_writes,

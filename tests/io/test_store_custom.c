@@ -10,6 +10,7 @@
  * through `set` or are refused, and closing waits for reads in flight.
  * Also a ThreadSanitizer suite (the plain runner).
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ struct test_store {
     sl_status fail_status;  /* ... */
     int fail_times;         /* ... this many times (-1: always) */
     bool short_answer;      /* answers every range one byte short */
+    uint64_t fail_longer;   /* fails (EIO) every range longer than this; 0: none */
     _Atomic int fails_left; /* of fail_times */
     _Atomic int calls;      /* reads started */
     _Atomic int now, most;  /* reads running at once */
@@ -76,6 +78,9 @@ serve(struct test_store *t, const char *key, const struct sl_byte_range *range, 
     if (t->fail_key != NULL && strcmp(key, t->fail_key) == 0 &&
         (t->fail_times < 0 || atomic_fetch_sub(&t->fails_left, 1) > 0))
         return sl_error_set(err, t->fail_status, NULL, "test fault on %s", key);
+    if (t->fail_longer > 0 && range->kind == SL_RANGE_FROM && range->length > t->fail_longer)
+        return sl_error_set(err, SL_EIO, NULL, "test fault: %" PRIu64 " bytes of %s", range->length,
+                            key);
     sl_status st = sl_store_get(t->inner, key, range, out, object_bytes, err);
     if (st == SL_OK && t->short_answer && range->kind == SL_RANGE_FROM && out->size > 0)
         out->size--;
@@ -359,6 +364,63 @@ Test(io_store_custom, transient_failures_are_retried_and_the_rest_fail_alone)
             answerer_stop(t);
         test_store_free(t);
     }
+}
+
+/* Hint every chunk of sharded "a" through `s` (as the executor hints its
+ * tasks' chunks), then read each; the number read wrong or failed. */
+static int
+hint_then_read(sl_store *s)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_open(s, "a", NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    for (uint64_t i = 0; i < SIDE / CHUNK; i++)
+        for (uint64_t j = 0; j < SIDE / CHUNK; j++)
+            sl_array_prefetch_chunk(a, (uint64_t[]){i, j});
+    int bad = 0;
+    uint16_t buf[CHUNK * CHUNK];
+    for (uint64_t i = 0; i < SIDE / CHUNK; i++)
+        for (uint64_t j = 0; j < SIDE / CHUNK; j++) {
+            bool missing = false;
+            if (sl_array_read_chunk(a, (uint64_t[]){i, j}, buf, sizeof(buf), NULL, &missing,
+                                    &err) != SL_OK ||
+                missing) {
+                fprintf(stderr, "chunk (%" PRIu64 ", %" PRIu64 "): %s\n", i, j, err.text);
+                bad++;
+                continue;
+            }
+            for (uint64_t y = 0; y < CHUNK; y++)
+                for (uint64_t x = 0; x < CHUNK; x++)
+                    bad += buf[y * CHUNK + x] != value_at(i * CHUNK + y, j * CHUNK + x);
+        }
+    sl_array_unref(a);
+    return bad;
+}
+
+/* Inner chunks hinted before their shard's index is known are fetched
+ * together: one request per shard for its 16 chunks (they lie within the
+ * gap), beside the index's; each read copies its own bytes out.  Where
+ * that request fails, each read asks for its own bytes and reads right. */
+Test(io_store_custom, hinted_inner_chunks_of_a_shard_come_in_one_request)
+{
+    struct test_store *t = test_store_new(true);
+    struct sl_store_impl impl = {.kind = "test", .get = test_get};
+    sl_store *s = open_over(t, &impl);
+    cr_assert_eq(hint_then_read(s), 0);
+    int shards = (SIDE / (4 * CHUNK)) * (SIDE / (4 * CHUNK));
+    /* (The first read is the array's metadata.) */
+    cr_assert_eq(atomic_load(&t->calls), 1 + 2 * shards, "%d reads for %d shards of 16 chunks",
+                 atomic_load(&t->calls), shards);
+    sl_store_unref(s);
+    /* Each coalesced request fails (its 4 tries): the reads fall back. */
+    atomic_store(&t->calls, 0);
+    t->fail_longer = 600; /* a chunk of 8 x 8 uint16 compresses to less */
+    s = open_over(t, &impl);
+    cr_assert_eq(hint_then_read(s), 0);
+    cr_assert_eq(atomic_load(&t->calls), 1 + shards + 4 * shards + N_CHUNKS, "%d reads",
+                 atomic_load(&t->calls));
+    sl_store_unref(s);
+    test_store_free(t);
 }
 
 Test(io_store_custom, short_answers_fail_as_corrupt_and_are_never_decoded)
