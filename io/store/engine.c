@@ -263,7 +263,13 @@ engine_start(struct curl_engine *e, struct sl__http_req *req)
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->o.low_speed_bytes);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, e->o.low_speed_s);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+    /* HTTP/2 comes only over TLS (ALPN): there a new transfer waits for
+     * the first connection to say whether it multiplexes.  In the clear
+     * (HTTP/1.1) that wait would only put the first round trip to a host
+     * before the others (a metadata lookup's three keys, a burst of
+     * hints). */
+    if (strncmp(req->url, "https://", 8) == 0)
+        curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     if (e->o.user_agent != NULL)
         curl_easy_setopt(c, CURLOPT_USERAGENT, e->o.user_agent);

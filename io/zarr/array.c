@@ -112,13 +112,28 @@ sl__v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out, st
     return st;
 }
 
+/* A remote store: fetch the metadata objects `names` of the node at
+ * `path` at once, so that looking for them one after another costs one
+ * round trip, not one each.  Hinted once zarr.json is known absent: the
+ * v2 keys a v3 node lacks are never asked for. */
+static void
+hint_meta(sl_store *store, const char *path, const char *const *names, int n)
+{
+    if (!sl__store_can_prefetch(store))
+        return;
+    char key[SL_STORE_KEY_MAX + 16];
+    for (int i = 0; i < n; i++)
+        if (sl__node_key(path, names[i], key, sizeof(key), NULL) == SL_OK)
+            sl__store_prefetch(store, key, NULL);
+}
+
 /* see zarr_internal.h */
 sl_status
 sl__zarr_read_node(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
                    struct sl_buf *attrs, char *source, size_t source_size, struct sl_error *err)
 {
     SL_TRY(sl__node_path_check(path, err));
-    static const char *const names[] = {"zarr.json", ".zarray", ".zgroup"};
+    static const char *const names[] = {"zarr.json", ".zarray", ".zgroup", ".zattrs"};
     struct sl_buf doc = SL_BUF_INIT;
     sl_status st = SL_OK;
     *kind = SL_ZARR_NONE;
@@ -129,6 +144,8 @@ sl__zarr_read_node(sl_store *store, const char *path, sl_zarr_kind *kind, int *z
         st = sl__node_key(path, names[i], key, sizeof(key), err);
         if (st == SL_OK)
             st = sl__meta_get_optional(store, key, &doc, &found, err);
+        if (st == SL_OK && !found && i == 0)
+            hint_meta(store, path, names + 1, attrs != NULL ? 3 : 2);
         if (st != SL_OK || !found)
             continue;
         if (i == 0)
@@ -253,6 +270,7 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
         sl_error_set(err, SL_EINVAL, NULL, "store or path is missing");
         return NULL;
     }
+    static const char *const v2_names[] = {".zarray", ".zattrs"};
     char key[SL_STORE_KEY_MAX + 16];
     struct sl_buf doc = SL_BUF_INIT;
     bool found = false;
@@ -275,6 +293,7 @@ sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opt
         sl__meta_fini(&meta);
         goto out_free_doc;
     }
+    hint_meta(store, path, v2_names, 2);
     if (sl__node_key(path, ".zarray", key, sizeof(key), err) != SL_OK ||
         sl__meta_get_optional(store, key, &doc, &found, err) != SL_OK)
         goto out_free_doc;
