@@ -59,6 +59,8 @@ struct sl__node {
     struct sl_op op;                     /* the bound op when has_op */
     bool op_piecewise; /* regrid op whose input chunk boundaries are multiples of its factors:
                           applied chunk by chunk, never assembled */
+    bool rechunk;      /* a rechunk (sl_graph_add_rechunk): its chunk is its input's region
+                          as evaluated, relabelled, never copied again */
     union {
         struct {
             char *array_name; /* owned */

@@ -274,7 +274,12 @@ sl_graph_add_rechunk(sl_graph *g, const char *name, uint32_t input, const uint64
         .out_dtype = in->dtype,
         .chunk_shape = chunk_shape,
     };
-    return sl_graph_add_regrid(g, name, input, &desc, id, err);
+    uint32_t added;
+    SL_TRY(sl_graph_add_regrid(g, name, input, &desc, &added, err));
+    sl__graph_node(g, added)->rechunk = true;
+    if (id != NULL)
+        *id = added;
+    return SL_OK;
 }
 
 /*

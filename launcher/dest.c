@@ -91,7 +91,39 @@ dest_begin(const struct cmd *c, struct dest *d, const char *path, const struct a
 sl_store *
 dest_open_store(const struct dest *d, struct sl_error *err)
 {
-    return open_dir_store(d->at, true, err);
+    if (!d->defer_sync)
+        return open_dir_store(d->at, true, err);
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.defer_sync = true;
+    return sl_store_open_fs(d->at, &o, err);
+}
+
+int
+dest_sync(const struct cmd *c, struct dest *d, sl_store *out, int rc)
+{
+    if (!d->defer_sync || out == NULL || (rc != 0 && rc != 1))
+        return rc;
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_store_sync(out, &err) == SL_OK)
+        return rc;
+    fprintf(stderr, "sluice %s: %s: %s\n", c->name, d->given, err.text);
+    d->sync_failed = true;
+    return 1;
+}
+
+/*
+ * Whether d's objects may be written without an fsync each, synced once
+ * before commit: the node is staged out of sight (a crash before the
+ * commit's rename leaves only the staging directory, removed by the next
+ * run) and nothing records objects as durable as they are written (a
+ * journal: the kernel may write its record back before the object).  One
+ * process only: the ranks of a run across processes would each have to
+ * sync before rank 0 commits.
+ */
+static bool
+dest_may_defer_sync(const struct dest *d)
+{
+    return d->journal == NULL && !d->resumed && !(d->in_place && d->existed) && dist_size() == 1;
 }
 
 int
@@ -99,8 +131,9 @@ dest_finish(const struct cmd *c, struct dest *d, int rc)
 {
     if (d->rep == NULL)
         return dist_exit_status(rc);
-    /* In place the old node is gone already: keep what this run wrote. */
-    bool keep = rc == 0 || (rc == 1 && (!d->existed || d->in_place));
+    /* In place the old node is gone already: keep what this run wrote.
+     * Not what a failed sync may have lost. */
+    bool keep = !d->sync_failed && (rc == 0 || (rc == 1 && (!d->existed || d->in_place)));
     if (keep) {
         struct sl_error err = SL_ERROR_INIT;
         if (sl_fs_replace_commit(d->rep, &err) != SL_OK) {
@@ -389,6 +422,7 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
         0)
         return 2;
     d.journal = journal;
+    d.defer_sync = dest_may_defer_sync(&d);
     struct run_opts rs = *ro;
     const char *at = d.at;
     rs.staging = &at;
@@ -403,6 +437,7 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     rc = dist_worst(rc);
     if (rc == 0)
         rc = dest_build_run(c, build, ctx, out, &rs, what);
+    rc = dest_sync(c, &d, out, rc);
     sl_store_unref(out);
     return dest_finish(c, &d, rc);
 }

@@ -28,6 +28,8 @@ struct dest {
     bool in_place;       /* --overwrite-in-place */
     const char *journal; /* the run's journal; NULL: none */
     bool resumed;        /* --resume took over an earlier run's output */
+    bool defer_sync;     /* objects written without fsync, synced once before commit */
+    bool sync_failed;    /* that sync failed: the node is not put in place */
 };
 
 /*
@@ -45,8 +47,19 @@ int dest_check_alias(const struct cmd *c, const char *src, const char *dst);
  */
 int dest_begin(const struct cmd *c, struct dest *d, const char *path, const struct array_opts *ao);
 
-/* Open the store that writes into d->at. */
+/*
+ * Open the store that writes into d->at; with d->defer_sync one that defers
+ * its fsyncs to dest_sync.
+ */
 sl_store *dest_open_store(const struct dest *d, struct sl_error *err);
+
+/*
+ * Before dest_finish, with d->defer_sync: make what `out` wrote durable, so
+ * that the commit's rename never puts in place a node a crash could take
+ * back.  A failure is reported, and the node is then not put in place.
+ * @return `rc`, or 1 when the sync failed.
+ */
+int dest_sync(const struct cmd *c, struct dest *d, sl_store *out, int rc);
 
 /*
  * End the run whose exit status is `rc`: put the new node in place when the

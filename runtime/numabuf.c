@@ -13,10 +13,19 @@
  * lock), then from its node's depot (a mutex, once per miss), then from the
  * system with hwloc_alloc_membind on its node (strictly; hwloc_alloc when
  * the topology is a model or binding is refused).  A buffer freed on a
- * worker of its node goes to that worker's list while the list holds less
- * than buf_cache_bytes; otherwise, and when freed elsewhere, to its node's
- * depot, and past the depot's cap back to the system.  So a buffer never
- * changes node.
+ * worker of its node goes to that worker's list while the lists hold less
+ * than buf_cache_bytes and the class's list fewer than SL__BUF_LISTED_MAX;
+ * otherwise, and when freed elsewhere, to its node's depot, and past the
+ * depot's cap back to the system.  So a buffer never changes node.
+ *
+ * Why the count: in a pipeline one worker often frees what another
+ * allocated (a chunk made by one task, consumed by a task on the other
+ * worker).  With lists bounded by bytes alone, the freeing worker's list
+ * grew to buf_cache_bytes while the allocating one missed and went to the
+ * system each time: the process held up to buf_cache_bytes per worker
+ * more than the pipeline ever used at once (the 5-D downsample bench's
+ * peak RSS, docs/BENCHMARKS.md).  Past two of a class the surplus goes to
+ * the depot, where the allocating worker finds it for one lock.
  *
  * Counters: workers own theirs (single-writer, relaxed); threads outside
  * the pool add to their node depot's with atomic adds.  Byte counters are
@@ -170,6 +179,7 @@ sl_pool_buf_alloc(sl_pool *pool, size_t n_bytes)
     size_t size = c != BUF_UNCACHED ? buf_class_size(c) : n_bytes;
     if (c != BUF_UNCACHED && w != NULL && (h = w->bufs.head[c]) != NULL) {
         w->bufs.head[c] = h->next;
+        w->bufs.n_listed[c]--;
         w->bufs.cached_bytes -= size;
     } else if (c != BUF_UNCACHED) {
         h = depot_pop(pool, node, c);
@@ -228,9 +238,11 @@ sl_pool_buf_free(sl_pool *pool, void *buf, size_t n_bytes)
     count_add(&counts->n_frees, 1, shared);
     bytes_add(&counts->bytes_in_use, -(int64_t)h->size, shared);
     if (w != NULL && h->cls != BUF_UNCACHED && h->node == w->place.numa_node &&
+        w->bufs.n_listed[h->cls] < SL__BUF_LISTED_MAX &&
         w->bufs.cached_bytes + h->size <= pool->buf_cache_bytes) {
         h->next = w->bufs.head[h->cls];
         w->bufs.head[h->cls] = h;
+        w->bufs.n_listed[h->cls]++;
         w->bufs.cached_bytes += h->size;
         return;
     }
@@ -314,6 +326,7 @@ void
 sl__buf_cache_fini(sl_pool *pool, struct sl__worker *w)
 {
     lists_release(pool, w->bufs.head);
+    memset(w->bufs.n_listed, 0, sizeof(w->bufs.n_listed));
     w->bufs.cached_bytes = 0;
 }
 

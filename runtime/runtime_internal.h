@@ -75,11 +75,15 @@ void sl__task_free_spill(struct sl__worker *w);
 /* ---- NUMA-local buffers (numabuf.c) ------------------------------------ */
 
 #define SL__BUF_CLASSES 73 /* 4 KiB, then 4 classes per power of two up to 1 GiB */
+/* Free buffers of one class a worker keeps in its own list; more go to the
+ * node's depot, where every worker of the node finds them (numabuf.c). */
+#define SL__BUF_LISTED_MAX 2
 
 /* A worker's cached buffers of each class (owner only) and its counters. */
 struct sl__buf_cache {
-    void *head[SL__BUF_CLASSES]; /* free buffers of each class */
-    size_t cached_bytes;         /* their total size */
+    void *head[SL__BUF_CLASSES];       /* free buffers of each class */
+    uint8_t n_listed[SL__BUF_CLASSES]; /* how many: at most SL__BUF_LISTED_MAX (workers) */
+    size_t cached_bytes;               /* their total size */
     sl__counter n_allocs;
     sl__counter n_hits;
     sl__counter n_misses;

@@ -550,6 +550,15 @@ eval_regrid(struct eval *ev, const struct sl__node *n, const struct sl_region *r
         SL_TRY(out_alloc(ev, n->dtype, r, coords, out));
         return eval_regrid_piecewise(ev, n, p, &rin, out);
     }
+    if (n->rechunk && !sl_region_is_empty(&rin)) {
+        /* The input region is the output region: the block evaluated (a
+         * view of one stored chunk, or the copy that assembled several)
+         * is the chunk, relabelled; the consumer copies it if it must. */
+        SL_TRY(eval_input(ev, n, 0, &rin, out));
+        out->block.chunk.rank = r->rank;
+        memcpy(out->block.chunk.idx, coords, r->rank * sizeof(uint64_t));
+        return SL_OK;
+    }
     struct eval_out in;
     SL_TRY(eval_input(ev, n, 0, &rin, &in));
     sl_status st = out_alloc(ev, n->dtype, r, coords, out);

@@ -113,6 +113,9 @@ struct sl_io_table {
     int (*realpath)(void *ctx, const char *path, char *resolved, size_t size);
     /* opendir/readdir/closedir: call `fn` for each entry of directory `path`. */
     int (*list_dir)(void *ctx, const char *path, sl_io_dir_fn *fn, void *arg);
+    /* syncfs(2) on the file system holding open descriptor `fd`.  NULL in a
+     * table: stores opened with `defer_sync` refuse the table. */
+    int (*syncfs)(void *ctx, int fd);
 };
 
 /** The table that calls the C library.  Never NULL; static.  Thread-safety: any thread. */
@@ -133,6 +136,10 @@ struct sl_fs_store_opts {
                                          the ordinary way where the file system refuses it) */
     const struct sl_io_table *io;     /* borrowed, must outlive the store; NULL: default */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+    bool defer_sync;                  /* no fsync per object: sl_store_sync makes what was
+                                         written durable at once (syncfs(2)); for outputs
+                                         staged out of sight until a commit that syncs
+                                         first; not with `durable` (default false) */
 };
 #define SL_FS_STORE_OPTS_DEFAULT                      \
     ((struct sl_fs_store_opts){.durable = false,      \
@@ -140,13 +147,15 @@ struct sl_fs_store_opts {
                                .read_only = false,    \
                                .direct_writes = true, \
                                .io = NULL,            \
-                               .alloc = NULL})
+                               .alloc = NULL,         \
+                               .defer_sync = false})
 
 /**
  * Open a filesystem store rooted at directory `root`.  Keys map to paths
  * under it ("a/c/0" is `root`/a/c/0).  Each set writes a temporary file in
- * the target directory, writes it fully, fsyncs it and renames it over the
- * target, so readers see the old or the new object, never a mix.  Large
+ * the target directory, writes it fully, fsyncs it (unless `defer_sync`:
+ * see sl_store_sync) and renames it over the target, so readers see the
+ * old or the new object, never a mix.  Large
  * page-aligned objects bypass the page cache (`direct_writes`).  Keys that
  * could leave the root are refused (see sl_store_set), and so are keys that
  * resolve outside it through symbolic links.
@@ -239,6 +248,19 @@ SL_API SL_NODISCARD sl_status sl_store_set(sl_store *s, const char *key, const v
  * store.
  */
 SL_API SL_NODISCARD sl_status sl_store_delete(sl_store *s, const char *key, struct sl_error *err);
+
+/**
+ * Make durable every object set or deleted through `s` before the call.  A
+ * filesystem store opened with `defer_sync` writes back its root's file
+ * system (syncfs(2) through its I/O table, on a descriptor opened with the
+ * store, so that any write-back error since the store opened is reported
+ * here, whichever object it hit); every other store made each write durable
+ * as it went, and returns SL_OK.
+ * @return SL_OK, or SL_EIO naming the store's root: then some object written
+ * since the store opened may be lost to a crash (which one is not known).
+ * Thread-safety: any thread; it covers the writes that returned before it.
+ */
+SL_API SL_NODISCARD sl_status sl_store_sync(sl_store *s, struct sl_error *err);
 
 /**
  * Remove node `path` whole: every object whose key is `path` or starts with

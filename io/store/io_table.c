@@ -69,6 +69,13 @@ io_fsync(void *ctx, int fd)
     return fsync(fd) == 0 ? 0 : neg_errno();
 }
 
+static int
+io_syncfs(void *ctx, int fd)
+{
+    (void)ctx;
+    return syncfs(fd) == 0 ? 0 : neg_errno();
+}
+
 static sl_io_kind
 kind_of_mode(mode_t m)
 {
@@ -201,6 +208,7 @@ static const struct sl_io_table io_table_default = {
     .mkdir = io_mkdir,
     .realpath = io_realpath,
     .list_dir = io_list_dir,
+    .syncfs = io_syncfs,
 };
 
 const struct sl_io_table *

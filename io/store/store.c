@@ -422,6 +422,14 @@ sl_store_delete(sl_store *s, const char *key, struct sl_error *err)
 }
 
 sl_status
+sl_store_sync(sl_store *s, struct sl_error *err)
+{
+    if (s == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
+    return s->vt->sync != NULL ? s->vt->sync(s, err) : SL_OK;
+}
+
+sl_status
 sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
               struct sl_error *err)
 {

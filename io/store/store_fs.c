@@ -35,6 +35,19 @@
  * a writer that finds a directory another thread has just made, or one
  * whose parent's fsync failed, cannot report an object durable that a
  * power cut would take with the directory.
+ *
+ * Deferred syncs (`defer_sync`): objects are written and renamed without
+ * an fsync, and sl_store_sync writes the root's file system back at once
+ * (syncfs(2)).  Its descriptor is opened with the store, before any write,
+ * because syncfs reports a write-back error only to descriptors opened
+ * before it happened (Linux 5.8 on; earlier kernels report none, so a
+ * store that must see them needs per-object fsyncs).  It is for a node
+ * staged out of sight and put in place by one rename after the sync
+ * (sl_fs_replace_commit): a crash before that rename leaves only the
+ * staging directory, which the next run removes, and after it every
+ * object is on disk.  Not for stores whose objects something records as
+ * durable as they go (a run journal): the kernel may write that record
+ * back before the object it names.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +81,7 @@ struct fs_store {
     bool durable;                  /* fsync directories after changing them */
     bool read_only;                /* refuse set and delete */
     bool direct;                   /* write large objects with O_DIRECT */
+    int sync_fd;                   /* defer_sync: the root, open for syncfs; else -1 */
     _Atomic bool direct_refused;   /* the file system refused O_DIRECT */
     _Atomic uint64_t tmp_seq;      /* numbers temporary files */
     pthread_mutex_t unsynced_lock; /* guards the two fields below */
@@ -521,7 +535,7 @@ fs_write_tmp(struct fs_store *st, const char *tmp, const void *data, size_t n, u
     size_t done;
     sl_status status =
         fs_write_all(st, fd, (const uint8_t *)data + body, n - body, tmp, &done, NULL, err);
-    if (status == SL_OK) {
+    if (status == SL_OK && st->sync_fd < 0) {
         int rc = st->io->fsync(st->io->ctx, fd);
         if (rc < 0)
             status = fs_errno(err, rc, "cannot fsync", tmp);
@@ -763,11 +777,29 @@ fs_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg, struct
 
 /* ---- open and close ---------------------------------------------------------- */
 
+/* sl_store_sync of a store that defers its syncs. */
+static sl_status
+fs_sync(sl_store *s, struct sl_error *err)
+{
+    struct fs_store *st = fs_of(s);
+    if (st->sync_fd < 0)
+        return SL_OK;
+    int rc = st->io->syncfs(st->io->ctx, st->sync_fd);
+    if (rc < 0)
+        return sl_error_set(err, sl__status_from_errno(rc), NULL,
+                            "cannot write back the file system of store %s (objects written "
+                            "since it opened may be lost to a crash): %s",
+                            st->given, strerror(-rc));
+    return SL_OK;
+}
+
 static void
 fs_destroy(sl_store *s)
 {
     struct fs_store *st = fs_of(s);
     struct sl_allocator alloc = s->alloc;
+    if (st->sync_fd >= 0)
+        (void)st->io->close(st->io->ctx, st->sync_fd);
     while (st->unsynced != NULL)
         fs_unsynced_remove(st, st->unsynced->id);
     pthread_mutex_destroy(&st->unsynced_lock);
@@ -785,8 +817,29 @@ static const struct sl__store_vtable fs_vtable = {
     .set = fs_set,
     .del = fs_del,
     .list = fs_list,
+    .sync = fs_sync,
     .destroy = fs_destroy,
 };
+
+/* The descriptor of `resolved` (root `root`) that a store deferring its
+ * syncs hands syncfs, opened before anything is written. */
+static sl_status
+fs_open_sync_fd(const struct sl_io_table *io, const struct sl_fs_store_opts *o,
+                const char *resolved, const char *root, int *fd, struct sl_error *err)
+{
+    if (o->durable || o->read_only)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "store %s: defer_sync is for writable stores that are not durable "
+                            "object by object (durable %d, read_only %d)",
+                            root, (int)o->durable, (int)o->read_only);
+    if (io->syncfs == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "store %s: defer_sync needs an I/O table with syncfs", root);
+    *fd = io->open(io->ctx, resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (*fd < 0)
+        return fs_errno(err, *fd, "cannot open, to sync it later, store root", root);
+    return SL_OK;
+}
 
 /* mkdir -p `root` through the I/O table. */
 static sl_status
@@ -834,6 +887,9 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
         sl_error_set(err, SL_EEXIST, NULL, "store root %s is not a directory", root);
         return NULL;
     }
+    int sync_fd = -1;
+    if (o.defer_sync && fs_open_sync_fd(io, &o, resolved, root, &sync_fd, err) != SL_OK)
+        return NULL;
     struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
     struct fs_store *st = sl_alloc(&alloc, sizeof(*st), 0);
     size_t len = strcmp(resolved, "/") == 0 ? 0 : strlen(resolved);
@@ -844,6 +900,8 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
         sl_free(&alloc, copy, len + 1);
         if (given != NULL)
             sl_free(&alloc, given, strlen(given) + 1);
+        if (sync_fd >= 0)
+            (void)io->close(io->ctx, sync_fd);
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory opening store %s", root);
         return NULL;
     }
@@ -858,6 +916,7 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
     st->durable = o.durable;
     st->read_only = o.read_only;
     st->direct = o.direct_writes;
+    st->sync_fd = sync_fd;
     atomic_init(&st->direct_refused, false);
     atomic_init(&st->tmp_seq, 0);
     st->unsynced = NULL;

@@ -53,6 +53,8 @@ struct sl__store_vtable {
     void (*remote_stats)(const sl_store *s, struct sl_remote_stats *out);
     /* Whether writes were conditional; NULL: not applicable. */
     sl_store_conditional (*conditional_writes)(const sl_store *s);
+    /* Make what was written durable (sl_store_sync); NULL: every write is. */
+    sl_status (*sync)(sl_store *s, struct sl_error *err);
     void (*destroy)(sl_store *s);
 };
 

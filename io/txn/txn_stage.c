@@ -432,8 +432,10 @@ sl__txn_stage_chunk(sl_txn *t, const uint64_t *coords, const void *buf, sl_codec
     *flush = NULL;
     struct sl__txn_chunk *c = NULL;
     /* An unsharded chunk is a unit: with flush_full it is written at
-     * once, encoded then without a copy. */
-    bool alone = !a->meta.sharded && t->opts.flush_full;
+     * once, encoded then without a copy.  Not with write_behind: it then
+     * waits for a writer thread, better as its encoding alone than as a
+     * copy of the chunk and the encoding made of it. */
+    bool alone = !a->meta.sharded && t->opts.flush_full && t->opts.write_behind == 0;
     if (t->opts.encode_on_write && ctx != NULL && !alone) {
         /* Where encoding fails (out of memory), the chunk is staged
          * decoded instead, and its unit's write encodes it again and

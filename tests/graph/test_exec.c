@@ -321,6 +321,74 @@ Test(graph_exec, unfused_downsample_matches_direct_means)
     free(s);
 }
 
+/* A putter checking that each block is labelled with its own chunk of
+ * `chunk`, then collecting it. */
+struct labelled {
+    struct collector c;
+    uint64_t chunk[2];
+    _Atomic unsigned mislabelled;
+};
+
+static sl_status
+labelled_put(void *ctx, const char *name, const struct sl_block *b, struct sl_error *err)
+{
+    struct labelled *l = ctx;
+    for (uint32_t d = 0; d < 2; d++)
+        if (b->chunk.rank != 2 || b->chunk.idx[d] != b->region.start[d] / l->chunk[d])
+            atomic_fetch_add(&l->mislabelled, 1);
+    return collect_put(&l->c, name, b, err);
+}
+
+/* Rechunks pass their input through: an output chunk made of several
+ * stored chunks is the one buffer that assembled them, an output chunk
+ * inside one stored chunk is a view of it; no second copy either way, and
+ * each block is labelled with the rechunk's own chunk. */
+Test(graph_exec, rechunks_pass_their_input_through_relabelled)
+{
+    sl_pool *pool = sl_test_pool(2);
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    struct strict_getter *s = calloc(1, sizeof(*s));
+    uint32_t raw = add_strict(g, s, 2, (const uint64_t[]){50, 37}, (const uint64_t[]){8, 10});
+    static const uint64_t chunks[2][2] = {{16, 20}, {8, 5}};
+    struct labelled *l = calloc(2, sizeof(*l));
+    struct sl_error err = SL_ERROR_INIT;
+    for (int k = 0; k < 2; k++) {
+        uint32_t rc, put;
+        char name[16];
+        snprintf(name, sizeof(name), "rc%d", k);
+        cr_assert_eq(sl_graph_add_rechunk(g, name, raw, chunks[k], &rc, &err), SL_OK, "%s",
+                     err.text);
+        l[k].c = (struct collector){.rank = 2, .shape = {50, 37}, .fail_at_start0 = -1};
+        l[k].c.data = calloc(50 * 37, sizeof(double));
+        memcpy(l[k].chunk, chunks[k], sizeof(l[k].chunk));
+        const struct sl_putter_desc pd = {.fn = labelled_put, .ctx = &l[k]};
+        snprintf(name, sizeof(name), "out%d", k);
+        cr_assert_eq(sl_graph_add_putter(g, name, rc, &pd, &put, &err), SL_OK, "%s", err.text);
+    }
+    sl_plan *plan = prepare(g, NULL);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
+    for (int k = 0; k < 2; k++) {
+        for (uint64_t i = 0; i < 50 * 37; i++)
+            cr_assert_eq(l[k].c.data[i], (double)i, "rechunk %d, element %llu", k,
+                         (unsigned long long)i);
+        cr_assert_eq(l[k].mislabelled, 0, "rechunk %d: blocks with another chunk's label", k);
+    }
+    struct sl_pool_buf_stats bs;
+    sl_pool_buf_get_stats(pool, &bs);
+    /* 28 stored chunks, and one assembled buffer for each of the 4 x 2
+     * chunks of 16 x 20 (each meets 2 x 2 or 1 x 2 stored chunks); the
+     * 7 x 8 chunks of 8 x 5 are views. */
+    cr_assert_eq(bs.n_allocs, 28 + 8, "%llu chunk buffers", (unsigned long long)bs.n_allocs);
+    cr_assert_eq(s->bad_requests, 0);
+    sl_plan_destroy(plan);
+    sl_graph_unref(g);
+    sl_pool_destroy(pool);
+    for (int k = 0; k < 2; k++)
+        free(l[k].c.data);
+    free(l);
+    free(s);
+}
+
 /* A failing stored chunk fails its output chunk, named, and the rest go on. */
 Test(graph_exec, failing_chunk_is_recorded_and_others_go_on)
 {

@@ -214,6 +214,18 @@ fault_list_dir(void *ctx, const char *path, sl_io_dir_fn *fn, void *arg)
     return f->inner->list_dir(f->inner->ctx, path, fn, arg);
 }
 
+static int
+fault_syncfs(void *ctx, int fd)
+{
+    struct sl_fault_io *f = fault_of(ctx);
+    int rc = fault_tick(f, SL_FAULT_SYNCFS);
+    if (rc != 0)
+        return rc;
+    if (fault_mutating(f, SL_FAULT_SYNCFS) == MUT_FAIL)
+        return -f->mut_errno;
+    return f->inner->syncfs(f->inner->ctx, fd);
+}
+
 void
 sl_fault_io_init(struct sl_fault_io *f)
 {
@@ -237,6 +249,7 @@ sl_fault_io_init(struct sl_fault_io *f)
         .mkdir = fault_mkdir,
         .realpath = fault_realpath,
         .list_dir = fault_list_dir,
+        .syncfs = fault_syncfs,
     };
 }
 
@@ -343,8 +356,8 @@ const char *
 sl_fault_op_name(sl_fault_op op)
 {
     static const char *const names[SL_FAULT_OP_COUNT_] = {
-        "open",  "close",  "pread",  "write", "fsync",    "fstat",
-        "lstat", "rename", "unlink", "mkdir", "realpath", "list_dir",
+        "open",   "close",  "pread", "write",    "fsync",    "fstat",  "lstat",
+        "rename", "unlink", "mkdir", "realpath", "list_dir", "syncfs",
     };
     return (unsigned)op < SL_FAULT_OP_COUNT_ ? names[op] : "?";
 }

@@ -29,6 +29,7 @@ typedef enum sl_fault_op {
     SL_FAULT_MKDIR,
     SL_FAULT_REALPATH,
     SL_FAULT_LIST_DIR,
+    SL_FAULT_SYNCFS,
     SL_FAULT_OP_COUNT_
 } sl_fault_op;
 
@@ -39,7 +40,7 @@ typedef enum sl_fault_op {
  * the kinds that shorten writes, so that every k of a sweep hits one however
  * threads interleave).  Mutating calls are those that change the file
  * system: open for writing (O_WRONLY, O_RDWR, O_CREAT or O_TRUNC), write,
- * fsync, rename, unlink and mkdir.
+ * fsync, rename, unlink, mkdir and syncfs.
  */
 typedef enum sl_fault_kind {
     SL_FAULT_ERRNO,       /* the call fails with the errno, changing nothing */

@@ -204,6 +204,90 @@ Test(io_store_fs, each_set_fsyncs_the_file_and_durable_sets_the_directory)
     sl_store_unref(s);
 }
 
+/* defer_sync: sets write and rename without an fsync; sl_store_sync is one
+ * syncfs, on the descriptor of the root opened with the store; a failed
+ * syncfs is an error naming the root; the objects read back. */
+Test(io_store_fs, deferred_syncs_are_one_syncfs_when_asked)
+{
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.io = &fio.table;
+    o.defer_sync = true;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_fault_io_reset(&fio);
+    sl_store *s = sl_store_open_fs(root, &o, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_OPEN), 1, "the root, for syncfs");
+    for (int i = 0; i < 8; i++) {
+        char key[32], value[32];
+        snprintf(key, sizeof(key), "d/c/%d", i);
+        snprintf(value, sizeof(value), "value %d", i);
+        cr_assert_eq(sl_store_set(s, key, value, strlen(value), &err), SL_OK, "%s", err.text);
+    }
+    cr_assert_eq(sl_store_delete(s, "d/c/7", &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 0, "no fsync per object");
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_RENAME), 8);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_SYNCFS), 0, "nothing synced before asked");
+    cr_assert_eq(sl_store_sync(s, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_SYNCFS), 1);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 0);
+    expect_value(s, "d/c/0", "value 0");
+    expect_value(s, "d/c/6", "value 6");
+    sl_fault_io_fail(&fio, SL_FAULT_SYNCFS, 1, EIO);
+    cr_assert_eq(sl_store_sync(s, &err), SL_EIO);
+    cr_assert(strstr(err.text, "cannot write back the file system of store") != NULL &&
+                  strstr(err.text, root) != NULL,
+              "%s", err.text);
+    sl_error_clear(&err);
+    cr_assert_eq(sl_store_sync(s, &err), SL_OK, "only the one call failed: %s", err.text);
+    uint64_t closes = sl_fault_io_calls(&fio, SL_FAULT_CLOSE);
+    sl_store_unref(s);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_CLOSE), closes + 1, "the root's descriptor");
+
+    /* Without the option, sync has nothing to do: each set fsynced. */
+    s = open_store(false);
+    sl_fault_io_reset(&fio);
+    cr_assert_eq(sl_store_set(s, "d/c/8", "x", 1, NULL), SL_OK);
+    cr_assert_eq(sl_store_sync(s, &err), SL_OK);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_FSYNC), 1);
+    cr_assert_eq(sl_fault_io_calls(&fio, SL_FAULT_SYNCFS), 0);
+    sl_store_unref(s);
+    sl_store *m = sl_store_create_memory(NULL, NULL);
+    cr_assert_eq(sl_store_sync(m, &err), SL_OK, "a memory store has nothing to sync");
+    sl_store_unref(m);
+}
+
+Test(io_store_fs, deferred_syncs_are_refused_where_they_cannot_hold)
+{
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.defer_sync = true;
+    o.durable = true;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_null(sl_store_open_fs(root, &o, &err));
+    cr_assert_eq(err.code, SL_EINVAL);
+    cr_assert(strstr(err.text, "defer_sync") != NULL, "%s", err.text);
+    o.durable = false;
+    o.read_only = true;
+    sl_error_clear(&err);
+    cr_assert_null(sl_store_open_fs(root, &o, &err));
+    cr_assert_eq(err.code, SL_EINVAL);
+    /* A table without syncfs (one written before it existed). */
+    struct sl_io_table t = *sl_io_table_default();
+    t.syncfs = NULL;
+    o.read_only = false;
+    o.io = &t;
+    sl_error_clear(&err);
+    cr_assert_null(sl_store_open_fs(root, &o, &err));
+    cr_assert(strstr(err.text, "needs an I/O table with syncfs") != NULL, "%s", err.text);
+    /* The root's open failing fails the open, naming it. */
+    o.io = &fio.table;
+    sl_fault_io_reset(&fio);
+    sl_fault_io_fail(&fio, SL_FAULT_OPEN, 1, EACCES);
+    sl_error_clear(&err);
+    cr_assert_null(sl_store_open_fs(root, &o, &err));
+    cr_assert_eq(err.code, SL_EACCES, "%s", err.text);
+    cr_assert(strstr(err.text, root) != NULL, "%s", err.text);
+}
+
 Test(io_store_fs, every_call_goes_through_the_table)
 {
     sl_store *s = open_store(true);
@@ -216,8 +300,8 @@ Test(io_store_fs, every_call_goes_through_the_table)
     sl_store_get_stats(s, &st);
     cr_assert_eq(st.n_set, 2);
     for (int op = 0; op < SL_FAULT_OP_COUNT_; op++) {
-        if (op == SL_FAULT_LIST_DIR)
-            continue;
+        if (op == SL_FAULT_LIST_DIR || op == SL_FAULT_SYNCFS)
+            continue; /* syncfs: stores deferring their syncs (below) */
         cr_assert_gt(sl_fault_io_calls(&fio, (sl_fault_op)op), 0, "%s never called",
                      sl_fault_op_name((sl_fault_op)op));
     }

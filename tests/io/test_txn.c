@@ -1543,8 +1543,9 @@ struct ew_fixture {
     uint16_t model[EW * EW];
 };
 
+/* The fixture's array, in shards of `shard` (0: unsharded). */
 static void
-ew_open(struct ew_fixture *f)
+ew_open_sharded(struct ew_fixture *f, uint64_t shard)
 {
     memset(f, 0, sizeof(*f));
     f->s = sl_store_create_memory(NULL, NULL);
@@ -1554,13 +1555,19 @@ ew_open(struct ew_fixture *f)
     for (int d = 0; d < 2; d++) {
         sp.shape[d] = EW;
         sp.chunk_shape[d] = 16;
-        sp.shard_shape[d] = 32;
+        sp.shard_shape[d] = shard;
     }
     struct sl_error err = SL_ERROR_INIT;
     f->a = sl_array_create(f->s, "a", &sp, NULL, &err);
     cr_assert_not_null(f->a, "%s", err.text);
     f->ctx = sl_codec_ctx_create(NULL, NULL);
     cr_assert_not_null(f->ctx);
+}
+
+static void
+ew_open(struct ew_fixture *f)
+{
+    ew_open_sharded(f, 32);
 }
 
 static void
@@ -1734,6 +1741,57 @@ Test(io_txn, encode_on_write_stores_the_same_bytes_as_staging_decoded)
                                      &missing, NULL),
                  SL_OK);
     cr_assert(missing, "the fill chunk is not stored");
+    ew_close(&f[0]);
+    ew_close(&f[1]);
+}
+
+/* Unsharded, written behind: a chunk is its own unit, and waits for the
+ * writer thread as its encoding alone (no decoded copy staged beside it);
+ * the objects are those a transaction writing in place stores. */
+Test(io_txn, encode_on_write_behind_unsharded_stages_only_the_encoding)
+{
+    struct ew_fixture f[2];
+    for (int i = 0; i < 2; i++) {
+        ew_open_sharded(&f[i], 0);
+        struct sl_txn_opts o = SL_TXN_OPTS_DEFAULT;
+        o.encode_on_write = true;
+        o.write_behind = i == 1 ? 1 : 0;
+        struct sl_error err = SL_ERROR_INIT;
+        sl_txn *t = sl_txn_open(f[i].a, &o, &err);
+        cr_assert_not_null(t, "%s", err.text);
+        for (uint64_t cy = 0; cy < 4; cy++)
+            for (uint64_t cx = 0; cx < 4; cx++)
+                ew_put(&f[i], t, cy, cx, f[i].ctx, cy == 1 && cx == 2 ? ew_fill : ew_seven);
+        (void)sl_txn_wait_behind(t);
+        struct sl_txn_stats st;
+        sl_txn_get_stats(t, &st);
+        cr_assert_eq(st.n_units_early, 16, "every chunk written when staged");
+        if (i == 1)
+            /* 512 bytes of one value encode to a few dozen: one in the
+             * writer's hands and one waiting at most, never a chunk. */
+            cr_assert(st.peak_staged_bytes > 0 && st.peak_staged_bytes < 256,
+                      "peak staged %llu bytes for chunks of 512 encoding to < 128",
+                      (unsigned long long)st.peak_staged_bytes);
+        cr_assert_eq(sl_txn_commit(t, f[i].ctx, &err), SL_OK, "%s", err.text);
+        sl_txn_close(t);
+        ew_check_stored(&f[i]);
+    }
+    for (int cy = 0; cy < 4; cy++)
+        for (int cx = 0; cx < 4; cx++) {
+            char key[32];
+            snprintf(key, sizeof(key), "a/c/%d/%d", cy, cx);
+            struct sl_buf b[2] = {SL_BUF_INIT, SL_BUF_INIT};
+            sl_status got[2];
+            for (int i = 0; i < 2; i++)
+                got[i] = sl_store_get(f[i].s, key, NULL, &b[i], NULL, NULL);
+            cr_assert_eq(got[0], got[1], "%s: stored in one, not the other", key);
+            cr_assert_eq(got[0], cy == 1 && cx == 2 ? SL_ENOTFOUND : SL_OK, "%s", key);
+            cr_assert_eq(b[0].size, b[1].size, "%s: %zu vs %zu bytes", key, b[0].size, b[1].size);
+            cr_assert(b[0].size == 0 || memcmp(b[0].data, b[1].data, b[0].size) == 0, "%s differs",
+                      key);
+            sl_buf_fini(&b[0]);
+            sl_buf_fini(&b[1]);
+        }
     ew_close(&f[0]);
     ew_close(&f[1]);
 }

@@ -194,6 +194,54 @@ Test(runtime_numabuf, buffers_stay_on_their_node_when_freed_elsewhere)
     sl_pool_destroy(pool);
 }
 
+Test(runtime_numabuf, a_worker_lists_two_of_a_class_and_shares_the_rest)
+{
+    /* One node, two workers: worker 0 makes chunks, worker 1 frees them,
+     * as a pipeline's consumer does. */
+    sl_pool *pool = pool_make("numa:1 core:2 pu:1", 2, (size_t)64 << 20);
+    size_t n = 256 * 1024;
+    void *bufs[4];
+    act_as_worker(pool, 0);
+    for (int i = 0; i < 4; i++)
+        cr_assert_not_null(bufs[i] = sl_pool_buf_alloc(pool, n));
+    act_as_worker(pool, 1);
+    for (int i = 0; i < 4; i++)
+        sl_pool_buf_free(pool, bufs[i], n);
+    unsigned listed = 0;
+    for (unsigned c = 0; c < SL__BUF_CLASSES; c++)
+        listed += pool->workers[1].bufs.n_listed[c];
+    cr_assert_eq(listed, SL__BUF_LISTED_MAX, "worker 1 lists %u, the depot has the rest", listed);
+    /* Worker 0 gets the two worker 1 did not keep, from the depot; only
+     * then does it miss. */
+    act_as_worker(pool, 0);
+    void *again[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_not_null(again[i] = sl_pool_buf_alloc(pool, n));
+    struct sl_pool_buf_stats s = pool_buf_stats(pool);
+    cr_assert_eq(s.n_misses, 5, "4 first, then 1 once the depot's 2 were taken; got %llu",
+                 (unsigned long long)s.n_misses);
+    cr_assert_eq(s.n_hits, 2);
+    cr_assert(again[0] == bufs[2] || again[0] == bufs[3], "a buffer worker 1 freed");
+    cr_assert(again[1] == bufs[2] || again[1] == bufs[3]);
+    /* Worker 1 kept two, and reuses them without a miss. */
+    act_as_worker(pool, 1);
+    void *kept0 = sl_pool_buf_alloc(pool, n), *kept1 = sl_pool_buf_alloc(pool, n);
+    cr_assert((kept0 == bufs[0] || kept0 == bufs[1]) && (kept1 == bufs[0] || kept1 == bufs[1]));
+    s = pool_buf_stats(pool);
+    cr_assert_eq(s.n_misses, 5);
+    cr_assert_eq(s.n_hits, 4);
+    sl_pool_buf_free(pool, kept0, n);
+    sl_pool_buf_free(pool, kept1, n);
+    act_as_worker(pool, 0);
+    for (int i = 0; i < 3; i++)
+        sl_pool_buf_free(pool, again[i], n);
+    act_as_worker(pool, -1);
+    s = pool_buf_stats(pool);
+    cr_assert_eq(s.bytes_in_use, 0);
+    cr_assert_eq(s.bytes_system, 5 * (int64_t)n);
+    sl_pool_destroy(pool);
+}
+
 Test(runtime_numabuf, caches_are_capped_and_release_the_rest)
 {
     /* 64 KiB per worker cache, and so 64 KiB in the one node's depot. */

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Deferred syncs of staged outputs, watched through strace: a command whose
+output is staged out of sight and put in place by a rename at commit, with
+no journal, writes its objects without an fsync each and syncs their file
+system once (syncfs) before that rename; with a journal (--report), in
+place over an existing node, or onto a node resumed, every object is
+fsynced as it is written and nothing is deferred.  The outputs are byte
+for byte the same either way (`sluice checksum`).
+
+    check_deferred_sync.py       (SL_SLUICE_EXE: the sluice program)
+
+Exits 77 (skipped) without strace, or where strace cannot trace here.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from launcher_util import SLUICE, checksum, expect, finish, run
+
+COMMON = ["--factors", "2,2", "--no-progress", "--threads", "2"]
+
+
+def traced(args, cwd):
+    """Run sluice ARGS under strace: (exit status, the traced calls in order)."""
+    log = os.path.join(cwd, "strace.log")
+    p = subprocess.run(["strace", "-f", "-qq", "-o", log, "-e",
+                        "trace=fsync,fdatasync,syncfs,rename,renameat2", SLUICE, *args],
+                       capture_output=True, text=True, cwd=cwd, timeout=120)
+    with open(log) as f:
+        calls = [re.sub(r"^\d+\s+", "", line.strip()) for line in f]
+    os.unlink(log)
+    return p.returncode, p.stderr, calls
+
+
+def commit_index(calls, dst):
+    """Index of the call that puts the staged node at `dst` in place."""
+    node = re.compile(r'(rename|renameat2)\((AT_FDCWD, )?"[^"]*/\.sluice-tmp\.node\.[^"/]*", '
+                      r'(AT_FDCWD, )?"[^"]*/' + re.escape(dst) + '"')
+    for i, c in enumerate(calls):
+        if node.match(c):
+            return i
+    return -1
+
+
+def case(name, tmp, args, dst, deferred):
+    rc, err, calls = traced(args, tmp)
+    expect(rc == 0, f"{name}: exit status {rc}: {err}")
+    fsyncs = [c for c in calls if c.startswith("fsync(")]
+    syncfs = [i for i, c in enumerate(calls) if c.startswith("syncfs(")]
+    at = commit_index(calls, dst)
+    if deferred:
+        expect(not fsyncs, f"{name}: {len(fsyncs)} fsyncs, none expected: {fsyncs[:3]}")
+        expect(len(syncfs) == 1, f"{name}: {len(syncfs)} syncfs calls, one expected")
+        expect(at >= 0, f"{name}: no rename of the staged node into {dst}: {calls[-5:]}")
+        expect(syncfs and syncfs[0] < at and calls[syncfs[0]].endswith("= 0"),
+               f"{name}: the syncfs ({syncfs}) must succeed before the commit's rename ({at})")
+    else:
+        # Every chunk object (2 x 2 of them) and the metadata.
+        expect(len(fsyncs) >= 5, f"{name}: {len(fsyncs)} fsyncs, one per object expected")
+        expect(not syncfs, f"{name}: syncfs called {len(syncfs)} times, none expected")
+    return checksum(os.path.join(tmp, dst))
+
+
+def main():
+    if shutil.which("strace") is None:
+        print("skipped: no strace")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="sl-deferred-sync-")
+    try:
+        probe = subprocess.run(["strace", "-qq", "-o", os.devnull, "true"], capture_output=True)
+        if probe.returncode != 0:
+            print(f"skipped: strace cannot trace here: {probe.stderr.decode().strip()}")
+            return 77
+        rc, _, err = run("generate", "in.zarr", "--shape", "64,64", "--chunks", "16,16",
+                         "--format", "v2", cwd=tmp)
+        expect(rc == 0, f"generate: {err}")
+        ref = case("absent, no journal", tmp, ["downsample", "in.zarr", "a.zarr", *COMMON],
+                   "a.zarr", True)
+        got = case("--overwrite, no journal", tmp,
+                   ["downsample", "in.zarr", "a.zarr", "--overwrite", *COMMON], "a.zarr", True)
+        expect(got == ref, f"--overwrite: checksum {got} != {ref}")
+        got = case("--report (a journal)", tmp,
+                   ["downsample", "in.zarr", "b.zarr", "--report", "b.json", *COMMON], "b.zarr",
+                   False)
+        expect(got == ref, f"--report: checksum {got} != {ref}")
+        got = case("--overwrite-in-place", tmp,
+                   ["downsample", "in.zarr", "a.zarr", "--overwrite-in-place", *COMMON], "a.zarr",
+                   False)
+        expect(got == ref, f"--overwrite-in-place: checksum {got} != {ref}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return finish("deferred syncs")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
