@@ -14,8 +14,9 @@ units its journals hold.
    resume 1 and 3.
 2. A changed option (--missing-is-error) is refused (exit 2, naming it),
    and so is a resume with no node at the URL; the node is untouched.
-3. A graph file creating an s3:// array, and one whose pyramid node writes
-   an s3:// group, fail in some units (on 2 ranks too, resumed on 3 and
+3. A graph file creating an s3:// array, one whose pyramid node writes an
+   s3:// group, and one whose copy node copies a group to s3://, fail in
+   some units (on 2 ranks too, resumed on 3 and
    1, with mpirun): --resume opens the node at the URL and writes exactly
    the units its journals lack (and, in the pyramid, those reading them),
    the checksums equal to the input's or an uninterrupted run's; another node put at the URL since refuses the resume (exit 2,
@@ -177,6 +178,51 @@ class Case:
             fail(f"a run afresh over the node: exit {rc}, journals {self.journals()}: "
                  f"{err.strip()[-800:]}")
 
+    def graph_file_copy(self):
+        """A graph file's copy node writing an s3:// group (a copy of the
+        local pyramid, levels rechunked into v3 shards of 8,64,64) fails in
+        the units of one corrupt source chunk; --resume opens the group and
+        its members at the URL and writes exactly the units the journal
+        lacks; every level's checksum equals the source's."""
+        src = os.path.join(self.tmp, "copy_src.zarr")
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(self.local, src)
+        url = f"s3://{self.s.bucket}/graph/copy.zarr"
+        g = os.path.join(self.tmp, "gc.json")
+        with open(g, "w") as f:
+            json.dump({"sluice": 1, "arrays": {},
+                       "nodes": {"c": {"op": "copy", "source": src, "group": url,
+                                       "create": {"format": 3, "shards": [8, 64, 64]},
+                                       "overwrite": True}},
+                       "run": {"journal": "gc.journal"}}, f)
+        argv = ["run", g, "--allow-outside", "--no-progress", *self.ep]
+        chunk = os.path.join(src, "0", "c", "1", "0", "0")
+        with open(chunk, "rb") as f:
+            good = f.read()
+        with open(chunk, "wb") as f:
+            f.write(b"not a shard" * 8)
+        try:
+            rc, err = self.run(0, *argv)
+        finally:
+            with open(chunk, "wb") as f:
+                f.write(good)
+        units = journal_units(os.path.join(self.tmp, "gc.journal"))
+        if rc != 1 or not units:
+            fail(f"graph file (copy): the failed run exits {rc} (want 1) with {len(units)} units "
+                 f"journaled: {err.strip()[-800:]}")
+            return
+        rc, err = self.run(0, *argv, "--resume", "--report", self.report)
+        wrote = json.load(open(self.report))["summary"]["objects_written"] if rc == 0 else None
+        got = [self.checksums_of(f"{url}/{k}") for k in range(LEVELS)]
+        want = [self.checksums_of(os.path.join(src, str(k))) for k in range(LEVELS)]
+        if rc != 0 or wrote != self.total - len(units) or got != want:
+            fail(f"graph file (copy): exit {rc}, wrote {wrote} units (want "
+                 f"{self.total - len(units)}), checksums {got} (want {want}): "
+                 f"{err.strip()[-1200:]}")
+        else:
+            print(f"graph file (copy): {len(units)} of {self.total} units journaled, the resume "
+                  f"wrote {wrote}; checksums equal", flush=True)
+
     def graph_file(self, np_fail, np_resume, pyramid=False):
         """A graph file creating an s3:// array (shards of 8,64,64: 16
         units), or with `pyramid` a pyramid node's s3:// group (LAYOUT's:
@@ -298,6 +344,7 @@ def main():
             c.refusals()
             c.graph_file(0, 0)
             c.graph_file(0, 0, pyramid=True)
+            c.graph_file_copy()
             if MPIRUN is not None:
                 c.graph_file(2, 3)
                 c.graph_file(2, 1, pyramid=True)
