@@ -456,7 +456,11 @@ objects_match_key(void *arg, const char *key, uint64_t bytes)
     (void)bytes;
     struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
     sl_status st = sl_store_get(m->ref, key, NULL, &a, NULL, m->err);
-    sl_status so = st == SL_OK ? sl_store_get(m->other, key, NULL, &b, NULL, m->err) : st;
+    if (st != SL_OK) { /* `ref`'s own failure, never a difference */
+        sl_buf_fini(&a);
+        return st;
+    }
+    sl_status so = sl_store_get(m->other, key, NULL, &b, NULL, m->err);
     bool differs =
         so == SL_ENOTFOUND ||
         (so == SL_OK && (a.size != b.size || (a.size > 0 && memcmp(a.data, b.data, a.size) != 0)));
