@@ -238,7 +238,7 @@ Test(runtime_numabuf, a_worker_lists_two_of_a_class_and_shares_the_rest)
     act_as_worker(pool, -1);
     s = pool_buf_stats(pool);
     cr_assert_eq(s.bytes_in_use, 0);
-    cr_assert_eq(s.bytes_system, 5 * (int64_t)n);
+    cr_assert_eq(s.bytes_system, 5 * (uint64_t)n);
     sl_pool_destroy(pool);
 }
 
