@@ -24,7 +24,12 @@
  * the same run: the input's chunk files, already in memory, decoded and
  * the output's share of each (one eighth in 3-D, one quarter in 5-D)
  * re-encoded at level 1 on as many threads as sluice runs; sluice's wall
- * and CPU time over it.  Then a cold-cache run (the input's pages dropped
+ * and CPU time over it.  And the pipeline floor (downsample_pipeline.c):
+ * the same downsample by a minimal hand-written program, in this process,
+ * run in each round beside sluice, its output checked byte for byte
+ * against sluice's, with its CPU time per phase; sluice over it is what
+ * the runtime costs, it over the zstd floor is the work the task cannot
+ * skip (reading and writing files, reducing).  Then a cold-cache run (the input's pages dropped
  * with posix_fadvise) against the larger of that floor and the device's
  * read time measured cold right after; and where sluice's CPU time goes, a
  * perf profile of one more run sorted into zstd decode and encode,
@@ -51,6 +56,12 @@ struct cost {
     double cpu_s;   /* user + system time */
     double rss_mib; /* peak resident set */
     double faults;  /* page faults (minor and major) */
+};
+
+/* One run of the pipeline floor: its cost (wall and CPU) and phases. */
+struct pipe_cost {
+    struct cost c;
+    double phase_s[PIPELINE_PHASES];
 };
 
 /* Captured `name: value unit` lines of a child's stdout. */
@@ -169,7 +180,8 @@ static const char *const dask_variants[] = {"rechunk", "aligned"};
 /* One round: sluice once, then each dask variant once (interleaved, so a
  * neighbour's load on this shared machine falls on both alike). */
 static void
-bench_round(const struct env *e, const char *kind, const char *factors, struct cost *sl,
+bench_round(const struct env *e, const char *kind, const char *factors,
+            const struct pipeline_spec *ps, int threads, struct cost *sl, struct pipe_cost *pipe,
             struct cost *dask)
 {
     char in[4096], out[4096];
@@ -179,6 +191,9 @@ bench_round(const struct env *e, const char *kind, const char *factors, struct c
                     "--overwrite",     "--no-progress", NULL};
     if (spawn(argv, NULL, sl) != 0)
         die("sluice downsample failed");
+    pipe->c = (struct cost){-1, -1, -1, -1};
+    if (pipeline_run(ps, threads, &pipe->c.wall_s, &pipe->c.cpu_s, pipe->phase_s) != 0)
+        die("the pipeline floor failed");
     for (int v = 0; v < N_VARIANTS; v++) {
         struct lines l;
         struct cost whole;
@@ -244,7 +259,7 @@ sluice_argv(const struct env *e, const char *kind, const char *factors, char *in
  * over it; 0 when measured. */
 static int
 bench_floor(const struct env *e, const char *kind, double share, int threads, const struct cost *s,
-            int reps, double *floor_wall)
+            int reps, double *floor_wall, double *floor_cpu)
 {
     char in[4096], name[128];
     snprintf(in, sizeof(in), "%s/%s_in.zarr", e->data, kind);
@@ -261,6 +276,7 @@ bench_floor(const struct env *e, const char *kind, double share, int threads, co
     qsort(w, (size_t)reps, sizeof(double), cmp_double);
     qsort(u, (size_t)reps, sizeof(double), cmp_double);
     *floor_wall = w[reps / 2];
+    *floor_cpu = u[reps / 2];
     snprintf(name, sizeof(name), "zstd_floor_%s_wall", kind);
     sl_bench_report(name, w[reps / 2], "s");
     snprintf(name, sizeof(name), "zstd_floor_%s_cpu", kind);
@@ -323,17 +339,63 @@ bench_profile(const struct env *e, const char *kind, const char *factors, const 
     }
 }
 
+/* The pipeline floor's lines: the median of `reps` runs `runs` (wall, CPU
+ * and each phase's CPU), how many of its chunks equal sluice's, and
+ * sluice's median `s` over it.  Its median cost in *p. */
+static void
+report_pipeline(const struct env *e, const char *kind, struct pipeline_spec *ps,
+                const struct pipe_cost *runs, int reps, const struct cost *s, struct cost *p)
+{
+    char name[160], theirs[4096];
+    struct cost c[16];
+    for (int i = 0; i < reps; i++)
+        c[i] = runs[i].c;
+    *p = median_cost(c, reps);
+    snprintf(name, sizeof(name), "pipeline_floor_%s_wall", kind);
+    sl_bench_report(name, p->wall_s, "s");
+    snprintf(name, sizeof(name), "pipeline_floor_%s_cpu", kind);
+    sl_bench_report(name, p->cpu_s, "s");
+    for (int k = 0; k < PIPELINE_PHASES; k++) {
+        double v[16];
+        for (int i = 0; i < reps; i++)
+            v[i] = runs[i].phase_s[k];
+        qsort(v, (size_t)reps, sizeof(double), cmp_double);
+        snprintf(name, sizeof(name), "pipeline_floor_%s_cpu_%s", kind, pipeline_phase_names[k]);
+        sl_bench_report(name, v[reps / 2], "s");
+    }
+    snprintf(theirs, sizeof(theirs), "%s/%s_out_sluice.zarr", e->data, kind);
+    uint64_t equal, n;
+    if (pipeline_compare(ps, ps->out_dir, theirs, &equal, &n) != 0)
+        die("the pipeline floor's output cannot be compared with sluice's");
+    snprintf(name, sizeof(name), "pipeline_floor_%s_chunks_equal_to_sluice", kind);
+    sl_bench_report(name, n > 0 ? (double)equal / (double)n : 0, "fraction");
+    if (equal != n)
+        die("the pipeline floor wrote other bytes than sluice: it does not do the same work");
+    snprintf(name, sizeof(name), "sluice_%s_wall_over_pipeline_floor", kind);
+    sl_bench_report(name, s->wall_s / p->wall_s, "x");
+    snprintf(name, sizeof(name), "sluice_%s_cpu_over_pipeline_floor", kind);
+    sl_bench_report(name, s->cpu_s / p->cpu_s, "x");
+}
+
 /* Measure one case in `reps` interleaved rounds; print medians and ratios. */
 static void
-bench_case(const struct env *e, const char *kind, const char *factors, double raw_mb, double share,
-           int reps)
+bench_case(const struct env *e, const char *kind, const char *factors, struct pipeline_spec *ps,
+           double raw_mb, double share, int reps)
 {
     struct lines l;
     struct cost c, sl[16], dask[N_VARIANTS][16], round[N_VARIANTS];
+    struct pipe_cost pipe[16];
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cores > 0 && cores <= 16 ? (int)cores : 2;
+    char pin[4096], pout[4096];
+    snprintf(pin, sizeof(pin), "%s/%s_in.zarr", e->data, kind);
+    snprintf(pout, sizeof(pout), "%s/%s_out_pipeline", e->data, kind);
+    ps->in_dir = pin;
+    ps->out_dir = pout;
     if (peer(e, "setup", kind, e->data, NULL, NULL, &l, &c) != 0)
         die("the peer could not create the input");
     for (int i = 0; i < reps; i++) {
-        bench_round(e, kind, factors, &sl[i], round);
+        bench_round(e, kind, factors, ps, threads, &sl[i], &pipe[i], round);
         for (int v = 0; v < N_VARIANTS; v++)
             dask[v][i] = round[v];
     }
@@ -358,11 +420,14 @@ bench_case(const struct env *e, const char *kind, const char *factors, double ra
     snprintf(name, sizeof(name), "sluice_over_dask_%s_peak_rss", kind);
     sl_bench_report(name, s.rss_mib / best.rss_mib, "x");
     compare_outputs(e, kind);
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = cores > 0 && cores <= 16 ? (int)cores : 2;
-    double floor_wall;
-    if (bench_floor(e, kind, share, threads, &s, reps, &floor_wall) == 0)
+    struct cost p;
+    report_pipeline(e, kind, ps, pipe, reps, &s, &p);
+    double floor_wall, floor_cpu;
+    if (bench_floor(e, kind, share, threads, &s, reps, &floor_wall, &floor_cpu) == 0) {
+        snprintf(name, sizeof(name), "pipeline_floor_%s_cpu_over_floor", kind);
+        sl_bench_report(name, p.cpu_s / floor_cpu, "x");
         bench_cold(e, kind, factors, floor_wall);
+    }
     bench_profile(e, kind, factors, &s, threads);
 }
 
@@ -384,7 +449,13 @@ main(int argc, char **argv)
     if (e.data == NULL)
         e.data = "/tmp/sluice-bench-data";
     snprintf(e.peer, sizeof(e.peer), "%s/tests/bench/graph/peer_dask_downsample.py", root);
-    bench_case(&e, "3d", "2,2,2", 512.0 * 512 * 512 * 2 / 1e6, 1.0 / 8, reps);
-    bench_case(&e, "5d", "1,1,1,2,2", 4.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6, 1.0 / 4, reps);
+    struct pipeline_spec p3 = {
+        .rank = 3, .shape = {512, 512, 512}, .chunk = {64, 64, 64}, .factor = {2, 2, 2}};
+    struct pipeline_spec p5 = {.rank = 5,
+                               .shape = {4, 2, 32, 1024, 1024},
+                               .chunk = {1, 1, 32, 256, 256},
+                               .factor = {1, 1, 1, 2, 2}};
+    bench_case(&e, "3d", "2,2,2", &p3, 512.0 * 512 * 512 * 2 / 1e6, 1.0 / 8, reps);
+    bench_case(&e, "5d", "1,1,1,2,2", &p5, 4.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6, 1.0 / 4, reps);
     return 0;
 }

@@ -31,6 +31,42 @@ void floor_free(struct floor_chunks *c);
 int floor_run(const struct floor_chunks *c, int threads, double share, double *wall_s,
               double *cpu_s);
 
+/* The pipeline floor: the whole downsample done by the shortest
+ * hand-written program that does all of its work, on `threads` threads
+ * taking output chunks in turn: for each output chunk, each of its input
+ * chunk files opened, read whole with pread into a reused buffer and
+ * closed, decoded (reused contexts), reduced by a 2^k mean into the output
+ * chunk (uint32 sums, rounded half to even as sluice does), the output
+ * chunk compressed at level 1 and written as one file of `out_dir` (no
+ * fsync, no rename: the least a run can do that leaves every byte in the
+ * page cache).  The input is a Zarr v2 uint16 array with "." keys, chunk
+ * shape `chunk`, whose shape and chunk are multiples of `factor`; the
+ * output has the same chunk shape.  Wall and CPU seconds.  0, or -1 after
+ * a message. */
+struct pipeline_spec {
+    const char *in_dir, *out_dir;
+    int rank;
+    uint64_t shape[5], chunk[5], factor[5];
+};
+enum {
+    PIPELINE_READ,
+    PIPELINE_DECODE,
+    PIPELINE_REDUCE,
+    PIPELINE_ENCODE,
+    PIPELINE_WRITE,
+    PIPELINE_PHASES
+};
+extern const char *const pipeline_phase_names[PIPELINE_PHASES];
+/* ...and, in `phase_s`, the threads' CPU seconds in each phase: opening
+ * and reading the input files, decoding, reducing, encoding, writing. */
+int pipeline_run(const struct pipeline_spec *p, int threads, double *wall_s, double *cpu_s,
+                 double phase_s[PIPELINE_PHASES]);
+
+/* How many of the output's chunk files are byte for byte the same in
+ * `a` and `b` (*n_equal of *n_chunks).  0, or -1 after a message. */
+int pipeline_compare(const struct pipeline_spec *p, const char *a, const char *b, uint64_t *n_equal,
+                     uint64_t *n_chunks);
+
 /* Drop the page cache's copy of every file under `dir` (posix_fadvise
  * DONTNEED, after fsync).  0, or -1 when the cache kept some (reported). */
 int floor_evict(const char *dir);
