@@ -313,7 +313,7 @@ exec_init(struct sl__exec *ex, sl_plan *plan, sl_pool *pool, struct sl_error *er
     SL_TRY(sl__inter_init(&ex->inter, &plan->alloc, err));
     SL_TRY(exec_boxes(ex, err));
     SL_TRY(exec_stores(ex, err));
-    ex->prefetch = sl__exec_reads_remote(ex);
+    ex->prefetch = sl__exec_reads_ahead(ex);
     SL_TRY(exec_workers(ex, err));
     return sl__exec_puts_open(ex, err);
 }

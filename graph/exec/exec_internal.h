@@ -97,7 +97,7 @@ struct sl__exec {
     struct sl_store_stats *stats0;   /* their counters when the run started */
     struct sl_remote_stats *remote0; /* their remote counters then (zero when local) */
     uint64_t t0_ns;                  /* monotonic start of the run */
-    bool prefetch;                   /* a get reads a remote store: hint its chunks */
+    bool prefetch;                   /* a store reads ahead: hint the gets' chunks */
     uint64_t n_resumed;              /* output chunks an earlier run wrote (journal): skipped */
     _Atomic uint64_t n_retries;      /* store operations retried (sl_plan_opts.retries); relaxed */
 
@@ -164,11 +164,11 @@ sl__exec_count(_Atomic uint64_t *c, uint64_t n)
 uint64_t sl__exec_now_ns(void);
 
 /* Chunk coordinates of position `pos` of box `box` of stage `stage`. */
-/* Whether any array of the run lives in a remote store
- * (exec_prefetch.c). */
-bool sl__exec_reads_remote(const struct sl__exec *ex);
+/* Whether any store of the run acts on hints of reads to come
+ * (sl_store_reads_ahead; exec_prefetch.c). */
+bool sl__exec_reads_ahead(const struct sl__exec *ex);
 
-/* Hint the remote chunks the gets of stage `stage` read for chunks
+/* Hint the chunks the gets of stage `stage` read for chunks
  * [first, first + count) of box `box` (the driver, as it emits a task). */
 void sl__exec_prefetch(const struct sl__exec *ex, uint32_t stage, uint64_t box, uint64_t first,
                        uint32_t count);

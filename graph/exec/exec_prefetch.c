@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Hints for remote stores.  As the driver emits a task, the chunks its gets
+ * Hints of reads to come.  As the driver emits a task, the chunks its gets
  * will read are named to their arrays (sl_array_prefetch_chunk), so that a
  * remote store has them in flight while the workers are busy with earlier
  * tasks: requests in flight follow the tasks the budget lets the driver
- * emit, not the number of workers.  The task still reads synchronously; it
- * finds its bytes fetched, or being fetched.
+ * emit, not the number of workers.  A filesystem store asks the kernel to
+ * read the files ahead, so that a cold page cache costs the device's time
+ * overlapped with the decoding, not added to it.  The task still reads
+ * synchronously; it finds its bytes fetched, or being fetched.
  */
 #include <sluice/array_io.h>
-#include <sluice/remote.h>
+#include <sluice/store.h>
 
 #include "exec_internal.h"
 
@@ -40,14 +42,11 @@ prefetch_walk(const struct sl__exec *ex, const struct sl__node *n, const uint64_
 }
 
 bool
-sl__exec_reads_remote(const struct sl__exec *ex)
+sl__exec_reads_ahead(const struct sl__exec *ex)
 {
-    for (uint32_t i = 0; i < ex->n_stores; i++) {
-        struct sl_remote_stats rs;
-        sl_store_get_remote_stats(ex->stores[i], &rs);
-        if (rs.window > 0)
+    for (uint32_t i = 0; i < ex->n_stores; i++)
+        if (sl_store_reads_ahead(ex->stores[i]))
             return true;
-    }
     return false;
 }
 

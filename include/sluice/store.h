@@ -116,6 +116,10 @@ struct sl_io_table {
     /* syncfs(2) on the file system holding open descriptor `fd`.  NULL in a
      * table: stores opened with `defer_sync` refuse the table. */
     int (*syncfs)(void *ctx, int fd);
+    /* posix_fadvise(2) with POSIX_FADV_WILLNEED: start reading `length`
+     * bytes at `offset` of `fd` (0: to the end) into the page cache
+     * without waiting.  NULL in a table: the store reads nothing ahead. */
+    int (*willneed)(void *ctx, int fd, uint64_t offset, uint64_t length);
 };
 
 /** The table that calls the C library.  Never NULL; static.  Thread-safety: any thread. */
@@ -323,6 +327,16 @@ SL_API void sl_store_get_stats(const sl_store *s, struct sl_store_stats *out);
 
 /** "fs" or "memory".  Thread-safety: any thread. */
 SL_API const char *sl_store_kind(const sl_store *s);
+
+/**
+ * Whether hints of reads to come (sl_array_prefetch_chunk) make `s` start
+ * them early: a remote store fetches the objects, a filesystem store asks
+ * the kernel to read the files into the page cache (when its I/O table has
+ * `willneed`); a memory store has nothing to start.  A hint never changes
+ * what a read returns.
+ * Thread-safety: any thread.
+ */
+SL_API bool sl_store_reads_ahead(const sl_store *s);
 
 /**
  * Name object or node `key` of `s` for messages, as the user would type it:

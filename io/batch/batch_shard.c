@@ -115,7 +115,7 @@ static void
 hint_indexes(struct shards *sh, size_t n_slots)
 {
     const sl_array *a = sh->run->a;
-    if (!sl__store_can_prefetch(a->store))
+    if (!sl_store_reads_ahead(a->store))
         return;
     struct sl_byte_range first = sl__shard_index_first(&a->meta);
     for (size_t i = 0; i < n_slots; i++) {
@@ -275,7 +275,7 @@ plan_requests(struct shards *sh, size_t n_slots)
 static void
 hint_request(struct shards *sh, size_t i)
 {
-    if (i >= sh->n_reqs || !sl__store_can_prefetch(sh->run->a->store))
+    if (i >= sh->n_reqs || !sl_store_reads_ahead(sh->run->a->store))
         return;
     const struct request *r = &sh->reqs[i];
     struct sl_byte_range range = sl_byte_range_at(r->start, r->end - r->start);

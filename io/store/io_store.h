@@ -69,9 +69,6 @@ sl_status sl__reader_open(sl_store *s, const char *key, struct sl__reader *rd,
 sl_status sl__reader_open_first(sl_store *s, const char *key, const struct sl_byte_range *first,
                                 struct sl__reader *rd, struct sl_error *err);
 
-/* Whether `s` fetches hinted objects ahead (a remote store). */
-bool sl__store_can_prefetch(const sl_store *s);
-
 /* Hint that `range` of object `key` (NULL: all of it) will be read soon
  * (sl_array_prefetch_chunk); a store that cannot prefetch ignores it.  A
  * first range (a shard's index) is kept for the open that asks for it. */

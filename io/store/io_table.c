@@ -76,6 +76,17 @@ io_syncfs(void *ctx, int fd)
     return syncfs(fd) == 0 ? 0 : neg_errno();
 }
 
+static int
+io_willneed(void *ctx, int fd, uint64_t offset, uint64_t length)
+{
+    (void)ctx;
+    if (offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX)
+        return -EINVAL;
+    /* posix_fadvise returns the error number rather than setting errno. */
+    int rc = posix_fadvise(fd, (off_t)offset, (off_t)length, POSIX_FADV_WILLNEED);
+    return -rc;
+}
+
 static sl_io_kind
 kind_of_mode(mode_t m)
 {
@@ -209,6 +220,7 @@ static const struct sl_io_table io_table_default = {
     .realpath = io_realpath,
     .list_dir = io_list_dir,
     .syncfs = io_syncfs,
+    .willneed = io_willneed,
 };
 
 const struct sl_io_table *

@@ -491,7 +491,7 @@ sl_store_objects_match(sl_store *ref, sl_store *other, char *first, size_t size,
 }
 
 bool
-sl__store_can_prefetch(const sl_store *s)
+sl_store_reads_ahead(const sl_store *s)
 {
     return s->vt->prefetch != NULL;
 }

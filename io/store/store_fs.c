@@ -223,6 +223,56 @@ fs_reader_close(struct sl__reader *rd)
     rd->fd = -1;
 }
 
+/* ---- reading ahead ---------------------------------------------------------- */
+
+/* Open object `key` for a hint, or -1 (a hint that cannot be given is
+ * dropped: the read that follows reports whatever is wrong). */
+static int
+fs_hint_open(struct fs_store *st, const char *key)
+{
+    char path[PATH_MAX], resolved[PATH_MAX];
+    if (st->io->willneed == NULL || fs_path(st, key, path, NULL) != SL_OK ||
+        fs_resolve(st, path, key, resolved, NULL) != SL_OK)
+        return -1;
+    int fd = st->io->open(st->io->ctx, resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+    return fd >= 0 ? fd : -1;
+}
+
+/* A whole chunk file about to be read: the kernel starts reading it while
+ * the workers decode earlier ones, so a cold cache costs the device's
+ * time, not the device's time plus the decode's.  A single range (a shard
+ * index) is not hinted: the shard's first read reads it, then hints the
+ * inner chunks' ranges together (fs_prefetch_ranges). */
+static void
+fs_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
+{
+    struct fs_store *st = fs_of(s);
+    if (range != NULL)
+        return;
+    int fd = fs_hint_open(st, key);
+    if (fd < 0)
+        return;
+    (void)st->io->willneed(st->io->ctx, fd, 0, 0);
+    st->io->close(st->io->ctx, fd);
+}
+
+/* Inner chunks of a shard about to be read: each range hinted, through one
+ * descriptor (a local read needs no coalescing: `gap` and `cap` unused). */
+static void
+fs_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges, size_t n,
+                   uint64_t gap, uint64_t cap)
+{
+    (void)gap, (void)cap;
+    struct fs_store *st = fs_of(s);
+    int fd = fs_hint_open(st, key);
+    if (fd < 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (ranges[i].kind == SL_RANGE_FROM && ranges[i].length > 0)
+            (void)st->io->willneed(st->io->ctx, fd, ranges[i].offset, ranges[i].length);
+    st->io->close(st->io->ctx, fd);
+}
+
 /* ---- directories ------------------------------------------------------------ */
 
 static sl_status
@@ -817,6 +867,8 @@ static const struct sl__store_vtable fs_vtable = {
     .set = fs_set,
     .del = fs_del,
     .list = fs_list,
+    .prefetch = fs_prefetch,
+    .prefetch_ranges = fs_prefetch_ranges,
     .sync = fs_sync,
     .destroy = fs_destroy,
 };

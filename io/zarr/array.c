@@ -119,7 +119,7 @@ sl__v2_group_attributes(sl_store *store, const char *key, struct sl_buf *out, st
 static void
 hint_meta(sl_store *store, const char *path, const char *const *names, int n)
 {
-    if (!sl__store_can_prefetch(store))
+    if (!sl_store_reads_ahead(store))
         return;
     char key[SL_STORE_KEY_MAX + 16];
     for (int i = 0; i < n; i++)

@@ -162,7 +162,7 @@ prefetch_inner(const sl_array *a, const uint64_t *coords)
 void
 sl_array_prefetch_chunk(const sl_array *a, const uint64_t *coords)
 {
-    if (!sl__store_can_prefetch(a->store) || sl__array_check_coords(a, coords, NULL) != SL_OK)
+    if (!sl_store_reads_ahead(a->store) || sl__array_check_coords(a, coords, NULL) != SL_OK)
         return;
     if (a->meta.sharded) {
         prefetch_inner(a, coords);

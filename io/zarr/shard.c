@@ -252,7 +252,7 @@ sl__inner_fetch(const sl_array *a, const uint64_t *inner, void *buf, sl_codec_ct
     const uint64_t *entries = NULL;
     if (st == SL_OK)
         st = sl__shard_index_read(&rd, &a->meta, ctx, &entries, &local);
-    if (st == SL_OK && sl__store_can_prefetch(a->store))
+    if (st == SL_OK && sl_store_reads_ahead(a->store))
         sl__hint_drain(a, sl_grid_linear_index(&a->object_grid, shard), key, entries);
     if (st == SL_OK && entries[2 * k] == SL__SHARD_EMPTY) {
         *missing = true;

@@ -337,6 +337,64 @@ Test(graph_io_nodes, arrays_read_back_later_are_written_through_the_page_cache)
     sl_test_rmtree(root);
 }
 
+/* posix_fadvise(WILLNEED) calls seen by count_willneed. */
+static _Atomic int n_willneed;
+
+static int
+count_willneed(void *ctx, int fd, uint64_t offset, uint64_t length)
+{
+    atomic_fetch_add(&n_willneed, 1);
+    return sl_io_table_default()->willneed(ctx, fd, offset, length);
+}
+
+/* A get from a filesystem store has each chunk file read ahead as its task
+ * is emitted: one hint per chunk, whatever the pool's size; the copy is
+ * right. */
+Test(graph_io_nodes, gets_from_files_read_their_chunks_ahead)
+{
+    struct sl_io_table t = *sl_io_table_default();
+    t.willneed = count_willneed;
+    const char *root = sl_test_tmpdir("graph-readahead");
+    struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
+    so.io = &t;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *fs = sl_store_open_fs(root, &so, &err);
+    cr_assert_not_null(fs, "%s", err.text);
+    sl_store *m = mem_store();
+    const uint64_t shape[] = {64, 48}, chunk[] = {8, 16};
+    sl_array *src = make_source(fs, "src", 2, shape, chunk, NULL);
+    fill_source(src);
+    sl_array *dst = make_source(m, "dst", 3, shape, chunk, NULL);
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t a;
+    cr_assert_eq(sl_graph_add_get(g, "read_src", src, &a, NULL), SL_OK);
+    cr_assert_eq(sl_graph_add_put(g, "write_dst", a, dst, NULL, NULL), SL_OK);
+    cr_assert_eq(sl_graph_seal(g, NULL), SL_OK);
+    sl_plan *plan = sl_plan_create(g, NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    sl_pool *pool = sl_test_pool(2);
+    atomic_store(&n_willneed, 0);
+    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(atomic_load(&n_willneed), (64 / 8) * (48 / 16), "%d hints",
+                 atomic_load(&n_willneed));
+    size_t n = (size_t)64 * 48;
+    float *back = malloc(n * sizeof(float));
+    struct sl_region all = sl_region_whole(2, shape);
+    cr_assert_eq(sl_array_read_region(dst, &all, back, n * sizeof(float), NULL, NULL, &err), SL_OK,
+                 "%s", err.text);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(back[i], 0.5f * (float)i, "element %zu", i);
+    free(back);
+    sl_plan_destroy(plan);
+    sl_graph_unref(g);
+    sl_pool_destroy(pool);
+    sl_array_unref(src);
+    sl_array_unref(dst);
+    sl_store_unref(m);
+    sl_store_unref(fs);
+    sl_test_rmtree(root);
+}
+
 /* A put and a later get of the same array run in two phases; a cycle is refused. */
 Test(graph_io_nodes, gets_of_written_arrays_wait_for_their_put)
 {

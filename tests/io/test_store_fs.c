@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +287,137 @@ Test(io_store_fs, deferred_syncs_are_refused_where_they_cannot_hold)
     cr_assert_null(sl_store_open_fs(root, &o, &err));
     cr_assert_eq(err.code, SL_EACCES, "%s", err.text);
     cr_assert(strstr(err.text, root) != NULL, "%s", err.text);
+}
+
+/* Read-ahead hints seen by count_willneed: calls, and bytes asked for
+ * (0: a whole file). */
+static _Atomic int n_willneed;
+static _Atomic uint64_t willneed_bytes;
+
+static int
+count_willneed(void *ctx, int fd, uint64_t offset, uint64_t length)
+{
+    atomic_fetch_add(&n_willneed, 1);
+    atomic_fetch_add(&willneed_bytes, length);
+    return sl_io_table_default()->willneed(ctx, fd, offset, length);
+}
+
+#define RA_SIDE 32  /* the arrays' side */
+#define RA_CHUNK 8  /* their chunks' side */
+#define RA_SHARD 16 /* the sharded one's shards' side */
+
+/* Array `path` of `s`, RA_SIDE^2 uint16 in RA_CHUNK^2 chunks (sharded:
+ * RA_SHARD^2 shards), each element its linear index; the last chunk left
+ * unwritten (absent, or an empty inner chunk). */
+static void
+make_ra_array(sl_store *s, const char *path, bool sharded)
+{
+    struct sl_array_spec sp = SL_ARRAY_SPEC_DEFAULT;
+    sp.rank = 2;
+    sp.dtype = SL_DTYPE_U16;
+    for (int d = 0; d < 2; d++) {
+        sp.shape[d] = RA_SIDE;
+        sp.chunk_shape[d] = RA_CHUNK;
+        sp.shard_shape[d] = sharded ? RA_SHARD : 0;
+    }
+    cr_assert_eq(sl_codec_spec_parse("zstd:1", &sp.codec, NULL), SL_OK);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_create(s, path, &sp, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    static uint16_t data[RA_SIDE * RA_SIDE];
+    for (int i = 0; i < RA_SIDE * RA_SIDE; i++)
+        data[i] = (uint16_t)i;
+    struct sl_region part = {2, {0, 0}, {RA_SIDE, RA_SIDE - RA_CHUNK}};
+    uint16_t rows[RA_SIDE * (RA_SIDE - RA_CHUNK)];
+    for (int y = 0; y < RA_SIDE; y++)
+        memcpy(rows + y * (RA_SIDE - RA_CHUNK), data + y * RA_SIDE,
+               (RA_SIDE - RA_CHUNK) * sizeof(uint16_t));
+    cr_assert_eq(sl_array_write_region(a, &part, rows, sizeof(rows), NULL, NULL, &err), SL_OK, "%s",
+                 err.text);
+    struct sl_region last = {2, {0, RA_SIDE - RA_CHUNK}, {RA_SIDE - RA_CHUNK, RA_SIDE}};
+    for (int y = 0; y < RA_SIDE - RA_CHUNK; y++)
+        memcpy(rows + y * RA_CHUNK, data + y * RA_SIDE + RA_SIDE - RA_CHUNK,
+               RA_CHUNK * sizeof(uint16_t));
+    cr_assert_eq(sl_array_write_region(a, &last, rows, (RA_SIDE - RA_CHUNK) * RA_CHUNK * 2, NULL,
+                                       NULL, &err),
+                 SL_OK, "%s", err.text);
+    sl_array_unref(a);
+}
+
+/* Hint every chunk of `path`, then read each: the hints counted before the
+ * reads in *hinted; the elements read wrong (the absent chunk reads as
+ * the fill value, 0). */
+static int
+hint_and_read(sl_store *s, const char *path, int *hinted)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_open(s, path, NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    atomic_store(&n_willneed, 0);
+    atomic_store(&willneed_bytes, 0);
+    const uint64_t n = RA_SIDE / RA_CHUNK;
+    for (uint64_t i = 0; i < n; i++)
+        for (uint64_t j = 0; j < n; j++)
+            sl_array_prefetch_chunk(a, (uint64_t[]){i, j});
+    *hinted = atomic_load(&n_willneed);
+    int bad = 0;
+    uint16_t buf[RA_CHUNK * RA_CHUNK];
+    for (uint64_t i = 0; i < n; i++)
+        for (uint64_t j = 0; j < n; j++) {
+            cr_assert_eq(
+                sl_array_read_chunk(a, (uint64_t[]){i, j}, buf, sizeof(buf), NULL, NULL, &err),
+                SL_OK, "%s", err.text);
+            for (uint64_t y = 0; y < RA_CHUNK; y++)
+                for (uint64_t x = 0; x < RA_CHUNK; x++) {
+                    const uint64_t r = i * RA_CHUNK + y, c = j * RA_CHUNK + x;
+                    const bool absent = r >= RA_SIDE - RA_CHUNK && c >= RA_SIDE - RA_CHUNK;
+                    bad += buf[y * RA_CHUNK + x] != (absent ? 0 : (uint16_t)(r * RA_SIDE + c));
+                }
+        }
+    sl_array_unref(a);
+    return bad;
+}
+
+/* A hinted chunk file is read ahead whole (one posix_fadvise each, none
+ * for the absent one); a sharded array's hints wait for the shard's first
+ * read, which hints its other hinted inner chunks (not a lone index
+ * range); without `willneed` in the table nothing is hinted; the reads
+ * return the same either way. */
+Test(io_store_fs, hints_read_chunk_files_and_inner_chunks_ahead)
+{
+    struct sl_io_table t = *sl_io_table_default();
+    t.willneed = count_willneed;
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.io = &t;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(root, &o, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    cr_assert(sl_store_reads_ahead(s));
+    sl_store *m = sl_store_create_memory(NULL, &err);
+    cr_assert_not_null(m);
+    cr_assert_not(sl_store_reads_ahead(m));
+    sl_store_unref(m);
+    make_ra_array(s, "flat", false);
+    make_ra_array(s, "sharded", true);
+    const int chunks = (RA_SIDE / RA_CHUNK) * (RA_SIDE / RA_CHUNK);
+    int hinted;
+    cr_assert_eq(hint_and_read(s, "flat", &hinted), 0);
+    cr_assert_eq(hinted, chunks - 1, "%d hints for %d chunk files", hinted, chunks - 1);
+    cr_assert_eq(atomic_load(&willneed_bytes), 0, "each file hinted whole");
+    cr_assert_eq(hint_and_read(s, "sharded", &hinted), 0);
+    cr_assert_eq(hinted, 0, "no shard index is hinted alone");
+    /* Every inner chunk but the empty one, hinted by its shard's first read. */
+    cr_assert_eq(atomic_load(&n_willneed), chunks - 1, "%d inner chunks hinted",
+                 atomic_load(&n_willneed));
+    cr_assert_gt(atomic_load(&willneed_bytes), 0);
+    sl_store_unref(s);
+    t.willneed = NULL;
+    s = sl_store_open_fs(root, &o, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    cr_assert_eq(hint_and_read(s, "flat", &hinted), 0);
+    cr_assert_eq(hint_and_read(s, "sharded", &hinted), 0);
+    cr_assert_eq(atomic_load(&n_willneed), 0);
+    sl_store_unref(s);
 }
 
 Test(io_store_fs, every_call_goes_through_the_table)
