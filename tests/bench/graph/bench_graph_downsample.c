@@ -39,6 +39,7 @@
  *   bench_graph_downsample [REPS]   (default 3; run by tests/bench/run.sh,
  *   which sets SL_SLUICE_EXE, SL_BENCH_SOURCE_ROOT and SL_BENCH_DATA)
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,10 +78,31 @@ die(const char *what)
     exit(1);
 }
 
+/* The most this process held resident when it forked a child (MiB): a
+ * child's peak RSS counts from there (bench_case prints it). */
+static double parent_rss_at_fork;
+
+/* This process's resident set now, MiB (VmRSS), or 0. */
+static double
+self_rss_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kib = 0;
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = atof(line + 6);
+    if (f != NULL)
+        fclose(f);
+    return kib / 1024.0;
+}
+
 /* Run argv[0] with argv; capture its stdout into `out` (NULL: discard). */
 static int
 spawn(char *const argv[], struct lines *out, struct cost *c)
 {
+    double rss = self_rss_mib();
+    parent_rss_at_fork = rss > parent_rss_at_fork ? rss : parent_rss_at_fork;
     int fd[2];
     if (pipe(fd) != 0)
         die("pipe failed");
@@ -194,6 +216,7 @@ bench_round(const struct env *e, const char *kind, const char *factors,
     pipe->c = (struct cost){-1, -1, -1, -1};
     if (pipeline_run(ps, threads, &pipe->c.wall_s, &pipe->c.cpu_s, pipe->phase_s) != 0)
         die("the pipeline floor failed");
+    malloc_trim(0);
     for (int v = 0; v < N_VARIANTS; v++) {
         struct lines l;
         struct cost whole;
@@ -271,6 +294,7 @@ bench_floor(const struct env *e, const char *kind, double share, int threads, co
     for (int i = 0; i < reps && rc == 0; i++)
         rc = floor_run(&c, threads, share, &w[i], &u[i]);
     floor_free(&c);
+    malloc_trim(0);
     if (rc != 0)
         return -1;
     qsort(w, (size_t)reps, sizeof(double), cmp_double);
@@ -420,6 +444,8 @@ bench_case(const struct env *e, const char *kind, const char *factors, struct pi
     snprintf(name, sizeof(name), "sluice_over_dask_%s_peak_rss", kind);
     sl_bench_report(name, s.rss_mib / best.rss_mib, "x");
     compare_outputs(e, kind);
+    snprintf(name, sizeof(name), "bench_process_rss_at_fork_%s", kind);
+    sl_bench_report(name, parent_rss_at_fork, "MiB");
     struct cost p;
     report_pipeline(e, kind, ps, pipe, reps, &s, &p);
     double floor_wall, floor_cpu;
@@ -434,6 +460,13 @@ bench_case(const struct env *e, const char *kind, const char *factors, struct pi
 int
 main(int argc, char **argv)
 {
+    /* A child's peak RSS (wait4) starts from this process's RSS at the
+     * fork, which the kernel carries across exec: keep it small.  Large
+     * buffers always mmapped (a fixed threshold stops glibc from raising
+     * it after a free, which left the floors' freed buffers resident in
+     * the heap: every later child then "peaked" at 200 MiB), and freed
+     * memory trimmed after each floor (malloc_trim). */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     int reps = argc > 1 ? atoi(argv[1]) : 3;
     if (reps < 1 || reps > 15)
         reps = 3;
