@@ -225,6 +225,10 @@ fs_reader_close(struct sl__reader *rd)
 
 /* ---- reading ahead ---------------------------------------------------------- */
 
+/* Bytes of a file one read-ahead hint asks for (below every device's
+ * largest request in practice). */
+#define WILLNEED_PIECE ((uint64_t)256 << 10)
+
 /* Open object `key` for a hint, or -1 (a hint that cannot be given is
  * dropped: the read that follows reports whatever is wrong). */
 static int
@@ -252,12 +256,21 @@ fs_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
     int fd = fs_hint_open(st, key);
     if (fd < 0)
         return;
-    (void)st->io->willneed(st->io->ctx, fd, 0, 0);
+    /* In pieces: Linux reads at most the device's largest request or its
+     * read-ahead window per WILLNEED call (force_page_cache_ra), 128 KiB
+     * to a few MiB, and drops the rest of a larger range. */
+    struct sl_io_stat info;
+    if (st->io->fstat(st->io->ctx, fd, &info) == 0 && info.kind == SL_IO_FILE)
+        for (uint64_t off = 0; off < info.size; off += WILLNEED_PIECE)
+            (void)st->io->willneed(st->io->ctx, fd, off,
+                                   info.size - off < WILLNEED_PIECE ? info.size - off
+                                                                    : WILLNEED_PIECE);
     st->io->close(st->io->ctx, fd);
 }
 
 /* Inner chunks of a shard about to be read: each range hinted, through one
- * descriptor (a local read needs no coalescing: `gap` and `cap` unused). */
+ * descriptor (a local read needs no coalescing: `gap` and `cap` unused;
+ * an inner chunk larger than WILLNEED_PIECE is read ahead in part). */
 static void
 fs_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges, size_t n,
                    uint64_t gap, uint64_t cap)
