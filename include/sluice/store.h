@@ -120,11 +120,6 @@ struct sl_io_table {
      * bytes at `offset` of `fd` (0: to the end) into the page cache
      * without waiting.  NULL in a table: the store reads nothing ahead. */
     int (*willneed)(void *ctx, int fd, uint64_t offset, uint64_t length);
-    /* sync_file_range(2) with SYNC_FILE_RANGE_WRITE over the whole of
-     * `fd`: start writing its dirty pages back without waiting (nor making
-     * anything durable).  NULL in a table: a store deferring its syncs
-     * leaves all the write-back to sl_store_sync. */
-    int (*start_writeback)(void *ctx, int fd);
 };
 
 /** The table that calls the C library.  Never NULL; static.  Thread-safety: any thread. */

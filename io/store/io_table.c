@@ -87,13 +87,6 @@ io_willneed(void *ctx, int fd, uint64_t offset, uint64_t length)
     return -rc;
 }
 
-static int
-io_start_writeback(void *ctx, int fd)
-{
-    (void)ctx;
-    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) == 0 ? 0 : neg_errno();
-}
-
 static sl_io_kind
 kind_of_mode(mode_t m)
 {
@@ -228,7 +221,6 @@ static const struct sl_io_table io_table_default = {
     .list_dir = io_list_dir,
     .syncfs = io_syncfs,
     .willneed = io_willneed,
-    .start_writeback = io_start_writeback,
 };
 
 const struct sl_io_table *

@@ -37,12 +37,12 @@
  * power cut would take with the directory.
  *
  * Deferred syncs (`defer_sync`): objects are written and renamed without
- * an fsync (their write-back started as each is closed, `start_writeback`,
- * so the end does not wait for all of it), and sl_store_sync writes the
- * root's file system back at once (syncfs(2)).  Its descriptor is opened with the store, before any
- * write, because syncfs reports a write-back error only to descriptors opened before it happened
- * (Linux 5.8 on; earlier kernels report none, so a store that must see them needs per-object
- * fsyncs).  It is for a node staged out of sight and put in place by one rename after the sync
+ * an fsync, and sl_store_sync writes the root's file system back at once
+ * (syncfs(2)).  Its descriptor is opened with the store, before any write,
+ * because syncfs reports a write-back error only to descriptors opened
+ * before it happened (Linux 5.8 on; earlier kernels report none, so a
+ * store that must see them needs per-object fsyncs).  It is for a node
+ * staged out of sight and put in place by one rename after the sync
  * (sl_fs_replace_commit): a crash before that rename leaves only the
  * staging directory, which the next run removes, and after it every
  * object is on disk.  Not for stores whose objects something records as
@@ -602,11 +602,6 @@ fs_write_tmp(struct fs_store *st, const char *tmp, const void *data, size_t n, u
         int rc = st->io->fsync(st->io->ctx, fd);
         if (rc < 0)
             status = fs_errno(err, rc, "cannot fsync", tmp);
-    } else if (status == SL_OK && st->io->start_writeback != NULL) {
-        /* Deferred: the write-back starts now, so that the one sync at the
-         * end waits for the last objects only.  A failure here is only a
-         * hint lost; a write-back error reaches sl_store_sync. */
-        (void)st->io->start_writeback(st->io->ctx, fd);
     }
     /* close can report a deferred write error (NFS): it counts. */
     int rc = st->io->close(st->io->ctx, fd);

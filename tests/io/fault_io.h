@@ -3,9 +3,7 @@
  * A fault-injecting I/O table for filesystem-store tests: it counts every
  * call by operation, fails the n-th call of a chosen operation with a chosen
  * errno, shortens writes, and counts renames per target path (how "each
- * shard is written exactly once" is checked).  It wraps the default table,
- * less its hints (`willneed`, `start_writeback`: NULL, so stores under test
- * make exactly the calls that change or read the file system).
+ * shard is written exactly once" is checked).  It wraps the default table.
  */
 #ifndef SL_TEST_FAULT_IO_H
 #define SL_TEST_FAULT_IO_H
