@@ -268,9 +268,9 @@ fs_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
     st->io->close(st->io->ctx, fd);
 }
 
-/* Inner chunks of a shard about to be read: each range hinted, through one
- * descriptor (a local read needs no coalescing: `gap` and `cap` unused;
- * an inner chunk larger than WILLNEED_PIECE is read ahead in part). */
+/* Inner chunks of a shard about to be read: each range hinted (in pieces,
+ * as above), through one descriptor (a local read needs no coalescing:
+ * `gap` and `cap` unused). */
 static void
 fs_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges, size_t n,
                    uint64_t gap, uint64_t cap)
@@ -280,9 +280,15 @@ fs_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ran
     int fd = fs_hint_open(st, key);
     if (fd < 0)
         return;
-    for (size_t i = 0; i < n; i++)
-        if (ranges[i].kind == SL_RANGE_FROM && ranges[i].length > 0)
-            (void)st->io->willneed(st->io->ctx, fd, ranges[i].offset, ranges[i].length);
+    for (size_t i = 0; i < n; i++) {
+        if (ranges[i].kind != SL_RANGE_FROM || ranges[i].length == SL_RANGE_TO_END)
+            continue;
+        for (uint64_t done = 0; done < ranges[i].length; done += WILLNEED_PIECE) {
+            uint64_t left = ranges[i].length - done;
+            (void)st->io->willneed(st->io->ctx, fd, ranges[i].offset + done,
+                                   left < WILLNEED_PIECE ? left : WILLNEED_PIECE);
+        }
+    }
     st->io->close(st->io->ctx, fd);
 }
 

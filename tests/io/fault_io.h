@@ -3,7 +3,9 @@
  * A fault-injecting I/O table for filesystem-store tests: it counts every
  * call by operation, fails the n-th call of a chosen operation with a chosen
  * errno, shortens writes, and counts renames per target path (how "each
- * shard is written exactly once" is checked).  It wraps the default table.
+ * shard is written exactly once" is checked).  It wraps the default table,
+ * less its read-ahead hint (`willneed` NULL: a store under test makes
+ * exactly the calls that read or change files).
  */
 #ifndef SL_TEST_FAULT_IO_H
 #define SL_TEST_FAULT_IO_H
