@@ -59,6 +59,22 @@ fill_source(sl_array *a)
     free(data);
 }
 
+/* Check that 2-D float array `a` holds what fill_source writes. */
+static void
+expect_filled(const sl_array *a)
+{
+    const uint64_t *shape = sl_array_shape(a);
+    size_t n = (size_t)(shape[0] * shape[1]);
+    float *back = malloc(n * sizeof(float));
+    struct sl_region all = sl_region_whole(2, shape);
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_array_read_region(a, &all, back, n * sizeof(float), NULL, NULL, &err), SL_OK,
+                 "%s", err.text);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(back[i], 0.5f * (float)i, "element %zu", i);
+    free(back);
+}
+
 static void
 digest(const sl_array *a, uint8_t out[SL_SHA256_BYTES])
 {
@@ -317,14 +333,7 @@ Test(graph_io_nodes, arrays_read_back_later_are_written_through_the_page_cache)
                      (unsigned long long)atomic_load(&fio.n_direct_opens));
     else
         cr_log_info("%s refuses O_DIRECT: only the data is checked", root);
-    size_t n = (size_t)512 * 1024;
-    float *back = malloc(n * sizeof(float));
-    struct sl_region all = sl_region_whole(2, shape);
-    cr_assert_eq(sl_array_read_region(out, &all, back, n * sizeof(float), NULL, NULL, &err), SL_OK,
-                 "%s", err.text);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_eq(back[i], 0.5f * (float)i, "element %zu", i);
-    free(back);
+    expect_filled(out);
     sl_plan_destroy(plan);
     sl_graph_unref(g);
     sl_pool_destroy(pool);
@@ -377,14 +386,7 @@ Test(graph_io_nodes, gets_from_files_read_their_chunks_ahead)
     cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
     cr_assert_eq(atomic_load(&n_willneed), (64 / 8) * (48 / 16), "%d hints",
                  atomic_load(&n_willneed));
-    size_t n = (size_t)64 * 48;
-    float *back = malloc(n * sizeof(float));
-    struct sl_region all = sl_region_whole(2, shape);
-    cr_assert_eq(sl_array_read_region(dst, &all, back, n * sizeof(float), NULL, NULL, &err), SL_OK,
-                 "%s", err.text);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_eq(back[i], 0.5f * (float)i, "element %zu", i);
-    free(back);
+    expect_filled(dst);
     sl_plan_destroy(plan);
     sl_graph_unref(g);
     sl_pool_destroy(pool);
