@@ -144,6 +144,10 @@ struct sl_fs_store_opts {
                                          written durable at once (syncfs(2)); for outputs
                                          staged out of sight until a commit that syncs
                                          first; not with `durable` (default false) */
+    uint64_t read_ahead_bytes;        /* hints of reads to come (sl_store_reads_ahead)
+                                         start the kernel reading at most this many bytes
+                                         ahead of the reads; later hints wait their turn
+                                         (default 32 MiB); 0: hints are ignored */
 };
 #define SL_FS_STORE_OPTS_DEFAULT                      \
     ((struct sl_fs_store_opts){.durable = false,      \
@@ -152,7 +156,8 @@ struct sl_fs_store_opts {
                                .direct_writes = true, \
                                .io = NULL,            \
                                .alloc = NULL,         \
-                               .defer_sync = false})
+                               .defer_sync = false,   \
+                               .read_ahead_bytes = (uint64_t)32 << 20})
 
 /**
  * Open a filesystem store rooted at directory `root`.  Keys map to paths
@@ -331,7 +336,8 @@ SL_API const char *sl_store_kind(const sl_store *s);
 /**
  * Whether hints of reads to come (sl_array_prefetch_chunk) make `s` start
  * them early: a remote store fetches the objects, a filesystem store asks
- * the kernel to read the files into the page cache (when its I/O table has
+ * the kernel to read the files into the page cache, `read_ahead_bytes` ahead
+ * of the reads at most (when that is not 0 and its I/O table has
  * `willneed`); a memory store has nothing to start.  A hint never changes
  * what a read returns.
  * Thread-safety: any thread.

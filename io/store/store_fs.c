@@ -59,6 +59,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "read_ahead.h"
 #include "store_internal.h"
 
 #ifndef PATH_MAX
@@ -87,6 +88,7 @@ struct fs_store {
     pthread_mutex_t unsynced_lock; /* guards the two fields below */
     struct fs_unsynced *unsynced;  /* durable stores: see DESIGN above */
     uint64_t unsynced_seq;         /* the last id given */
+    struct sl__ahead ahead;        /* hints of reads to come (read_ahead.h) */
 };
 
 static struct fs_store *
@@ -162,6 +164,7 @@ fs_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
 {
     (void)first; /* a local read costs nothing up front */
     struct fs_store *st = fs_of(s);
+    sl__ahead_read(&st->ahead, key);
     char path[PATH_MAX], resolved[PATH_MAX];
     SL_TRY(fs_path(st, key, path, err));
     sl_status status = fs_resolve(st, path, key, resolved, err);
@@ -235,61 +238,73 @@ static int
 fs_hint_open(struct fs_store *st, const char *key)
 {
     char path[PATH_MAX], resolved[PATH_MAX];
-    if (st->io->willneed == NULL || fs_path(st, key, path, NULL) != SL_OK ||
-        fs_resolve(st, path, key, resolved, NULL) != SL_OK)
+    if (fs_path(st, key, path, NULL) != SL_OK || fs_resolve(st, path, key, resolved, NULL) != SL_OK)
         return -1;
     int fd = st->io->open(st->io->ctx, resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
     return fd >= 0 ? fd : -1;
 }
 
-/* A whole chunk file about to be read: the kernel starts reading it while
- * the workers decode earlier ones, so a cold cache costs the device's
- * time, not the device's time plus the decode's.  A single range (a shard
- * index) is not hinted: the shard's first read reads it, then hints the
- * inner chunks' ranges together (fs_prefetch_ranges). */
+/* Ask the kernel for [offset, offset + length) of `fd`, in pieces: Linux
+ * reads at most the device's largest request or its read-ahead window per
+ * WILLNEED call (force_page_cache_ra), 128 KiB to a few MiB, and drops the
+ * rest of a larger range.  The bytes asked for. */
+static uint64_t
+fs_willneed(struct fs_store *st, int fd, uint64_t offset, uint64_t length)
+{
+    for (uint64_t done = 0; done < length; done += WILLNEED_PIECE) {
+        uint64_t left = length - done;
+        (void)st->io->willneed(st->io->ctx, fd, offset + done,
+                               left < WILLNEED_PIECE ? left : WILLNEED_PIECE);
+    }
+    return length;
+}
+
+/* The read-ahead window's way to the kernel (sl__ahead_give_fn): a whole
+ * chunk file (n == 0), or a shard's inner chunks, each range through one
+ * descriptor (a local read needs no coalescing). */
+static uint64_t
+fs_give_hint(void *ctx, const char *key, const struct sl_byte_range *ranges, size_t n)
+{
+    struct fs_store *st = ctx;
+    int fd = fs_hint_open(st, key);
+    if (fd < 0)
+        return 0;
+    uint64_t bytes = 0;
+    struct sl_io_stat info;
+    if (n == 0) {
+        if (st->io->fstat(st->io->ctx, fd, &info) == 0 && info.kind == SL_IO_FILE)
+            bytes = fs_willneed(st, fd, 0, info.size);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ranges[i].kind == SL_RANGE_FROM && ranges[i].length != SL_RANGE_TO_END)
+            bytes += fs_willneed(st, fd, ranges[i].offset, ranges[i].length);
+    st->io->close(st->io->ctx, fd);
+    return bytes;
+}
+
+/* A whole chunk file about to be read: the kernel reads it while the
+ * workers decode earlier ones, so a cold cache costs the device's time,
+ * not the device's time plus the decode's; within the read-ahead window
+ * (read_ahead.h), so the device's queue holds a few chunks, not the run's
+ * whole input.  A single range (a shard index) is not hinted: the shard's
+ * first read reads it, then hints the inner chunks' ranges together
+ * (fs_prefetch_ranges). */
 static void
 fs_prefetch(sl_store *s, const char *key, const struct sl_byte_range *range)
 {
-    struct fs_store *st = fs_of(s);
-    if (range != NULL)
-        return;
-    int fd = fs_hint_open(st, key);
-    if (fd < 0)
-        return;
-    /* In pieces: Linux reads at most the device's largest request or its
-     * read-ahead window per WILLNEED call (force_page_cache_ra), 128 KiB
-     * to a few MiB, and drops the rest of a larger range. */
-    struct sl_io_stat info;
-    if (st->io->fstat(st->io->ctx, fd, &info) == 0 && info.kind == SL_IO_FILE)
-        for (uint64_t off = 0; off < info.size; off += WILLNEED_PIECE)
-            (void)st->io->willneed(st->io->ctx, fd, off,
-                                   info.size - off < WILLNEED_PIECE ? info.size - off
-                                                                    : WILLNEED_PIECE);
-    st->io->close(st->io->ctx, fd);
+    if (range == NULL)
+        sl__ahead_hint(&fs_of(s)->ahead, key, NULL, 0);
 }
 
-/* Inner chunks of a shard about to be read: each range hinted (in pieces,
- * as above), through one descriptor (a local read needs no coalescing:
- * `gap` and `cap` unused). */
+/* Inner chunks of a shard about to be read, one hint (`gap` and `cap`
+ * unused: a local read needs no coalescing). */
 static void
 fs_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges, size_t n,
                    uint64_t gap, uint64_t cap)
 {
     (void)gap, (void)cap;
-    struct fs_store *st = fs_of(s);
-    int fd = fs_hint_open(st, key);
-    if (fd < 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        if (ranges[i].kind != SL_RANGE_FROM || ranges[i].length == SL_RANGE_TO_END)
-            continue;
-        for (uint64_t done = 0; done < ranges[i].length; done += WILLNEED_PIECE) {
-            uint64_t left = ranges[i].length - done;
-            (void)st->io->willneed(st->io->ctx, fd, ranges[i].offset + done,
-                                   left < WILLNEED_PIECE ? left : WILLNEED_PIECE);
-        }
-    }
-    st->io->close(st->io->ctx, fd);
+    if (n > 0)
+        sl__ahead_hint(&fs_of(s)->ahead, key, ranges, n);
 }
 
 /* ---- directories ------------------------------------------------------------ */
@@ -872,25 +887,26 @@ fs_destroy(sl_store *s)
     while (st->unsynced != NULL)
         fs_unsynced_remove(st, st->unsynced->id);
     pthread_mutex_destroy(&st->unsynced_lock);
+    sl__ahead_fini(&st->ahead);
     sl_free(&alloc, st->root, st->root_len + 1);
     sl_free(&alloc, st->given, strlen(st->given) + 1);
     sl_free(&alloc, st, sizeof(*st));
 }
 
+#define FS_VTABLE_COMMON                                                                          \
+    .kind = "fs", .set_writers = 1, .reader_open = fs_reader_open, .reader_read = fs_reader_read, \
+    .reader_close = fs_reader_close, .set = fs_set, .del = fs_del, .list = fs_list,               \
+    .sync = fs_sync, .destroy = fs_destroy
+
 static const struct sl__store_vtable fs_vtable = {
-    .kind = "fs",
-    .set_writers = 1,
-    .reader_open = fs_reader_open,
-    .reader_read = fs_reader_read,
-    .reader_close = fs_reader_close,
-    .set = fs_set,
-    .del = fs_del,
-    .list = fs_list,
+    FS_VTABLE_COMMON,
     .prefetch = fs_prefetch,
     .prefetch_ranges = fs_prefetch_ranges,
-    .sync = fs_sync,
-    .destroy = fs_destroy,
 };
+
+/* A store that reads nothing ahead (read_ahead_bytes 0, or an I/O table
+ * without `willneed`): sl_store_reads_ahead says so, and no hint is kept. */
+static const struct sl__store_vtable fs_vtable_no_ahead = {FS_VTABLE_COMMON};
 
 /* The descriptor of `resolved` (root `root`) that a store deferring its
  * syncs hands syncfs, opened before anything is written. */
@@ -978,7 +994,8 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
     }
     memcpy(copy, resolved, len);
     copy[len] = '\0';
-    sl__store_init(&st->base, &fs_vtable, &alloc);
+    bool ahead = o.read_ahead_bytes > 0 && io->willneed != NULL;
+    sl__store_init(&st->base, ahead ? &fs_vtable : &fs_vtable_no_ahead, &alloc);
     st->io = io;
     st->root = copy;
     st->root_len = len;
@@ -992,6 +1009,7 @@ sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct s
     atomic_init(&st->tmp_seq, 0);
     st->unsynced = NULL;
     pthread_mutex_init(&st->unsynced_lock, NULL);
+    sl__ahead_init(&st->ahead, o.read_ahead_bytes, fs_give_hint, st, &alloc);
     return &st->base;
 }
 

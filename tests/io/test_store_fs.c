@@ -440,6 +440,80 @@ Test(io_store_fs, hints_read_chunk_files_and_inner_chunks_ahead)
     sl_store_unref(s);
 }
 
+/* Read object `key` of `s` whole (its hint leaves the read-ahead window). */
+static void
+read_key(sl_store *s, const char *key)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_store_get(s, key, NULL, &b, NULL, &err), SL_OK, "%s", err.text);
+    sl_buf_fini(&b);
+}
+
+/* Hints start the kernel reading at most `read_ahead_bytes` ahead of the
+ * reads: with room for two and a half files, three are asked for and the
+ * rest wait; each read of a hinted file lets one more go, in the order
+ * hinted; a read of an unhinted object lets none go; hints whose files
+ * are never read (a cancelled task's) are let go after enough other
+ * reads, so the window never stays full of them; with 0 bytes the store
+ * reads nothing ahead. */
+Test(io_store_fs, hints_wait_beyond_the_read_ahead_window)
+{
+    struct sl_io_table t = *sl_io_table_default();
+    t.willneed = count_willneed;
+    struct sl_fs_store_opts o = SL_FS_STORE_OPTS_DEFAULT;
+    o.io = &t;
+    const size_t file = 10000; /* below one 256 KiB piece: one call per file */
+    o.read_ahead_bytes = file * 5 / 2;
+    struct sl_error err = SL_ERROR_INIT;
+    sl_store *s = sl_store_open_fs(root, &o, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    char *bytes = calloc(1, file);
+    char key[32];
+    for (int i = 0; i < 12; i++) {
+        snprintf(key, sizeof(key), "f/%d", i);
+        cr_assert_eq(sl_store_set(s, key, bytes, file, &err), SL_OK, "%s", err.text);
+    }
+    cr_assert_eq(sl_store_set(s, "other", bytes, 10, &err), SL_OK, "%s", err.text);
+    free(bytes);
+    atomic_store(&n_willneed, 0);
+    atomic_store(&willneed_bytes, 0);
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof(key), "f/%d", i);
+        sl__store_prefetch(s, key, NULL);
+    }
+    cr_assert_eq(atomic_load(&n_willneed), 3, "%d files asked for, room for 2.5",
+                 atomic_load(&n_willneed));
+    read_key(s, "other");
+    cr_assert_eq(atomic_load(&n_willneed), 3, "an unhinted read makes no room");
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof(key), "f/%d", i);
+        read_key(s, key);
+        cr_assert_eq(atomic_load(&n_willneed), 4 + i, "after reading %d hinted files: %d asked",
+                     i + 1, atomic_load(&n_willneed));
+    }
+    /* f/5, f/6 and f/7 given and never read: the next hints wait until
+     * enough other reads age them out. */
+    for (int i = 8; i < 12; i++) {
+        snprintf(key, sizeof(key), "f/%d", i);
+        sl__store_prefetch(s, key, NULL);
+    }
+    cr_assert_eq(atomic_load(&n_willneed), 8);
+    for (int i = 0; i < 200 && atomic_load(&n_willneed) < 12; i++)
+        read_key(s, "other");
+    cr_assert_eq(atomic_load(&n_willneed), 12, "hints never read are let go");
+    cr_assert_eq(atomic_load(&willneed_bytes), 12 * file);
+    sl_store_unref(s);
+    /* No window: nothing read ahead, and the store says so. */
+    o.read_ahead_bytes = 0;
+    s = sl_store_open_fs(root, &o, &err);
+    cr_assert_not_null(s, "%s", err.text);
+    cr_assert_not(sl_store_reads_ahead(s));
+    sl__store_prefetch(s, "f/0", NULL);
+    cr_assert_eq(atomic_load(&n_willneed), 12);
+    sl_store_unref(s);
+}
+
 Test(io_store_fs, every_call_goes_through_the_table)
 {
     sl_store *s = open_store(true);
