@@ -6,11 +6,13 @@ child process (wall time, CPU time and peak RSS from wait4, as the bench
 measures sluice), so that a neighbour's load falls on all alike; prints
 medians (and minima) per variant.
 
-    ab_downsample.py KIND REPS NAME=SLUICE[:VAR=VALUE,...] ...
+    ab_downsample.py KIND REPS [--cold] NAME=SLUICE[:VAR=VALUE,...] ...
 
 KIND is 3d or 5d (the bench's cases, under $SL_BENCH_DATA, default
 /tmp/sluice-bench-data; run the bench once to create them).  VAR=VALUE
-pairs go to that variant's environment (e.g. LD_PRELOAD=...).
+pairs go to that variant's environment (e.g. LD_PRELOAD=...).  With
+--cold, the input's pages are dropped from the page cache before every run
+(posix_fadvise DONTNEED on each file, as bench_graph_downsample does).
 """
 import os
 import statistics
@@ -28,6 +30,17 @@ def parse(arg):
         k, v = kv.split("=", 1)
         env[k] = v
     return name, exe, env
+
+
+def evict(tree):
+    """Drop the cached pages of every file under `tree` (clean: read only)."""
+    for root, _, files in os.walk(tree):
+        for f in files:
+            fd = os.open(os.path.join(root, f), os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def run_once(exe, env, argv):
@@ -50,16 +63,19 @@ def main(argv):
         print(__doc__)
         return 2
     kind, reps = argv[1], int(argv[2])
+    cold = "--cold" in argv[3:]
     data = os.environ.get("SL_BENCH_DATA", "/tmp/sluice-bench-data")
-    variants = [parse(a) for a in argv[3:]]
+    variants = [parse(a) for a in argv[3:] if a != "--cold"]
     rows = {name: [] for name, _, _ in variants}
     for _ in range(reps):
         for name, exe, env in variants:
             out = os.path.join(data, f"{kind}_out_ab_{name}.zarr")
+            if cold:
+                evict(f"{data}/{kind}_in.zarr")
             rows[name].append(run_once(exe, env, [exe, "downsample", f"{data}/{kind}_in.zarr", out,
                                                   "--factors", FACTORS[kind], "--overwrite",
                                                   "--no-progress"]))
-    print(f"# {kind}, {reps} interleaved runs each, load average "
+    print(f"# {kind}{' cold' if cold else ''}, {reps} interleaved runs each, load average "
           + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     for name, r in rows.items():
         med = [statistics.median(c) for c in zip(*r)]

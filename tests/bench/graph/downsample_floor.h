@@ -42,11 +42,15 @@ int floor_run(const struct floor_chunks *c, int threads, double share, double *w
  * page cache).  The input is a Zarr v2 uint16 array with "." keys, chunk
  * shape `chunk`, whose shape and chunk are multiples of `factor`; the
  * output has the same chunk shape.  Wall and CPU seconds.  0, or -1 after
- * a message. */
+ * a message.  With `read_ahead`, one more thread names every input chunk
+ * file to the kernel (posix_fadvise WILLNEED, in 256 KiB pieces) in the
+ * order the threads take them, one output chunk's files beyond those
+ * taken: the cold-cache variant, reading overlapped with the work. */
 struct pipeline_spec {
     const char *in_dir, *out_dir;
     int rank;
     uint64_t shape[5], chunk[5], factor[5];
+    int read_ahead;
 };
 enum {
     PIPELINE_READ,
