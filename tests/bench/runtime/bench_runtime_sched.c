@@ -5,16 +5,14 @@
  * the ratios sluice/TBB and sluice/OpenMP (below 1 means sluice is faster).
  *
  *   loop   10^6 independent empty tasks made by one producer task, then wait
- *   pfor   a parallel loop of 10^6 empty iterations from a task on a worker,
- *          timed there (as the peers time theirs on a thread of their
- *          team): sl_parallel_run_ranges (ranges of iterations, as OpenMP's
- *          schedule(static) and oneTBB's parallel_for split them), and, as
- *          pfor_indexed, sl_parallel_run (a call per iteration)
- *   fib    recursive fork-join fib(28): both children submitted, then wait
- *   chain  10^6 dependent tasks, each the successor of the one before,
- *          built (init, precede, submit) and run inside the timing
- *   submit 10^6 independent tasks submitted from outside the pool (sluice
- *          only: what the graph executor's thread does)
+ *   pfor   parallel loops of 10^6 empty iterations, one after the other in
+ *          a task on a worker, each timed there (as the peers run and time
+ *          theirs on a thread of their team): sl_parallel_run_ranges (ranges of iterations, as
+ * OpenMP's schedule(static) and oneTBB's parallel_for split them), and, as pfor_indexed,
+ * sl_parallel_run (a call per iteration) fib    recursive fork-join fib(28): both children
+ * submitted, then wait chain  10^6 dependent tasks, each the successor of the one before, built
+ * (init, precede, submit) and run inside the timing submit 10^6 independent tasks submitted from
+ * outside the pool (sluice only: what the graph executor's thread does)
  *
  * The peers are this folder's peer_runtime_tbb and peer_runtime_omp, run as
  * child processes between sluice's runs.  Each figure is the median of REPS
@@ -33,6 +31,7 @@
 #include <sluice.h>
 
 #include "bench.h"
+#include "empty_range.h"
 
 #ifndef SL_PEER_TBB
 #define SL_PEER_TBB ""
@@ -139,8 +138,7 @@ pfor_range(void *arg, size_t begin, size_t end, unsigned worker)
 {
     (void)arg;
     (void)worker;
-    for (size_t i = begin; i < end; i++)
-        __asm__ volatile("");
+    sl_bench_empty_range((long)begin, (long)end);
 }
 
 static void
@@ -152,28 +150,33 @@ pfor_index(void *arg, size_t index, unsigned worker)
     __asm__ volatile("");
 }
 
-/* A parallel loop of N_LOOP iterations: ranged, or a call per index. */
+/* Parallel loops of N_LOOP iterations: ranged, or a call per index. */
 struct pfor_run {
     bool ranged;
-    double seconds; /* the loop alone, timed on the worker that calls it */
+    int n;           /* loops, one after the other */
+    double *seconds; /* each loop alone, timed on the worker that calls it */
 };
 
-/* The loop, called and timed on a worker, as the peers time theirs on a
- * thread of their team (OpenMP's master, oneTBB's calling thread): a
- * microsecond-scale loop must not be charged the hand-over of the root
- * task from the outside thread and back, which the peers do not make. */
+/* The loops, called one after the other and each timed on a worker, as
+ * the peers run and time theirs on a thread of their team (OpenMP's
+ * master, oneTBB's calling thread): a microsecond-scale loop must not be
+ * charged the hand-over of a root task from the outside thread and back,
+ * which the peers do not make, nor the other workers' parking in that
+ * gap, which theirs cannot do between back-to-back loops either. */
 static void
 pfor_root(void *arg, sl_status status)
 {
     (void)status;
     struct pfor_run *run = arg;
     struct sl_parallel par = sl_pool_parallel(bench_pool);
-    double t0 = sl_bench_now();
-    sl_status st = run->ranged ? sl_parallel_run_ranges(&par, (size_t)N_LOOP, pfor_range, NULL)
-                               : sl_parallel_run(&par, (size_t)N_LOOP, pfor_index, NULL);
-    run->seconds = sl_bench_now() - t0;
-    if (st != SL_OK)
-        fail("pfor");
+    for (int i = 0; i < run->n; i++) {
+        double t0 = sl_bench_now();
+        sl_status st = run->ranged ? sl_parallel_run_ranges(&par, (size_t)N_LOOP, pfor_range, NULL)
+                                   : sl_parallel_run(&par, (size_t)N_LOOP, pfor_index, NULL);
+        run->seconds[i] = sl_bench_now() - t0;
+        if (st != SL_OK)
+            fail("pfor");
+    }
 }
 
 /* Run `fn(arg)` as one task and wait from this (outside) thread. */
@@ -219,6 +222,15 @@ sluice_median(enum mode m, int reps, struct chain *chain)
 {
     double t[64];
     long n = N_LOOP;
+    if (m == MODE_PFOR || m == MODE_PFOR_INDEXED) {
+        /* A warm-up loop, then `reps`, all in one root task. */
+        double all[65];
+        struct pfor_run run = {m == MODE_PFOR, reps + 1, all};
+        (void)time_root(pfor_root, &run);
+        memcpy(t, all + 1, (size_t)reps * sizeof(double));
+        qsort(t, (size_t)reps, sizeof(double), cmp_double);
+        return t[reps / 2];
+    }
     for (int r = -1; r < reps; r++) {
         double dt = 0;
         struct fib f = {FIB_N, 0};
@@ -227,12 +239,8 @@ sluice_median(enum mode m, int reps, struct chain *chain)
             dt = time_root(loop_root, &n);
             break;
         case MODE_PFOR:
-        case MODE_PFOR_INDEXED: {
-            struct pfor_run run = {m == MODE_PFOR, 0};
-            (void)time_root(pfor_root, &run);
-            dt = run.seconds;
-            break;
-        }
+        case MODE_PFOR_INDEXED:
+            break; /* measured above */
         case MODE_FIB:
             dt = time_root(fib_task, &f);
             if (f.result != fib_serial(FIB_N))

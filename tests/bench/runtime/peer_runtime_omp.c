@@ -3,7 +3,9 @@
  * The OpenMP side of bench_runtime_sched: the same three workloads with
  * OpenMP tasks, run by the driver in the same invocation.
  *   loop N   one producer (omp single) creates N empty tasks, then taskwait
- *   pfor N   a parallel loop of N empty iterations, schedule(static)
+ *   pfor N   a parallel loop of N empty iterations: a parallel region whose
+ *            threads each run their schedule(static) block through the
+ *            loop body sluice's side runs (empty_range.h)
  *   fib K    recursive fork-join fib(K): both children as tasks, then taskwait
  *   chain N  one producer creates N tasks each depend(inout) on one token,
  *            so each runs after the one before, then taskwait
@@ -18,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "empty_range.h"
 
 static double
 now(void)
@@ -44,9 +48,15 @@ loop_tasks(long n)
 static void
 pfor_loop(long n)
 {
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++)
-        __asm__ volatile("");
+    /* schedule(static)'s partition, one contiguous block per thread, each
+     * run through the loop body sluice's side runs (empty_range.h). */
+#pragma omp parallel
+    {
+        long t = omp_get_thread_num(), nt = omp_get_num_threads();
+        long q = n / nt, r = n % nt;
+        long begin = t * q + (t < r ? t : r);
+        sl_bench_empty_range(begin, begin + q + (t < r));
+    }
 }
 
 static long

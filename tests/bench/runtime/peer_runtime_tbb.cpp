@@ -25,6 +25,8 @@
 #include <memory>
 #include <vector>
 
+#include "empty_range.h"
+
 namespace
 {
 
@@ -39,8 +41,7 @@ void
 pfor_loop(long n)
 {
     tbb::parallel_for(tbb::blocked_range<long>(0, n), [](const tbb::blocked_range<long> &r) {
-        for (long i = r.begin(); i != r.end(); ++i)
-            __asm__ volatile("");
+        sl_bench_empty_range(r.begin(), r.end());
     });
 }
 
