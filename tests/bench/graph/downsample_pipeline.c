@@ -163,6 +163,16 @@ phase_end(double *phase_s, int k, double *t)
     *t = now;
 }
 
+/* The grid coordinates `oc` of output chunk `c` (linear index). */
+static void
+out_coords(const struct pipeline_geo *g, uint64_t c, uint64_t *oc)
+{
+    for (int d = g->p->rank - 1; d >= 0; d--) {
+        oc[d] = c % g->grid[d];
+        c /= g->grid[d];
+    }
+}
+
 /* Make output chunk `c` (linear index): read, decode and reduce each of
  * its input chunks, then encode and write it.  0 or -1. */
 static int
@@ -172,11 +182,8 @@ pipeline_chunk(const struct pipeline_geo *g, uint64_t c, ZSTD_DCtx *dctx, ZSTD_C
 {
     double t = thread_cpu();
     const struct pipeline_spec *p = g->p;
-    uint64_t oc[5], rest = c;
-    for (int d = p->rank - 1; d >= 0; d--) {
-        oc[d] = rest % g->grid[d];
-        rest /= g->grid[d];
-    }
+    uint64_t oc[5];
+    out_coords(g, c, oc);
     char path[4200];
     const size_t chunk_bytes = g->chunk_elems * sizeof(uint16_t);
     uint64_t k[5] = {0};
@@ -245,13 +252,14 @@ pipeline_hint_thread(void *arg)
     const struct pipeline_spec *p = g->p;
     char path[4200];
     for (uint64_t c = 0; c < g->n_out; c++) {
+        /* pipeline_run sets `next` to n_out once the workers are done,
+         * failed ones too, so this never waits for a chunk no one takes. */
         while (c > atomic_load(ph->next) + PIPELINE_HINTS_AHEAD)
             nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
-        uint64_t oc[5], rest = c, k[5] = {0};
-        for (int d = p->rank - 1; d >= 0; d--) {
-            oc[d] = rest % g->grid[d];
-            rest /= g->grid[d];
-        }
+        if (atomic_load(ph->next) >= g->n_out)
+            break;
+        uint64_t oc[5], k[5] = {0};
+        out_coords(g, c, oc);
         do {
             uint64_t ic[5];
             for (int d = 0; d < p->rank; d++)
@@ -373,8 +381,10 @@ pipeline_run(const struct pipeline_spec *p, int threads, double *wall_s, double 
         for (int i = 0; i < PIPELINE_PHASES; i++)
             phase_s[i] += jobs[k].phase_s[i];
     }
-    if (hinting)
+    if (hinting) {
+        atomic_store(&next, g.n_out);
         pthread_join(hint, NULL);
+    }
     *wall_s = sl_bench_now() - w0;
     *cpu_s = sl_bench_cpu() - c0;
     return failed ? -1 : 0;
