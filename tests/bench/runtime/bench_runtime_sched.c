@@ -5,14 +5,18 @@
  * the ratios sluice/TBB and sluice/OpenMP (below 1 means sluice is faster).
  *
  *   loop   10^6 independent empty tasks made by one producer task, then wait
- *   pfor   parallel loops of 10^6 empty iterations, one after the other in
- *          a task on a worker, each timed there (as the peers run and time
- *          theirs on a thread of their team): sl_parallel_run_ranges (ranges of iterations, as
- * OpenMP's schedule(static) and oneTBB's parallel_for split them), and, as pfor_indexed,
- * sl_parallel_run (a call per iteration) fib    recursive fork-join fib(28): both children
- * submitted, then wait chain  10^6 dependent tasks, each the successor of the one before, built
- * (init, precede, submit) and run inside the timing submit 10^6 independent tasks submitted from
- * outside the pool (sluice only: what the graph executor's thread does)
+ *   pfor   parallel loops of 10^6 empty iterations, back to back in a task
+ *          on a worker and each timed there, as the peers run and time
+ *          theirs on a thread of their team; every side runs the same
+ *          compiled body (empty_range.h): sl_parallel_run_ranges (ranges
+ *          of iterations, as OpenMP's schedule(static) and oneTBB's
+ *          parallel_for split them), and, as pfor_indexed, sl_parallel_run
+ *          (a call per iteration)
+ *   fib    recursive fork-join fib(28): both children submitted, then wait
+ *   chain  10^6 dependent tasks, each the successor of the one before,
+ *          built (init, precede, submit) and run inside the timing
+ *   submit 10^6 independent tasks submitted from outside the pool (sluice
+ *          only: what the graph executor's thread does)
  *
  * The peers are this folder's peer_runtime_tbb and peer_runtime_omp, run as
  * child processes between sluice's runs.  Each figure is the median of REPS
@@ -153,27 +157,27 @@ pfor_index(void *arg, size_t index, unsigned worker)
 /* Parallel loops of N_LOOP iterations: ranged, or a call per index. */
 struct pfor_run {
     bool ranged;
-    int n;           /* loops, one after the other */
+    int n;           /* loops timed, after one warm-up loop */
     double *seconds; /* each loop alone, timed on the worker that calls it */
 };
 
-/* The loops, called one after the other and each timed on a worker, as
- * the peers run and time theirs on a thread of their team (OpenMP's
- * master, oneTBB's calling thread): a microsecond-scale loop must not be
- * charged the hand-over of a root task from the outside thread and back,
- * which the peers do not make, nor the other workers' parking in that
- * gap, which theirs cannot do between back-to-back loops either. */
+/* A warm-up loop, then the loops, called one after the other and each
+ * timed on a worker, as the peers run and time theirs on a thread of their
+ * team (OpenMP's master, oneTBB's calling thread): a microsecond-scale
+ * loop must not be charged the hand-over of a root task from the outside
+ * thread and back, which the peers do not make. */
 static void
 pfor_root(void *arg, sl_status status)
 {
     (void)status;
     struct pfor_run *run = arg;
     struct sl_parallel par = sl_pool_parallel(bench_pool);
-    for (int i = 0; i < run->n; i++) {
+    for (int i = -1; i < run->n; i++) {
         double t0 = sl_bench_now();
         sl_status st = run->ranged ? sl_parallel_run_ranges(&par, (size_t)N_LOOP, pfor_range, NULL)
                                    : sl_parallel_run(&par, (size_t)N_LOOP, pfor_index, NULL);
-        run->seconds[i] = sl_bench_now() - t0;
+        if (i >= 0)
+            run->seconds[i] = sl_bench_now() - t0;
         if (st != SL_OK)
             fail("pfor");
     }
@@ -223,15 +227,11 @@ sluice_median(enum mode m, int reps, struct chain *chain)
     double t[64];
     long n = N_LOOP;
     if (m == MODE_PFOR || m == MODE_PFOR_INDEXED) {
-        /* A warm-up loop, then `reps`, all in one root task. */
-        double all[65];
-        struct pfor_run run = {m == MODE_PFOR, reps + 1, all};
+        /* The warm-up and the `reps` loops, all in one root task. */
+        struct pfor_run run = {m == MODE_PFOR, reps, t};
         (void)time_root(pfor_root, &run);
-        memcpy(t, all + 1, (size_t)reps * sizeof(double));
-        qsort(t, (size_t)reps, sizeof(double), cmp_double);
-        return t[reps / 2];
     }
-    for (int r = -1; r < reps; r++) {
+    for (int r = -1; r < reps && m != MODE_PFOR && m != MODE_PFOR_INDEXED; r++) {
         double dt = 0;
         struct fib f = {FIB_N, 0};
         switch (m) {
@@ -240,7 +240,7 @@ sluice_median(enum mode m, int reps, struct chain *chain)
             break;
         case MODE_PFOR:
         case MODE_PFOR_INDEXED:
-            break; /* measured above */
+            break; /* measured above, not in this loop */
         case MODE_FIB:
             dt = time_root(fib_task, &f);
             if (f.result != fib_serial(FIB_N))
