@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdalign.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include <sluice/alloc.h>
 #include <sluice/checked.h>
+
+#include "core_internal.h"
 
 /* From this size on, a block is a mapping of its own, aligned to huge
  * pages and advised to use them, so that filling a fresh one (store
@@ -21,6 +24,10 @@
  * RSS of small-chunk pipelines.  Not through the C library: glibc serves
  * blocks of up to 32 MiB from its heap once it has freed one that size,
  * and the advice would then stay on heap memory that small blocks reuse.
+ *
+ * Buffers filled whole as soon as they are made (a fetched body, sized by
+ * its Content-Length) are mappings from one huge page on: nothing of them
+ * lies unused (sl__allocator_filled).
  *
  * A few freed mappings are kept for the next blocks of about their size
  * (HUGE_CACHE_SLOTS, HUGE_CACHE_BYTES in all), so that writing shard
@@ -142,6 +149,37 @@ struct sl_allocator
 sl_allocator_default(void)
 {
     return (struct sl_allocator){.ctx = NULL, .alloc = default_alloc, .free = default_free};
+}
+
+/* The default allocator for buffers filled whole as soon as they are
+ * made: from one huge page on, a block is a mapping of its own.  Every
+ * block from there on was mapped (free tells them apart by size). */
+static void *
+filled_alloc(void *ctx, size_t n, size_t align)
+{
+    return n >= HUGE_PAGE ? huge_alloc(n, align) : default_alloc(ctx, n, align);
+}
+
+static void
+filled_free(void *ctx, void *p, size_t n)
+{
+    if (n >= HUGE_PAGE && p != NULL) {
+        struct huge_head *h = (struct huge_head *)p - 1;
+        if (h->magic == HUGE_MAGIC) {
+            huge_free(h);
+            return;
+        }
+    }
+    default_free(ctx, p, n);
+}
+
+struct sl_allocator
+sl__allocator_filled(const struct sl_allocator *a)
+{
+    bool dflt = a == NULL || a->alloc == NULL || a->alloc == default_alloc;
+    if (!dflt)
+        return *a;
+    return (struct sl_allocator){.ctx = NULL, .alloc = filled_alloc, .free = filled_free};
 }
 
 void *

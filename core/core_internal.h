@@ -13,10 +13,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sluice/alloc.h>
 #include <sluice/common.h>
 #include <sluice/error.h>
 #include <sluice/status.h>
 #include <sluice/view.h>
+
+/* The allocator for a buffer that is filled whole as soon as it is made
+ * (a fetched body reserved to its Content-Length): where `a` is the
+ * default allocator (or NULL), one whose blocks from 2 MiB on are
+ * mappings on huge pages, kept for reuse when freed, so that filling one
+ * faults in a few huge pages, or none, rather than a page per 4 KiB;
+ * else `a` itself.  The buffer must be freed through what this returned
+ * (struct sl_buf keeps it). */
+struct sl_allocator sl__allocator_filled(const struct sl_allocator *a);
 
 /* Return the status of `expr` when it is not SL_OK.  Only where nothing
  * needs releasing. */

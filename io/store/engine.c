@@ -28,6 +28,14 @@
 #include "s3_internal.h"
 #include "store_internal.h"
 
+/* The largest body whose room is made when its length is announced
+ * (body_expect); larger ones grow as they come. */
+#define BODY_RESERVE_MAX ((size_t)1 << 30)
+
+/* libcurl's receive buffer per transfer (its default: 16 KiB): a body of
+ * megabytes then comes in fewer reads and callbacks. */
+#define RECV_BUFFER_BYTES (256L << 10)
+
 /* What a transfer's answer said, gathered by the header callback. */
 struct answer {
     long status;
@@ -92,6 +100,25 @@ on_body(char *data, size_t size, size_t n, void *arg)
     return bytes;
 }
 
+/* A successful answer's Content-Length: its body's room made at once, so
+ * that the body is not copied each time its buffer doubles and each
+ * page is faulted in once.  Only room: the body is still checked
+ * against the length once it has come (answer_check), and a length
+ * that cannot be had leaves the buffer to grow as bytes come. */
+static void
+body_expect(struct transfer *t, long long length)
+{
+    t->a.length = length;
+    if (length <= 0 || t->a.status < 200 || t->a.status >= 300 ||
+        (uint64_t)length > BODY_RESERVE_MAX)
+        return;
+    struct sl_buf *b = &t->req->body;
+    if (b->capacity == 0)
+        b->alloc = sl__allocator_filled(&b->alloc);
+    if (sl_buf_reserve(b, b->size + (size_t)length, NULL) != SL_OK)
+        return; /* the appends will say so if the bytes really come */
+}
+
 /* Parse "bytes a-b/total" (total may be "*"). */
 static void
 parse_content_range(const char *v, struct answer *a)
@@ -122,6 +149,8 @@ on_header(char *data, size_t size, size_t n, void *arg)
                                .range_total = -1,
                                .length = -1,
                                .retry_after = -1};
+        if (sscanf(line, "HTTP/%*s %ld", &t->a.status) != 1)
+            t->a.status = 0;
         return bytes;
     }
     char *colon = strchr(line, ':');
@@ -132,7 +161,7 @@ on_header(char *data, size_t size, size_t n, void *arg)
     if (strcasecmp(line, "Content-Range") == 0)
         parse_content_range(v, &t->a);
     else if (strcasecmp(line, "Content-Length") == 0)
-        t->a.length = strtoll(v, NULL, 10);
+        body_expect(t, strtoll(v, NULL, 10));
     else if (strcasecmp(line, "ETag") == 0) {
         while (*v == ' ' || *v == '\t')
             v++;
@@ -263,6 +292,7 @@ engine_start(struct curl_engine *e, struct sl__http_req *req)
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->o.low_speed_bytes);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, e->o.low_speed_s);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, RECV_BUFFER_BYTES);
     /* HTTP/2 comes only over TLS (ALPN): there a new transfer waits for
      * the first connection to say whether it multiplexes.  In the clear
      * (HTTP/1.1) that wait would only put the first round trip to a host

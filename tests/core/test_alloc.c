@@ -8,6 +8,7 @@
 
 #include <sluice.h>
 
+#include "core_internal.h"
 #include "testutil.h"
 
 TestSuite(core_alloc, .timeout = 5.0);
@@ -88,6 +89,40 @@ Test(core_alloc, freed_large_blocks_are_reused_or_unmapped)
     for (int i = 0; i < COUNT; i++)
         mapped += is_mapped(v[i]);
     cr_assert_leq(mapped, 4, "%d of %d freed 20 MiB blocks still mapped", mapped, COUNT);
+}
+
+/* Buffers filled whole at once (a fetched body) are mappings of their own
+ * from one huge page on, reused when freed; below, and for a caller's own
+ * allocator, nothing changes. */
+Test(core_alloc, filled_buffers_are_huge_page_mappings_from_2_mib)
+{
+    struct sl_allocator f = sl__allocator_filled(NULL);
+    size_t n = ((size_t)7 << 20) + 12345; /* a 7.6 MB chunk's body */
+    uint8_t *p = sl_alloc(&f, n, 4096);
+    cr_assert_not_null(p);
+    cr_assert_eq((uintptr_t)p % ((size_t)2 << 20), 0, "on a huge-page boundary");
+    memset(p, 7, n);
+    sl_free(&f, p, n);
+    uint8_t *q = sl_alloc(&f, n - 100000, 64);
+    cr_assert_eq(q, p, "a freed mapping is given out again");
+    sl_free(&f, q, n - 100000);
+
+    struct sl_allocator dflt = sl_allocator_default();
+    struct sl_allocator g = sl__allocator_filled(&dflt);
+    uint8_t *small = sl_alloc(&g, ((size_t)2 << 20) - 1, 64);
+    cr_assert_not_null(small);
+    memset(small, 1, ((size_t)2 << 20) - 1);
+    sl_free(&g, small, ((size_t)2 << 20) - 1);
+
+    struct sl_test_alloc state = {.fail_at = 0};
+    struct sl_allocator mine = sl_test_alloc_make(&state);
+    struct sl_allocator h = sl__allocator_filled(&mine);
+    cr_assert(h.alloc == mine.alloc && h.free == mine.free && h.ctx == mine.ctx,
+              "a caller's allocator is kept");
+    void *r = sl_alloc(&h, n, 0);
+    cr_assert_eq(state.n_live, 1, "the caller's allocator gave it");
+    sl_free(&h, r, n);
+    cr_assert_eq(state.n_live, 0);
 }
 
 Test(core_alloc, zeroed_checks_overflow)
