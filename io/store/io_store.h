@@ -100,6 +100,14 @@ sl_status sl__reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void
 sl_status sl__reader_read_range(struct sl__reader *rd, const struct sl_byte_range *range,
                                 struct sl_buf *out, struct sl_error *err);
 
+/* The bytes of `range` (NULL: the whole object) in `*data`, `*n`: where the
+ * reader holds them in memory (a remote body, a memory store's value),
+ * there, valid until the reader closes, with no copy; else read into
+ * `scratch` (replacing its contents) and pointing into it. */
+sl_status sl__reader_view_range(struct sl__reader *rd, const struct sl_byte_range *range,
+                                struct sl_buf *scratch, const uint8_t **data, size_t *n,
+                                struct sl_error *err);
+
 /* Close a reader; safe on a reader whose open failed. */
 void sl__reader_close(struct sl__reader *rd);
 

@@ -14,6 +14,7 @@
 /* The vtable entries every remote store shares. */
 sl_status sl__remote_reader_open(sl_store *s, const char *key, const struct sl_byte_range *first,
                                  struct sl__reader *rd, struct sl_error *err);
+const uint8_t *sl__remote_reader_view(struct sl__reader *rd, uint64_t offset, size_t n);
 sl_status sl__remote_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
                                  struct sl_error *err);
 void sl__remote_reader_close(struct sl__reader *rd);

@@ -352,6 +352,28 @@ sl__reader_read_range(struct sl__reader *rd, const struct sl_byte_range *range, 
     return SL_OK;
 }
 
+sl_status
+sl__reader_view_range(struct sl__reader *rd, const struct sl_byte_range *range,
+                      struct sl_buf *scratch, const uint8_t **data, size_t *n, struct sl_error *err)
+{
+    uint64_t off, len;
+    SL_TRY(sl__range_resolve(range, rd->size, rd->key, &off, &len, err));
+    const uint8_t *held = NULL;
+    if (len > 0 && len <= SIZE_MAX && rd->store->vt->reader_view != NULL)
+        held = rd->store->vt->reader_view(rd, off, (size_t)len);
+    if (held == NULL) {
+        SL_TRY(sl__reader_read_range(rd, range, scratch, err));
+        *data = scratch->data;
+        *n = scratch->size;
+        return SL_OK;
+    }
+    atomic_fetch_add_explicit(&rd->store->n_get, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rd->store->bytes_read, len, memory_order_relaxed);
+    *data = held;
+    *n = (size_t)len;
+    return SL_OK;
+}
+
 void
 sl__reader_close(struct sl__reader *rd)
 {

@@ -29,6 +29,10 @@ struct sl__store_vtable {
     sl_status (*reader_read)(struct sl__reader *rd, uint64_t offset, size_t n, void *dst,
                              struct sl_error *err);
     void (*reader_close)(struct sl__reader *rd);
+    /* The bytes [offset, offset + n) where the reader already holds them in
+     * memory (a fetched body, a stored value), valid until it closes; NULL:
+     * read them (reader_read).  A NULL entry: never held. */
+    const uint8_t *(*reader_view)(struct sl__reader *rd, uint64_t offset, size_t n);
     sl_status (*set)(sl_store *s, const char *key, const void *data, size_t n, unsigned flags,
                      struct sl_error *err);
     sl_status (*del)(sl_store *s, const char *key, struct sl_error *err);

@@ -149,6 +149,14 @@ mem_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *dst, str
     return SL_OK;
 }
 
+static const uint8_t *
+mem_reader_view(struct sl__reader *rd, uint64_t offset, size_t n)
+{
+    (void)n; /* within the value: sl__reader_view_range checked */
+    const struct mem_value *v = rd->blob;
+    return v->data + offset;
+}
+
 static void
 mem_reader_close(struct sl__reader *rd)
 {
@@ -309,6 +317,7 @@ static const struct sl__store_vtable mem_vtable = {
     .reader_open = mem_reader_open,
     .reader_read = mem_reader_read,
     .reader_close = mem_reader_close,
+    .reader_view = mem_reader_view,
     .set = mem_set,
     .del = mem_del,
     .list = mem_list,

@@ -574,6 +574,15 @@ sl__remote_reader_read(struct sl__reader *rd, uint64_t offset, size_t n, void *d
     return st;
 }
 
+const uint8_t *
+sl__remote_reader_view(struct sl__reader *rd, uint64_t offset, size_t n)
+{
+    const struct http_blob *b = rd->blob;
+    if (b == NULL || offset < b->offset || offset + n > b->offset + b->bytes.size)
+        return NULL; /* beyond the opening fetch: read (and fetch) it */
+    return b->bytes.data + (offset - b->offset);
+}
+
 void
 sl__remote_reader_close(struct sl__reader *rd)
 {
@@ -686,6 +695,7 @@ static const struct sl__store_vtable http_vtable = {
     .reader_open = sl__remote_reader_open,
     .reader_read = sl__remote_reader_read,
     .reader_close = sl__remote_reader_close,
+    .reader_view = sl__remote_reader_view,
     .set = http_set,
     .del = http_del,
     .list = http_list,
@@ -924,6 +934,7 @@ static const struct sl__store_vtable custom_vtable = {
     .reader_open = sl__remote_reader_open,
     .reader_read = sl__remote_reader_read,
     .reader_close = sl__remote_reader_close,
+    .reader_view = sl__remote_reader_view,
     .set = custom_set,
     .del = custom_del,
     .list = custom_list,

@@ -1011,6 +1011,7 @@ static const struct sl__store_vtable s3_vtable = {
     .reader_open = sl__remote_reader_open,
     .reader_read = sl__remote_reader_read,
     .reader_close = sl__remote_reader_close,
+    .reader_view = sl__remote_reader_view,
     .set = s3_set,
     .del = s3_del,
     .del_keys = s3_del_keys,

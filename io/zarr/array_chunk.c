@@ -55,15 +55,20 @@ sl__chunk_fetch(const sl_array *a, const uint64_t *coords, void *buf, sl_codec_c
                           "stored chunk of %" PRIu64 " bytes is larger than any encoding of the "
                           "chunk (at most %" PRIu64 " bytes)",
                           rd.size, max);
+    /* Decoded from where the store holds the bytes (a remote body) when it
+     * does, else from `raw`. */
+    const uint8_t *data = NULL;
+    size_t n = 0;
     if (st == SL_OK)
-        st = sl__reader_read_range(&rd, NULL, raw, &local);
-    sl__reader_close(&rd);
+        st = sl__reader_view_range(&rd, NULL, raw, &data, &n, &local);
     if (st != SL_OK) {
+        sl__reader_close(&rd);
         sl__error_forward(err, &local);
         sl__error_locate(err, key, a->meta.rank, coords);
         return st;
     }
-    st = sl__chain_decode(&a->meta.chain, &a->layout, raw->data, raw->size, buf, ctx, err);
+    st = sl__chain_decode(&a->meta.chain, &a->layout, data, n, buf, ctx, err);
+    sl__reader_close(&rd);
     sl__error_locate(err, key, a->meta.rank, coords);
     return st;
 }
