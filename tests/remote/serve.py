@@ -700,12 +700,12 @@ class Proxy:
                 got = fd_splice(src, pipe_w, min(RELAY_PIPE_BYTES, limit - sent), select.POLLIN)
                 if got == 0:  # the upstream closed early: the caller sees a short body
                     break
+                sent += got
+                with self.lock:  # before the client has them, as the log's readers expect
+                    entry["bytes"] = sent
                 left = got
                 while left:
                     left -= fd_splice(pipe_r, dst, left, select.POLLOUT)
-                sent += got
-                with self.lock:
-                    entry["bytes"] = sent
         finally:
             os.close(pipe_r)
             os.close(pipe_w)
