@@ -31,10 +31,54 @@
  * store takes what its window allows and ignores the rest. */
 #define BATCH_LOOKAHEAD 64
 
+/* How many unclaimed chunks, from the first, an iteration looks through for
+ * one whose fetch has come. */
+#define COME_SCAN 8
+
+/* The chunk iteration `i` reads.  From a store that fetches ahead, the
+ * first of the next COME_SCAN unclaimed chunks whose fetch has come, else
+ * the first unclaimed one (which it then waits for): the bodies of a
+ * window's requests come in no set order, and decoding one as soon as it
+ * is there overlaps the decoding with the rest of the transfer.  Every
+ * iteration claims exactly one chunk, each chunk once: there are as many
+ * iterations as chunks, and a claim is an atomic exchange. */
+static size_t
+claim_chunk(struct sl__batch_run *run, size_t i)
+{
+    if (!run->come_first)
+        return i;
+    size_t n = run->plan.n_chunks;
+    size_t from = atomic_load_explicit(&run->claim_from, memory_order_relaxed);
+    unsigned seen = 0;
+    for (size_t c = from; c < n && seen < COME_SCAN; c++) {
+        if (atomic_load_explicit(&run->claimed[c], memory_order_relaxed))
+            continue;
+        seen++;
+        uint64_t coords[SL_MAX_RANK];
+        sl_grid_coords_of(&run->a->chunk_grid, run->plan.chunks[c].chunk, coords);
+        if (sl__array_chunk_fetched(run->a, coords) &&
+            !atomic_exchange_explicit(&run->claimed[c], 1, memory_order_relaxed))
+            return c;
+    }
+    for (size_t c = from; c < n; c++)
+        if (!atomic_exchange_explicit(&run->claimed[c], 1, memory_order_relaxed)) {
+            /* Every chunk before c was claimed when looked at: move the
+             * mark on, unless another claim moved it further. */
+            size_t cur = from;
+            while (cur < c + 1 &&
+                   !atomic_compare_exchange_weak_explicit(
+                       &run->claim_from, &cur, c + 1, memory_order_relaxed, memory_order_relaxed)) {
+            }
+            return c;
+        }
+    return i; /* not reached: the claims outnumber the iterations */
+}
+
 static void
-chunk_item(struct sl__batch_run *run, void *arg, size_t c, sl_codec_ctx *ctx)
+chunk_item(struct sl__batch_run *run, void *arg, size_t i, sl_codec_ctx *ctx)
 {
     (void)arg;
+    size_t c = claim_chunk(run, i);
     struct sl_error e = SL_ERROR_INIT;
     uint64_t coords[SL_MAX_RANK];
     sl_grid_coords_of(&run->a->chunk_grid, run->plan.chunks[c].chunk, coords);
@@ -129,8 +173,15 @@ batch_execute(struct sl__batch_run *run)
     if (st == SL_OK && run->plan.n_chunks > 0) {
         /* Sharded batches coalesce their ranges, which the hints would not
          * match: only whole chunks are hinted. */
-        if (!a->meta.sharded)
+        if (!a->meta.sharded && sl_store_reads_ahead(a->store)) {
+            run->come_first = sl__store_fetches_ahead(a->store);
+            if (run->come_first) {
+                run->claimed = sl_alloc_zeroed(&a->alloc, run->plan.n_chunks, 1, 0);
+                run->come_first = run->claimed != NULL; /* else in plan order */
+                atomic_store_explicit(&run->claim_from, 0, memory_order_relaxed);
+            }
             hint_chunks(run);
+        }
         st = a->meta.sharded ? sl__batch_read_shards(run, &e)
                              : sl__batch_loop(run, run->plan.n_chunks, chunk_item, NULL);
         if (st != SL_OK) {
@@ -142,6 +193,9 @@ batch_execute(struct sl__batch_run *run)
     }
     sl_free(&a->alloc, run->done, run->plan.n_chunks);
     run->done = NULL;
+    sl_free(&a->alloc, (void *)run->claimed, run->plan.n_chunks);
+    run->claimed = NULL;
+    run->come_first = false;
 }
 
 /* Set up `run` for `n` selections: outcomes, per-worker contexts. */

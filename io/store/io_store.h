@@ -87,6 +87,16 @@ void sl__store_prefetch(sl_store *s, const char *key, const struct sl_byte_range
 void sl__store_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges,
                                size_t n, uint64_t gap, uint64_t cap);
 
+/* Whether `s` fetches hinted objects ahead, so that a read may wait for
+ * its object to come (a remote store); then readers of many objects gain
+ * by reading first those already come (sl__store_fetched). */
+bool sl__store_fetches_ahead(const sl_store *s);
+
+/* Whether the whole of `key`, hinted before (sl__store_prefetch), has
+ * come, so that reading it will not wait; never waits itself.  False where
+ * nothing was hinted for it, or the store does not fetch ahead. */
+bool sl__store_fetched(sl_store *s, const char *key);
+
 /* Whether an earlier open fetched the first range `first` of `key` (a
  * shard's index), so opening it again costs no request; never waits. */
 bool sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *first);

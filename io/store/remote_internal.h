@@ -24,6 +24,7 @@ void sl__remote_prefetch(sl_store *s, const char *key, const struct sl_byte_rang
  * `gap` of each other and `cap` long fetched in one request each. */
 void sl__remote_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_range *ranges,
                                 size_t n, uint64_t gap, uint64_t cap);
+bool sl__remote_fetched(sl_store *s, const char *key);
 bool sl__remote_has_first(sl_store *s, const char *key, const struct sl_byte_range *first);
 void sl__remote_stats(const sl_store *s, struct sl_remote_stats *out);
 void sl__remote_destroy(sl_store *s);

@@ -540,6 +540,18 @@ sl__store_prefetch_ranges(sl_store *s, const char *key, const struct sl_byte_ran
 }
 
 bool
+sl__store_fetches_ahead(const sl_store *s)
+{
+    return s->vt->fetched != NULL;
+}
+
+bool
+sl__store_fetched(sl_store *s, const char *key)
+{
+    return s->vt->fetched != NULL && s->vt->fetched(s, key);
+}
+
+bool
 sl__store_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 {
     return s->vt->has_first != NULL && s->vt->has_first(s, key, first);

@@ -50,6 +50,10 @@ struct sl__store_vtable {
      * into one request (sl__store_prefetch_ranges); NULL: `prefetch` each. */
     void (*prefetch_ranges)(sl_store *s, const char *key, const struct sl_byte_range *ranges,
                             size_t n, uint64_t gap, uint64_t cap);
+    /* Whether the whole of `key`, hinted before, has come, so its read
+     * will not wait (sl__store_fetched); NULL: reads never wait on a fetch
+     * ahead. */
+    bool (*fetched)(sl_store *s, const char *key);
     /* Whether a first range was fetched before (sl__store_has_first); NULL:
      * never. */
     bool (*has_first)(sl_store *s, const char *key, const struct sl_byte_range *first);

@@ -438,6 +438,21 @@ head_put(struct http_store *h, const char *key, const struct sl_byte_range *r,
 }
 
 bool
+sl__remote_fetched(sl_store *s, const char *key)
+{
+    struct http_store *h = http_of(s);
+    bool done = false;
+    pthread_mutex_lock(&h->ahead_lock);
+    for (const struct http_ahead *a = h->ahead; a != NULL; a = a->next)
+        if (a->parts <= 1 && a->range.kind == SL_RANGE_ALL && strcmp(a->key, key) == 0) {
+            done = a->done;
+            break;
+        }
+    pthread_mutex_unlock(&h->ahead_lock);
+    return done;
+}
+
+bool
 sl__remote_has_first(sl_store *s, const char *key, const struct sl_byte_range *first)
 {
     struct http_store *h = http_of(s);
@@ -702,6 +717,7 @@ static const struct sl__store_vtable http_vtable = {
     .prefetch = sl__remote_prefetch,
     .prefetch_ranges = sl__remote_prefetch_ranges,
     .has_first = sl__remote_has_first,
+    .fetched = sl__remote_fetched,
     .remote_stats = sl__remote_stats,
     .destroy = sl__remote_destroy,
 };
@@ -941,6 +957,7 @@ static const struct sl__store_vtable custom_vtable = {
     .prefetch = sl__remote_prefetch,
     .prefetch_ranges = sl__remote_prefetch_ranges,
     .has_first = sl__remote_has_first,
+    .fetched = sl__remote_fetched,
     .remote_stats = sl__remote_stats,
     .destroy = sl__remote_destroy,
 };

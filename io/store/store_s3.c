@@ -1019,6 +1019,7 @@ static const struct sl__store_vtable s3_vtable = {
     .prefetch = sl__remote_prefetch,
     .prefetch_ranges = sl__remote_prefetch_ranges,
     .has_first = sl__remote_has_first,
+    .fetched = sl__remote_fetched,
     .remote_stats = sl__remote_stats,
     .conditional_writes = s3_conditional_writes,
     .destroy = sl__remote_destroy,

@@ -179,6 +179,15 @@ sl_array_prefetch_chunk(const sl_array *a, const uint64_t *coords)
     sl__store_prefetch(a->store, key, NULL);
 }
 
+bool
+sl__array_chunk_fetched(const sl_array *a, const uint64_t *coords)
+{
+    char key[SL_STORE_KEY_MAX + 1];
+    return !a->meta.sharded && sl__store_fetches_ahead(a->store) &&
+           sl__array_object_key(a, coords, key, sizeof(key)) < sizeof(key) &&
+           sl__store_fetched(a->store, key);
+}
+
 /* Replace one inner chunk of its shard with the caller's buffer. */
 struct inner_write {
     uint64_t k;      /* the inner chunk replaced */

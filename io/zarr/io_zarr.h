@@ -118,6 +118,12 @@ pthread_mutex_t *sl__array_stripe(const sl_array *a, const uint64_t *coords);
 /* Check chunk coordinates against the chunk grid (SL_EBOUNDS). */
 sl_status sl__array_check_coords(const sl_array *a, const uint64_t *coords, struct sl_error *err);
 
+/* Whether chunk `coords` of an unsharded array, hinted before
+ * (sl_array_prefetch_chunk), has come whole from its store, so that
+ * reading it will not wait.  False for sharded arrays and for stores that
+ * do not fetch ahead. */
+bool sl__array_chunk_fetched(const sl_array *a, const uint64_t *coords);
+
 /* Check stored-object coordinates against the object grid (shards when
  * sharded) (SL_EBOUNDS naming the dimension and the grid). */
 sl_status sl__array_check_object_coords(const sl_array *a, const uint64_t *coords,

@@ -35,16 +35,20 @@ TestSuite(io_store_custom, .timeout = 60.0);
 /* The test store: a memory store behind get or get_async. */
 struct test_store {
     sl_store *inner;
-    int delay_us;           /* per read */
-    const char *fail_key;   /* fails with `fail_status` ... */
-    sl_status fail_status;  /* ... */
-    int fail_times;         /* ... this many times (-1: always) */
-    bool short_answer;      /* answers every range one byte short */
-    uint64_t fail_longer;   /* fails (EIO) every range longer than this; 0: none */
-    _Atomic int fails_left; /* of fail_times */
-    _Atomic int calls;      /* reads started */
-    _Atomic int now, most;  /* reads running at once */
-    _Atomic int destroyed;  /* impl.destroy calls */
+    int delay_us;          /* per read */
+    const char *fail_key;  /* fails with `fail_status` ... */
+    sl_status fail_status; /* ... */
+    int fail_times;        /* ... this many times (-1: always) */
+    bool short_answer;     /* answers every range one byte short */
+    uint64_t fail_longer;  /* fails (EIO) every range longer than this; 0: none */
+    const char *hold_key;  /* answered only once `outer` has read hold_reads objects ... */
+    sl_store *outer;       /* ... (its n_get past hold_base), or after 5 s */
+    uint64_t hold_base, hold_reads;
+    _Atomic int held_until_read; /* 1: the condition came; 0: the 5 s ran out */
+    _Atomic int fails_left;      /* of fail_times */
+    _Atomic int calls;           /* reads started */
+    _Atomic int now, most;       /* reads running at once */
+    _Atomic int destroyed;       /* impl.destroy calls */
     /* get_async: reads queued for the answering thread. */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -78,6 +82,17 @@ serve(struct test_store *t, const char *key, const struct sl_byte_range *range, 
     if (t->fail_key != NULL && strcmp(key, t->fail_key) == 0 &&
         (t->fail_times < 0 || atomic_fetch_sub(&t->fails_left, 1) > 0))
         return sl_error_set(err, t->fail_status, NULL, "test fault on %s", key);
+    if (t->hold_key != NULL && strcmp(key, t->hold_key) == 0) {
+        int came = 0;
+        for (int ms = 0; ms < 5000 && !came; ms++) {
+            struct sl_store_stats st;
+            sl_store_get_stats(t->outer, &st);
+            came = st.n_get - t->hold_base >= t->hold_reads;
+            if (!came)
+                usleep(1000);
+        }
+        atomic_store(&t->held_until_read, came);
+    }
     if (t->fail_longer > 0 && range->kind == SL_RANGE_FROM && range->length > t->fail_longer)
         return sl_error_set(err, SL_EIO, NULL, "test fault: %" PRIu64 " bytes of %s", range->length,
                             key);
@@ -291,6 +306,56 @@ Test(io_store_custom, get_on_the_stores_threads_reads_back_and_overlaps)
         cr_assert_eq(rs.requests, (uint64_t)atomic_load(&t->calls));
         test_store_free(t);
     }
+}
+
+/* A batched read takes first the chunks whose fetch has come: every chunk
+ * hinted, and all but (0, 0) come (its answer held back until every other
+ * chunk was read), one worker reads them all and then (0, 0), every value
+ * right; in plan order the worker would wait on (0, 0) until the store
+ * gave up holding it. */
+Test(io_store_custom, chunks_that_came_are_read_before_one_still_coming)
+{
+    struct test_store *t = test_store_new(false);
+    struct sl_store_impl impl = {.kind = "test", .get = test_get, .destroy = test_destroy};
+    sl_store *s = open_over(t, &impl);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_array *a = sl_array_open(s, "a", NULL, &err);
+    cr_assert_not_null(a, "%s", err.text);
+    struct sl_store_stats st;
+    sl_store_get_stats(s, &st);
+    t->outer = s;
+    t->hold_base = st.n_get;
+    t->hold_reads = N_CHUNKS - 1;
+    atomic_store(&t->held_until_read, -1);
+    t->hold_key = "a/c/0/0";
+    for (uint64_t i = 0; i < SIDE / CHUNK; i++)
+        for (uint64_t j = 0; j < SIDE / CHUNK; j++)
+            sl_array_prefetch_chunk(a, (uint64_t[]){i, j});
+    int came = 0;
+    for (int ms = 0; ms < 5000 && came < N_CHUNKS - 1; ms++) {
+        came = 0;
+        for (int k = 1; k < N_CHUNKS; k++) {
+            char key[64];
+            snprintf(key, sizeof(key), "a/c/%d/%d", k / (SIDE / CHUNK), k % (SIDE / CHUNK));
+            came += sl__store_fetched(s, key);
+        }
+        if (came < N_CHUNKS - 1)
+            usleep(1000);
+    }
+    cr_assert_eq(came, N_CHUNKS - 1, "hinted chunks that came");
+    cr_assert(!sl__store_fetched(s, "a/c/0/0"));
+    sl_status status[N_CHUNKS];
+    struct sl_error errors[N_CHUNKS];
+    struct sl_test_chunks_read got =
+        sl_test_read_chunks_on(a, SIDE, CHUNK, value_at, status, errors, NULL, 1);
+    expect_all_ok(status, errors);
+    cr_assert_eq(got.wrong, 0);
+    cr_assert_eq(atomic_load(&t->held_until_read), 1,
+                 "(0, 0) was answered before the other %d chunks were read (-1: never asked)",
+                 N_CHUNKS - 1);
+    sl_array_unref(a);
+    sl_store_unref(s);
+    test_store_free(t);
 }
 
 Test(io_store_custom, get_async_keeps_the_window_full)

@@ -155,6 +155,14 @@ sl_test_read_chunks(sl_array *a, uint64_t side, uint64_t chunk,
                     uint16_t (*value_at)(uint64_t i, uint64_t j), sl_status *status,
                     struct sl_error *errors, struct sl_batch_stats *stats)
 {
+    return sl_test_read_chunks_on(a, side, chunk, value_at, status, errors, stats, 2);
+}
+
+struct sl_test_chunks_read
+sl_test_read_chunks_on(sl_array *a, uint64_t side, uint64_t chunk,
+                       uint16_t (*value_at)(uint64_t i, uint64_t j), sl_status *status,
+                       struct sl_error *errors, struct sl_batch_stats *stats, unsigned n_workers)
+{
     struct sl_test_chunks_read out = {.ret = SL_ENOMEM, .first_failed = SL_OK};
     size_t per_side = (size_t)(side / chunk), n = per_side * per_side, elems = chunk * chunk;
     uint16_t *data = malloc(n * elems * sizeof(uint16_t));
@@ -169,7 +177,7 @@ sl_test_read_chunks(sl_array *a, uint64_t side, uint64_t chunk,
             sizes[k] = elems * sizeof(uint16_t);
         }
         struct sl_test_pool pool;
-        sl_test_pool_init(&pool, 2);
+        sl_test_pool_init(&pool, n_workers);
         struct sl_batch_opts bo = SL_BATCH_OPTS_DEFAULT;
         bo.par = &pool.par;
         bo.stats = stats;

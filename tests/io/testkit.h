@@ -55,6 +55,12 @@ struct sl_test_chunks_read sl_test_read_chunks(sl_array *a, uint64_t side, uint6
                                                sl_status *status, struct sl_error *errors,
                                                struct sl_batch_stats *stats);
 
+/* The same with `n_workers` workers. */
+struct sl_test_chunks_read sl_test_read_chunks_on(sl_array *a, uint64_t side, uint64_t chunk,
+                                                  uint16_t (*value_at)(uint64_t i, uint64_t j),
+                                                  sl_status *status, struct sl_error *errors,
+                                                  struct sl_batch_stats *stats, unsigned n_workers);
+
 /*
  * The transaction suites are built twice, the second time with
  * -DSL_TEST_ENCODE_ON_WRITE: every transaction is then opened with
