@@ -77,6 +77,10 @@ def check_relay(s, blob):
     log = s.log()
     expect(len(log) == 10, "log has %d entries, not 10" % len(log))
     expect(len({e["conn"] for e in log}) == 1, "requests did not share one keep-alive connection")
+    # Bodies past http.client's buffer go by splice: the upstream connection
+    # is still kept alive for the next request.
+    expect(len({e["upstream_conn"] for e in log}) == 1,
+           "the proxy opened upstream connections %s" % sorted({e["upstream_conn"] for e in log}))
     expect(log and log[0]["range"] == "bytes=10-19" and log[0]["status"] == 206
            and log[0]["bytes"] == 10 and log[0]["rule"] is None,
            "first log entry: %r" % (log[:1],))

@@ -305,6 +305,7 @@ class Proxy:
         self.log_limit = log_limit
         self.conns = set()
         self.n_conns = 0
+        self.n_upstream = 0  # upstream connections opened
         self.stopping = threading.Event()
         self.t0 = time.monotonic()
         self.set_rules(self.start_rules, delay_ms)
@@ -478,7 +479,7 @@ class Proxy:
                  "req_bytes": len(req.body or b""), "status": None, "bytes": 0,
                  "rule": None if rule is None else rule.get("name", index),
                  "action": None, "t": round(time.monotonic() - self.t0, 4), "ms": None,
-                 "upstream_status": None}
+                 "upstream_status": None, "upstream_conn": None}
         if rule is not None:
             entry["action"] = (rule.get("fault") or ("status" if "status" in rule else "delay"))
         with self.lock:
@@ -578,7 +579,11 @@ class Proxy:
                     return
 
     def upstream_open(self):
-        return http.client.HTTPConnection(self.upstream[0], self.upstream[1], timeout=60)
+        conn = http.client.HTTPConnection(self.upstream[0], self.upstream[1], timeout=60)
+        with self.lock:
+            self.n_upstream += 1
+            conn.sl_number = self.n_upstream
+        return conn
 
     def upstream_request(self, upstream, req, drop_range):
         """Send `req` upstream; return (connection, response)."""
@@ -616,6 +621,7 @@ class Proxy:
             return True, None, False
         with self.lock:
             entry["upstream_status"] = resp.status
+            entry["upstream_conn"] = upstream.sl_number
         if fault == "reset_before_answer":  # the upstream has done it; the client hears nothing
             resp.read()
             upstream.close()
@@ -687,8 +693,17 @@ class Proxy:
                     entry["bytes"] = len(block)
                 sock.sendall(block)
                 sent = len(block)
-        if sent == 0 or sent >= limit:
-            return sent
+        if 0 < sent < limit:
+            sent = self.splice_body(sock, resp, sent, limit, entry)
+        if sent == limit:
+            # Read past http.client: tell it the body is over, as its own read
+            # would at the end, or the kept-alive connection could not be reused.
+            resp.close()
+        return sent
+
+    def splice_body(self, sock, resp, sent, limit, entry):
+        """Move the body's bytes `sent` to `limit` from the upstream to the client
+        through a pipe; return the bytes sent in all."""
         src, dst = resp.fp.fileno(), sock.fileno()
         pipe_r, pipe_w = os.pipe()
         try:
