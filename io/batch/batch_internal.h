@@ -137,9 +137,9 @@ struct sl__batch_run {
     size_t first_sel;                 /* that selection; SIZE_MAX while none */
     pthread_mutex_t lock;             /* guards the five fields above while chunks run */
     uint8_t *done;                    /* per chunk: delivered or failed */
-    _Atomic uint8_t *claimed;         /* per chunk, when come_first: taken by an iteration */
+    _Atomic uint8_t *claimed;         /* per chunk, taken by an iteration; NULL: iteration i
+                                         reads chunk i (claim_chunk) */
     _Atomic size_t claim_from;        /* every chunk before it is claimed */
-    bool come_first;                  /* iterations take chunks whose fetch has come first */
     sl_codec_ctx **ctxs;              /* per worker, made on first use */
     sl_codec_ctx *ctx0;               /* the caller's context for worker 0, or NULL */
     sl_codec_ctx *const *worker_ctxs; /* the caller's per-worker contexts, or NULL */

@@ -45,7 +45,7 @@
 static size_t
 claim_chunk(struct sl__batch_run *run, size_t i)
 {
-    if (!run->come_first)
+    if (run->claimed == NULL)
         return i;
     size_t n = run->plan.n_chunks;
     size_t from = atomic_load_explicit(&run->claim_from, memory_order_relaxed);
@@ -174,12 +174,10 @@ batch_execute(struct sl__batch_run *run)
         /* Sharded batches coalesce their ranges, which the hints would not
          * match: only whole chunks are hinted. */
         if (!a->meta.sharded && sl_store_reads_ahead(a->store)) {
-            run->come_first = sl__store_fetches_ahead(a->store);
-            if (run->come_first) {
+            /* Without memory for the claims, chunks are read in plan order. */
+            if (sl__store_fetches_ahead(a->store))
                 run->claimed = sl_alloc_zeroed(&a->alloc, run->plan.n_chunks, 1, 0);
-                run->come_first = run->claimed != NULL; /* else in plan order */
-                atomic_store_explicit(&run->claim_from, 0, memory_order_relaxed);
-            }
+            atomic_store_explicit(&run->claim_from, 0, memory_order_relaxed);
             hint_chunks(run);
         }
         st = a->meta.sharded ? sl__batch_read_shards(run, &e)
@@ -195,7 +193,6 @@ batch_execute(struct sl__batch_run *run)
     run->done = NULL;
     sl_free(&a->alloc, (void *)run->claimed, run->plan.n_chunks);
     run->claimed = NULL;
-    run->come_first = false;
 }
 
 /* Set up `run` for `n` selections: outcomes, per-worker contexts. */
