@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -222,7 +223,7 @@ def s3_get(s, key):
 def check_race(s, tmp):
     """Two `sluice run` processes put different data into one stored s3:// sharded array
     at once, their PUTs of each shard in flight together (the proxy holds every shard PUT,
-    the first of c/0/0 and of c/1/1 longer, so that each writer wins some shards).  Each
+    writer a's of c/0/0 and of c/1/1 longer, so that each writer wins two shards).  Each
     shard must hold exactly one writer's bytes, and the other writer must report every
     chunk of that shard failed with ECONFLICT: no writer reports ok a shard that is not
     its own."""
@@ -248,17 +249,29 @@ def check_race(s, tmp):
                     want[w, i, j] = f.read()
     graphs = {w: write_graph(tmp, "race-%s.json" % w,
                              copy_graph("race-%s.zarr" % w, url, overwrite=True)) for w in "ab"}
-    # Every shard PUT held 1 s (the writers start within it, even on a loaded machine),
-    # the first of c/0/0 and of c/1/1 2.5 s, so that the later writer's lands first there.
-    hold, held = 1000, {"c/0/0": 2500, "c/1/1": 2500}
+    # Writer b starts once writer a's four shard PUTs have come (their 8 PUTs
+    # interleave otherwise, and which writer wins a shard is then chance: in CI one
+    # run had b win all four).  Every shard PUT is held 3 s (b reaches its PUTs
+    # within that, even on a loaded machine), the first of c/0/0 and of c/1/1 (a's)
+    # 6 s, so that b's land first there and a's first on c/0/1 and c/1/0.
+    hold, held = 3000, {"c/0/0": 6000, "c/1/1": 6000}
     s.set_rules([{"name": "first " + k, "method": "PUT", "path": "*/race/x.zarr/" + k,
                   "delay_ms": ms, "count": 1} for k, ms in held.items()] +
                 [{"name": "shard", "method": "PUT", "path": "*/race/x.zarr/c/*", "delay_ms": hold}])
     s.clear_log()
-    procs = {w: subprocess.Popen([SLUICE, "run", graphs[w], "--no-progress", *ep, "--report",
-                                  os.path.join(tmp, "race-%s-report.json" % w)],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True) for w in "ab"}
+
+    def start(w):
+        return subprocess.Popen([SLUICE, "run", graphs[w], "--no-progress", *ep, "--report",
+                                 os.path.join(tmp, "race-%s-report.json" % w)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    procs = {"a": start("a")}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(
+            1 for e in s.log() if e["method"] == "PUT" and "/race/x.zarr/c/" in e["path"]) < 4:
+        time.sleep(0.02)
+    procs["b"] = start("b")
     out = {w: p.communicate(timeout=120) for w, p in procs.items()}
     log = s.log()
     s.set_rules([])
@@ -315,7 +328,7 @@ def check_race(s, tmp):
         expect(reports[w]["summary"]["ok"] == 4 * wins[w],
                f"race: writer {w} owns {wins[w]} shards, reports {reports[w]['summary']['ok']} "
                "chunks ok")
-    expect(wins["a"] > 0 and wins["b"] > 0, f"race: one writer won every shard: {wins}")
+    expect(wins == {"a": 2, "b": 2}, f"race: the writers did not win two shards each: {wins}")
     print(f"  two processes putting into one s3:// array at once: each of 4 shards is one "
           f"writer's ({wins}), the other writer reports its chunks ECONFLICT")
 
