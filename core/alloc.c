@@ -114,6 +114,20 @@ huge_free(struct huge_head *h)
         munmap(h->base, h->length);
 }
 
+/* Free `p` when it is a mapped block (its head says so): true; else
+ * nothing is done.  Only for blocks of a size that may have been mapped. */
+static bool
+huge_free_mapped(void *p)
+{
+    if (p == NULL)
+        return false;
+    struct huge_head *h = (struct huge_head *)p - 1;
+    if (h->magic != HUGE_MAGIC)
+        return false;
+    huge_free(h);
+    return true;
+}
+
 static void *
 default_alloc(void *ctx, size_t n, size_t align)
 {
@@ -135,13 +149,8 @@ static void
 default_free(void *ctx, void *p, size_t n)
 {
     (void)ctx;
-    if (n >= HUGE_FROM && p != NULL) {
-        struct huge_head *h = (struct huge_head *)p - 1;
-        if (h->magic == HUGE_MAGIC) {
-            huge_free(h);
-            return;
-        }
-    }
+    if (n >= HUGE_FROM && huge_free_mapped(p))
+        return;
     free(p);
 }
 
@@ -163,13 +172,8 @@ filled_alloc(void *ctx, size_t n, size_t align)
 static void
 filled_free(void *ctx, void *p, size_t n)
 {
-    if (n >= HUGE_PAGE && p != NULL) {
-        struct huge_head *h = (struct huge_head *)p - 1;
-        if (h->magic == HUGE_MAGIC) {
-            huge_free(h);
-            return;
-        }
-    }
+    if (n >= HUGE_PAGE && huge_free_mapped(p))
+        return;
     default_free(ctx, p, n);
 }
 
