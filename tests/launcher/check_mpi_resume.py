@@ -213,6 +213,14 @@ class Case:
     def refusal(self):
         self.failed_state()
         rc, err = run(2, *self.argv("--resume", "--missing-is-error"))
+        if rc < 0 and "libopen-rte" in err:
+            # Every rank refuses and calls MPI_Abort at once; Debian's OpenMPI
+            # 4.1 mpirun itself once died of SIGSEGV in its abort logging
+            # (orte_rml_oob_send_buffer_nb) in CI.  A refusal writes nothing,
+            # so it is asked again, once, and said.
+            print(f"mpirun died of signal {-rc} inside OpenMPI; refusal asked again",
+                  flush=True)
+            rc, err = run(2, *self.argv("--resume", "--missing-is-error"))
         said = [ln for ln in err.splitlines() if "refused" in ln]
         if rc != 2 or not said or "option:missing changed" not in said[0]:
             fail(f"a changed option on 2 ranks: --resume exits {rc} (want 2) saying "
