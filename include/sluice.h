@@ -18,6 +18,7 @@
 #include <sluice/common.h>
 #include <sluice/dtype.h>
 #include <sluice/error.h>
+#include <sluice/expr.h>
 #include <sluice/fs.h>
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>

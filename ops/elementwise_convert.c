@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How each dtype enters and leaves the wide types elementwise kernels
- * compute in (int64_t, uint64_t, double), generated from SL_DTYPE_MAP: one
+ * compute in (int64_t, uint64_t, double; float for expressions), generated from SL_DTYPE_MAP: one
  * load per wide type, one store per wide type applying the cast rules, and
  * the select store of threshold.
  *
@@ -74,6 +74,16 @@
     return (T)r;
 #define SL__EW_FROM_F64_SL_DTYPE_CLASS_FLOAT(T, size, x) return (T)(x);
 
+/* From float, as from the same value in double (exact). */
+#define SL__EW_FROM_F32_SL_DTYPE_CLASS_BOOL(T, size, x) return (T)((x) != 0);
+#define SL__EW_FROM_F32_SL_DTYPE_CLASS_SINT(T, size, x) \
+    const double xd = (x);                              \
+    SL__EW_FROM_F64_SL_DTYPE_CLASS_SINT(T, size, xd)
+#define SL__EW_FROM_F32_SL_DTYPE_CLASS_UINT(T, size, x) \
+    const double xd = (x);                              \
+    SL__EW_FROM_F64_SL_DTYPE_CLASS_UINT(T, size, xd)
+#define SL__EW_FROM_F32_SL_DTYPE_CLASS_FLOAT(T, size, x) return (T)(x);
+
 /* The exact wide type of a dtype's values. */
 #define SL__EW_KIND_SL_DTYPE_CLASS_BOOL(size) SL__EW_I64
 #define SL__EW_KIND_SL_DTYPE_CLASS_SINT(size) SL__EW_I64
@@ -117,9 +127,11 @@
     SL__EW_LOAD_(sfx, T, cls, i64, int64_t)                                                     \
     SL__EW_LOAD_(sfx, T, cls, u64, uint64_t)                                                    \
     SL__EW_LOAD_(sfx, T, cls, f64, double)                                                      \
+    SL__EW_LOAD_(sfx, T, cls, f32, float)                                                       \
     SL__EW_STORE_(sfx, T, size, cls, i64, int64_t, SL__EW_FROM_I64_)                            \
     SL__EW_STORE_(sfx, T, size, cls, u64, uint64_t, SL__EW_FROM_U64_)                           \
     SL__EW_STORE_(sfx, T, size, cls, f64, double, SL__EW_FROM_F64_)                             \
+    SL__EW_STORE_(sfx, T, size, cls, f32, float, SL__EW_FROM_F32_)                              \
     static void select_##sfx(unsigned char *dst, ptrdiff_t step, const uint8_t *mask, size_t n, \
                              const void *value)                                                 \
     {                                                                                           \
@@ -134,12 +146,12 @@
 SL_DTYPE_MAP(SL__EW_CONV_DEF_)
 #undef SL__EW_CONV_DEF_
 
-#define SL__EW_ROW_(NAME, sfx, size, cls)                             \
-    [SL_DTYPE_##NAME] = {                                             \
-        .kind = SL__EW_KIND_##cls(size),                              \
-        .load = {load_i64_##sfx, load_u64_##sfx, load_f64_##sfx},     \
-        .store = {store_i64_##sfx, store_u64_##sfx, store_f64_##sfx}, \
-        .select = select_##sfx,                                       \
+#define SL__EW_ROW_(NAME, sfx, size, cls)                                              \
+    [SL_DTYPE_##NAME] = {                                                              \
+        .kind = SL__EW_KIND_##cls(size),                                               \
+        .load = {load_i64_##sfx, load_u64_##sfx, load_f64_##sfx, load_f32_##sfx},      \
+        .store = {store_i64_##sfx, store_u64_##sfx, store_f64_##sfx, store_f32_##sfx}, \
+        .select = select_##sfx,                                                        \
     },
 #define SL__EW_ROW_DEF_(NAME, sfx, T, size, v3, kind, cls) \
     SL__OPS_IF_REAL_##cls(SL__EW_ROW_, NAME, sfx, size, cls)

@@ -232,6 +232,8 @@ enum sl__ew_kind {
     SL__EW_I64, /* int64_t: bool, signed integers, uint8..uint32 */
     SL__EW_U64, /* uint64_t: uint64 */
     SL__EW_F64, /* double: float32, float64 (and every type for scale) */
+    SL__EW_F32, /* float: the float32 working type of expressions (expr_eval.c);
+                   loads round once from the exact value, as numpy's astype */
     SL__EW_KIND_COUNT_
 };
 
