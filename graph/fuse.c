@@ -42,16 +42,27 @@ sl__fuse_reason_text(enum sl__fuse_reason reason)
     return "unknown";
 }
 
-/* Decide conditions (3) and (4) along one dimension. */
+/* Decide conditions (3) and (4) along dimension `d` of the producer. */
 static enum sl__fuse_reason
 fuse_check_dim(const sl_graph *g, const struct sl__node *c, uint32_t input, uint32_t d,
                char *detail, size_t size)
 {
     const struct sl__node *p = sl__graph_node(g, c->inputs[input]);
-    uint64_t prev = 0;
-    for (uint64_t j = 0; j < c->grid.n_chunks[d]; j++) {
-        uint64_t a = sl_grid_chunk_start(&c->grid, d, j),
-                 b = sl_grid_chunk_start(&c->grid, d, j + 1);
+    int o = sl__node_out_dim(c, input, d);
+    if (o == SL__AXIS_WHOLE) {
+        if (p->grid.n_chunks[d] <= 1)
+            return SL__FUSED;
+        snprintf(detail, size,
+                 "every chunk of \"%s\" needs all %" PRIu64 " chunks of \"%s\" in its "
+                 "dimension %" PRIu32 " (read whole)",
+                 c->name, p->grid.n_chunks[d], p->name, d);
+        return SL__NOFUSE_MANY;
+    }
+    uint64_t prev = 0, prev_j = 0;
+    bool have_prev = false;
+    for (uint64_t j = 0; j < c->grid.n_chunks[o]; j++) {
+        uint64_t a = sl_grid_chunk_start(&c->grid, (uint32_t)o, j),
+                 b = sl_grid_chunk_start(&c->grid, (uint32_t)o, j + 1);
         uint64_t ia, ib;
         sl__node_input_interval(g, c, input, d, a, b, &ia, &ib);
         if (ib <= ia)
@@ -64,14 +75,59 @@ fuse_check_dim(const sl_graph *g, const struct sl__node *c, uint32_t input, uint
                      j, c->name, ia, ib, p->name, lo, hi, d);
             return SL__NOFUSE_MANY;
         }
-        if (j > 0 && lo <= prev) {
+        if (have_prev && lo <= prev) {
             snprintf(detail, size,
                      "chunk %" PRIu64 " of \"%s\" is needed by output chunks %" PRIu64
                      " and %" PRIu64 " of \"%s\" in dimension %" PRIu32,
-                     lo, p->name, j - 1, j, c->name, d);
+                     lo, p->name, prev_j, j, c->name, d);
             return SL__NOFUSE_SHARED;
         }
         prev = lo;
+        prev_j = j;
+        have_prev = true;
+    }
+    return SL__FUSED;
+}
+
+/* Whether output dimension `o` of `c` is followed by a dimension of input `input`. */
+static bool
+out_dim_followed(const sl_graph *g, const struct sl__node *c, uint32_t input, uint32_t o)
+{
+    const struct sl__node *p = sl__graph_node(g, c->inputs[input]);
+    for (uint32_t d = 0; d < p->grid.rank; d++)
+        if (sl__node_out_dim(c, input, d) == (int)o)
+            return true;
+    return false;
+}
+
+/* How many chunks of `grid` along `d` meet [lo, hi). */
+static uint64_t
+window_chunks(const struct sl_grid *grid, uint32_t d, uint64_t lo, uint64_t hi)
+{
+    if (lo >= hi || lo >= grid->shape[d])
+        return 0;
+    hi = hi < grid->shape[d] ? hi : grid->shape[d];
+    return sl_grid_chunk_at(grid, d, hi - 1) - sl_grid_chunk_at(grid, d, lo) + 1;
+}
+
+/* Condition (4) along the output dimensions no producer dimension follows:
+ * every output chunk along them reads the same producer chunks. */
+static enum sl__fuse_reason
+fuse_check_broadcast(const sl_graph *g, const struct sl__node *c, uint32_t input, char *detail,
+                     size_t size)
+{
+    const struct sl__node *p = sl__graph_node(g, c->inputs[input]);
+    for (uint32_t o = 0; o < c->grid.rank; o++) {
+        if (c->grid.n_chunks[o] <= 1 || out_dim_followed(g, c, input, o))
+            continue;
+        if ((int)o == c->win_axis &&
+            window_chunks(&c->grid, o, c->win_lo[input], c->win_hi[input]) <= 1)
+            continue; /* a stack: one output chunk along o reads this input */
+        snprintf(detail, size,
+                 "each chunk of \"%s\" is needed by all %" PRIu64 " output chunks of \"%s\" "
+                 "in dimension %" PRIu32 " (broadcast)",
+                 p->name, c->grid.n_chunks[o], c->name, o);
+        return SL__NOFUSE_SHARED;
     }
     return SL__FUSED;
 }
@@ -96,8 +152,10 @@ fuse_decide(const sl_graph *g, struct sl__edge *e)
         return;
     }
     e->reason = SL__FUSED;
-    for (uint32_t d = 0; d < c->grid.rank && e->reason == SL__FUSED; d++)
+    for (uint32_t d = 0; d < p->grid.rank && e->reason == SL__FUSED; d++)
         e->reason = fuse_check_dim(g, c, e->input, d, e->detail, sizeof(e->detail));
+    if (e->reason == SL__FUSED && c->axes_mapped)
+        e->reason = fuse_check_broadcast(g, c, e->input, e->detail, sizeof(e->detail));
 }
 
 /* Largest chunk extent along `dim`. */
@@ -136,17 +194,22 @@ node_input_bytes(const sl_graph *g, const struct sl__node *n, uint32_t input)
 {
     const struct sl__node *p = sl__graph_node(g, n->inputs[input]);
     uint64_t shape[SL_MAX_RANK];
-    for (uint32_t d = 0; d < n->grid.rank; d++) {
+    for (uint32_t d = 0; d < p->grid.rank; d++) {
+        int o = sl__node_out_dim(n, input, d);
+        if (o == SL__AXIS_WHOLE) {
+            shape[d] = p->grid.shape[d];
+            continue;
+        }
         shape[d] = 0;
-        for (uint64_t j = 0; j < n->grid.n_chunks[d]; j++) {
+        for (uint64_t j = 0; j < n->grid.n_chunks[o]; j++) {
             uint64_t ia, ib;
-            sl__node_input_interval(g, n, input, d, sl_grid_chunk_start(&n->grid, d, j),
-                                    sl_grid_chunk_start(&n->grid, d, j + 1), &ia, &ib);
+            sl__node_input_interval(g, n, input, d, sl_grid_chunk_start(&n->grid, (uint32_t)o, j),
+                                    sl_grid_chunk_start(&n->grid, (uint32_t)o, j + 1), &ia, &ib);
             shape[d] = ib - ia > shape[d] ? ib - ia : shape[d];
         }
     }
     size_t bytes;
-    if (sl_shape_bytes(n->grid.rank, shape, sl_dtype_size(p->dtype), &bytes, NULL) != SL_OK)
+    if (sl_shape_bytes(p->grid.rank, shape, sl_dtype_size(p->dtype), &bytes, NULL) != SL_OK)
         return SIZE_MAX;
     return bytes;
 }
@@ -171,9 +234,16 @@ stage_task_bytes(const sl_graph *g, const struct sl__fusion *f, const struct sl_
         const struct sl__node *n = sl__graph_node(g, s->nodes[i]);
         /* A put may copy an edge or strided chunk into a whole one. */
         bool is_putter = n->kind == SL_NODE_PUTTER;
-        bool is_view = n->kind == SL_NODE_SELECT && n->id != s->root;
+        bool is_view = (n->kind == SL_NODE_SELECT || n->kind == SL_NODE_VIEW) && n->id != s->root;
         if (!is_putter && !is_view)
             total = add_sat(total, node_chunk_bytes(n));
+        /* Maps reading by region, and views, assemble inputs of other grids. */
+        if ((n->kind == SL_NODE_MAP && n->by_region) || n->kind == SL_NODE_VIEW) {
+            for (uint32_t k = 0; k < n->n_inputs; k++)
+                if (f->stage_of[n->inputs[k]] != f->stage_of[n->id])
+                    total = add_sat(total, node_input_bytes(g, n, k));
+            continue;
+        }
         if (n->kind != SL_NODE_REGRID || n->op_piecewise)
             continue;
         if (f->stage_of[n->inputs[0]] != f->stage_of[n->id])
@@ -234,6 +304,114 @@ fusion_build_stages(const sl_graph *g, struct sl__fusion *f, uint32_t *root_of,
     return SL_OK;
 }
 
+/*
+ * The stage root's dimension that producer dimension `d` of edge `e`
+ * follows up the fused path (path[0] the consumer, path[n_path - 1] the
+ * root), with the dimension at each step in dims[]; SL__AXIS_WHOLE when a
+ * step follows none.
+ */
+static int
+edge_root_dim(const sl_graph *g, const struct sl__fusion *f, const struct sl__edge *e,
+              const uint32_t *path, uint32_t n_path, uint32_t d, uint32_t *dims)
+{
+    int o = sl__node_out_dim(sl__graph_node(g, e->consumer), e->input, d);
+    for (uint32_t k = 0; o != SL__AXIS_WHOLE; k++) {
+        dims[k] = (uint32_t)o;
+        if (k + 1 == n_path)
+            return o;
+        o = sl__node_out_dim(sl__graph_node(g, path[k + 1]), f->fused_input[path[k]], (uint32_t)o);
+    }
+    return SL__AXIS_WHOLE;
+}
+
+/* Count the reads of producer chunks with index k along producer dimension
+ * `d` that the root's chunks along `dims[n_path - 1]` make over edge `e`. */
+static void
+edge_count_dim(const sl_graph *g, const struct sl__fusion *f, struct sl__edge *e,
+               const uint32_t *path, uint32_t n_path, const uint32_t *dims, uint32_t d)
+{
+    const struct sl__node *p = sl__graph_node(g, e->producer);
+    const struct sl__node *root = sl__graph_node(g, path[n_path - 1]);
+    uint32_t rd = dims[n_path - 1];
+    for (uint64_t j = 0; j < root->grid.n_chunks[rd]; j++) {
+        uint64_t a = sl_grid_chunk_start(&root->grid, rd, j);
+        uint64_t b = sl_grid_chunk_start(&root->grid, rd, j + 1);
+        /* Down the fused path: each step picks the one chunk it needs. */
+        for (uint32_t k = n_path - 1; k > 0 && a < b; k--) {
+            const struct sl__node *m = sl__graph_node(g, path[k]);
+            const struct sl__node *n = sl__graph_node(g, path[k - 1]);
+            uint64_t ia, ib;
+            sl__node_input_interval(g, m, f->fused_input[path[k - 1]], dims[k - 1], a, b, &ia, &ib);
+            if (ib <= ia) {
+                a = b;
+                break;
+            }
+            uint64_t c = sl_grid_chunk_at(&n->grid, dims[k - 1], ia);
+            a = sl_grid_chunk_start(&n->grid, dims[k - 1], c);
+            b = sl_grid_chunk_start(&n->grid, dims[k - 1], c + 1);
+        }
+        if (a >= b)
+            continue;
+        uint64_t ia, ib;
+        sl__node_input_interval(g, sl__graph_node(g, e->consumer), e->input, d, a, b, &ia, &ib);
+        if (ib <= ia)
+            continue;
+        uint64_t hi = sl_grid_chunk_at(&p->grid, d, ib - 1);
+        for (uint64_t k = sl_grid_chunk_at(&p->grid, d, ia); k <= hi; k++)
+            e->uses[d][k]++;
+    }
+}
+
+/*
+ * How many chunks of the stage root along its dimension `r`, which no
+ * producer dimension follows, read the producer over edge `e`: all of them,
+ * but where `r` comes down the fused path to the consumer's window axis,
+ * those that meet the input's window.
+ */
+static uint64_t
+edge_count_unreached(const sl_graph *g, const struct sl__fusion *f, const struct sl__edge *e,
+                     const uint32_t *path, uint32_t n_path, uint32_t r)
+{
+    const struct sl__node *root = sl__graph_node(g, path[n_path - 1]);
+    uint32_t dims[64];
+    dims[n_path - 1] = r;
+    for (uint32_t k = n_path - 1; k > 0; k--) {
+        /* The dimension of path[k - 1] that follows dims[k] of path[k]. */
+        const struct sl__node *m = sl__graph_node(g, path[k]);
+        const struct sl__node *n = sl__graph_node(g, path[k - 1]);
+        int found = -1;
+        for (uint32_t d = 0; d < n->grid.rank && found < 0; d++)
+            if (sl__node_out_dim(m, f->fused_input[path[k - 1]], d) == (int)dims[k])
+                found = (int)d;
+        if (found < 0)
+            return root->grid.n_chunks[r]; /* every root chunk along r reads alike */
+        dims[k - 1] = (uint32_t)found;
+    }
+    const struct sl__node *c = sl__graph_node(g, e->consumer);
+    if ((int)dims[0] != c->win_axis)
+        return root->grid.n_chunks[r];
+    uint64_t lo = c->win_lo[e->input], hi = c->win_hi[e->input], count = 0;
+    for (uint64_t j = 0; j < root->grid.n_chunks[r]; j++) {
+        uint64_t a = sl_grid_chunk_start(&root->grid, r, j);
+        uint64_t b = sl_grid_chunk_start(&root->grid, r, j + 1);
+        for (uint32_t k = n_path - 1; k > 0 && a < b; k--) {
+            const struct sl__node *m = sl__graph_node(g, path[k]);
+            const struct sl__node *n = sl__graph_node(g, path[k - 1]);
+            uint64_t ia, ib;
+            sl__node_input_interval(g, m, f->fused_input[path[k - 1]], dims[k - 1], a, b, &ia, &ib);
+            if (ib <= ia) {
+                a = b;
+                break;
+            }
+            uint64_t ch = sl_grid_chunk_at(&n->grid, dims[k - 1], ia);
+            a = sl_grid_chunk_start(&n->grid, dims[k - 1], ch);
+            b = sl_grid_chunk_start(&n->grid, dims[k - 1], ch + 1);
+        }
+        count += a < b && a < hi && b > lo;
+    }
+    return count;
+}
+
 /* Count, per dimension, the reads each producer chunk gets over unfused edge `e`. */
 static sl_status
 edge_count_uses(const sl_graph *g, const struct sl__fusion *f, struct sl__edge *e,
@@ -249,38 +427,27 @@ edge_count_uses(const sl_graph *g, const struct sl__fusion *f, struct sl__edge *
         path[n_path++] = x;
     }
     const struct sl__node *root = sl__graph_node(g, path[n_path - 1]);
+    bool reached[SL_MAX_RANK] = {false};
     for (uint32_t d = 0; d < p->grid.rank; d++) {
         e->uses[d] = sl_alloc_zeroed(&f->alloc, p->grid.n_chunks[d] + 1, sizeof(uint64_t), 0);
         if (e->uses[d] == NULL)
             return sl_error_set(err, SL_ENOMEM, NULL, "no memory to count chunk reads");
-        for (uint64_t j = 0; j < root->grid.n_chunks[d]; j++) {
-            uint64_t a = sl_grid_chunk_start(&root->grid, d, j);
-            uint64_t b = sl_grid_chunk_start(&root->grid, d, j + 1);
-            /* Down the fused path: each step picks the one chunk it needs. */
-            for (uint32_t k = n_path - 1; k > 0 && a < b; k--) {
-                const struct sl__node *m = sl__graph_node(g, path[k]);
-                const struct sl__node *n = sl__graph_node(g, path[k - 1]);
-                uint64_t ia, ib;
-                sl__node_input_interval(g, m, f->fused_input[path[k - 1]], d, a, b, &ia, &ib);
-                if (ib <= ia) {
-                    a = b;
-                    break;
-                }
-                uint64_t c = sl_grid_chunk_at(&n->grid, d, ia);
-                a = sl_grid_chunk_start(&n->grid, d, c);
-                b = sl_grid_chunk_start(&n->grid, d, c + 1);
-            }
-            if (a >= b)
-                continue;
-            uint64_t ia, ib;
-            sl__node_input_interval(g, sl__graph_node(g, e->consumer), e->input, d, a, b, &ia, &ib);
-            if (ib <= ia)
-                continue;
-            uint64_t hi = sl_grid_chunk_at(&p->grid, d, ib - 1);
-            for (uint64_t k = sl_grid_chunk_at(&p->grid, d, ia); k <= hi; k++)
-                e->uses[d][k]++;
+        uint32_t dims[64];
+        int rd = edge_root_dim(g, f, e, path, n_path, d, dims);
+        if (rd == SL__AXIS_WHOLE) {
+            /* Read whole along d: each reading root chunk reads every chunk. */
+            for (uint64_t k = 0; k < p->grid.n_chunks[d]; k++)
+                e->uses[d][k] = 1;
+            continue;
         }
+        reached[rd] = true;
+        edge_count_dim(g, f, e, path, n_path, dims, d);
     }
+    e->fan = 1;
+    for (uint32_t r = 0; r < root->grid.rank; r++)
+        if (!reached[r] &&
+            !sl_u64_mul_fits(e->fan, edge_count_unreached(g, f, e, path, n_path, r), &e->fan))
+            e->fan = UINT64_MAX;
     return SL_OK;
 }
 
@@ -294,7 +461,7 @@ sl__fusion_chunk_uses(const sl_graph *g, const struct sl__fusion *f, uint32_t pr
         const struct sl__edge *e = &f->edges[i];
         if (e->producer != producer || e->reason == SL__FUSED)
             continue;
-        uint64_t n = 1;
+        uint64_t n = e->fan;
         for (uint32_t d = 0; d < p->grid.rank; d++)
             n *= e->uses[d][coords[d]];
         total += n;

@@ -22,7 +22,7 @@
 static const char *const node_kind_names[SL_NODE_KIND_COUNT_] = {
     [SL_NODE_GET] = "get",       [SL_NODE_GETTER] = "getter", [SL_NODE_SELECT] = "select",
     [SL_NODE_MAP] = "map",       [SL_NODE_REGRID] = "regrid", [SL_NODE_PUT] = "put",
-    [SL_NODE_PUTTER] = "putter",
+    [SL_NODE_PUTTER] = "putter", [SL_NODE_VIEW] = "view",
 };
 
 const char *
@@ -68,6 +68,7 @@ sl__node_fini(sl_graph *g, struct sl__node *n)
                 n->u.select.n_pieces * sizeof(struct sl__select_piece));
     if (n->kind == SL_NODE_GET || n->kind == SL_NODE_PUT)
         sl_array_unref(n->u.io.array);
+    sl_expr_free(n->expr);
     memset(n, 0, sizeof(*n));
 }
 
@@ -161,6 +162,7 @@ sl__node_start(struct sl__node *tmp, sl_node_kind kind, const char *name, const 
     sl__strlcpy(tmp->op_name, op_name != NULL ? op_name : "", sizeof(tmp->op_name));
     for (uint32_t d = 0; d < SL_MAX_RANK; d++)
         tmp->map[d] = (struct sl__dim_map){.num = 1, .den = 1};
+    tmp->win_axis = -1;
 }
 
 /* Copy `n` input ids into `tmp`, owned by the graph. */

@@ -13,6 +13,7 @@
 
 #include <sluice/array.h>
 #include <sluice/array_iter.h>
+#include <sluice/expr.h>
 #include <sluice/graph.h>
 #include <sluice/graph_node.h>
 #include <sluice/journal.h>
@@ -61,6 +62,25 @@ struct sl__node {
                           applied chunk by chunk, never assembled */
     bool rechunk;      /* a rechunk (sl_graph_add_rechunk): its chunk is its input's region
                           as evaluated, relabelled, never copied again */
+    /* Which output dimension each input dimension follows, per input:
+     * in_axis[i][d] for dimension d of input i, or SL__AXIS_WHOLE when no
+     * output dimension does (the input's whole extent is read: a reduced
+     * axis, a size-1 axis broadcast).  Only when axes_mapped; otherwise
+     * input dimension d follows output dimension d.  Output dimensions no
+     * input dimension follows read the same input chunks for every output
+     * chunk along them (broadcasting). */
+    bool axes_mapped;
+    int8_t in_axis[SL_MAP_MAX_INPUTS][SL_MAX_RANK];
+    /* Views stacking or concatenating: input i is read only for output
+     * coordinates [win_lo[i], win_hi[i]) along output dimension win_axis
+     * (-1: none), shifted to start at 0. */
+    int8_t win_axis;
+    uint64_t win_lo[SL_MAP_MAX_INPUTS];
+    uint64_t win_hi[SL_MAP_MAX_INPUTS];
+    bool by_region; /* maps: inputs read by region through map[] (1/1), so their chunk grids
+                       may differ from the output's; else chunk k reads chunk k */
+    sl_expr *expr;  /* expr maps: the compiled program (owned), evaluated over broadcast
+                       views of the inputs */
     union {
         struct {
             char *array_name; /* owned */
@@ -100,6 +120,13 @@ struct sl_graph {
     struct sl__node *nodes;    /* owned, indexed by id */
 };
 
+/* in_axis value of an input dimension that no output dimension follows. */
+#define SL__AXIS_WHOLE ((int8_t)-1)
+
+/* The output dimension input dimension `dim` of `node`'s input `input`
+ * follows, or SL__AXIS_WHOLE. */
+int sl__node_out_dim(const struct sl__node *node, uint32_t input, uint32_t dim);
+
 /* Node `id`, or NULL when out of range. */
 struct sl__node *sl__graph_node(const sl_graph *g, uint32_t id);
 
@@ -123,15 +150,18 @@ sl_status sl__graph_input_with_chunks(sl_graph *g, const char *name, uint32_t in
 sl_status sl__node_fail(struct sl_error *err, const char *name, sl_status st);
 
 /*
- * The input interval of `node`'s input `input` along `dim` needed for output
- * coordinates [a, b) (a < b), clipped to the input's extent.  For a select's
+ * The input interval of `node`'s input `input` along the input's dimension
+ * `dim` needed for output coordinates [a, b) (a < b) along the output
+ * dimension it follows (sl__node_out_dim), clipped to the input's extent;
+ * the whole extent when it follows none (a and b unused).  For a select's
  * concatenation axis, [a, b) must lie inside one slice (chunk boundaries
  * guarantee it).
  */
 void sl__node_input_interval(const sl_graph *g, const struct sl__node *node, uint32_t input,
                              uint32_t dim, uint64_t a, uint64_t b, uint64_t *in_a, uint64_t *in_b);
 
-/* The input region of `node`'s input `input` needed for output region `out`. */
+/* The input region of `node`'s input `input` needed for output region `out`
+ * (of the input's rank). */
 void sl__node_input_region(const sl_graph *g, const struct sl__node *node, uint32_t input,
                            const struct sl_region *out, struct sl_region *in);
 
@@ -157,6 +187,10 @@ struct sl__edge {
      * index k along d; a producer chunk is read prod_d uses[d][k_d] times.
      * Owned; NULL for fused edges. */
     uint64_t *uses[SL_MAX_RANK];
+    /* Unfused edges: the product, over the stage root's dimensions that no
+     * producer dimension follows, of the root's chunks along them (each of
+     * those reads the same producer chunks); 1 when there are none. */
+    uint64_t fan;
 };
 
 /*

@@ -69,24 +69,47 @@ select_interval(const struct sl__node *node, uint32_t dim, uint64_t a, uint64_t 
     *in_b = b - p[lo].out_start + p[lo].in_start;
 }
 
+int
+sl__node_out_dim(const struct sl__node *node, uint32_t input, uint32_t dim)
+{
+    if (!node->axes_mapped)
+        return (int)dim;
+    return node->in_axis[input][dim];
+}
+
 void
 sl__node_input_interval(const sl_graph *g, const struct sl__node *node, uint32_t input,
                         uint32_t dim, uint64_t a, uint64_t b, uint64_t *in_a, uint64_t *in_b)
 {
     const struct sl__node *in = sl__graph_node(g, node->inputs[input]);
     uint64_t extent = in->grid.shape[dim];
+    int o = sl__node_out_dim(node, input, dim);
+    if (o == SL__AXIS_WHOLE) {
+        *in_a = 0;
+        *in_b = extent;
+        return;
+    }
     if (node->kind == SL_NODE_SELECT) {
         select_interval(node, dim, a, b, in_a, in_b);
         return;
     }
-    if (node->kind == SL_NODE_MAP) {
+    if (node->kind == SL_NODE_MAP && !node->by_region) {
         /* Chunk k of the output comes from chunk k of each input. */
-        uint64_t k = sl_grid_chunk_at(&node->grid, dim, a);
+        uint64_t k = sl_grid_chunk_at(&node->grid, (uint32_t)o, a);
         *in_a = sl_grid_chunk_start(&in->grid, dim, k);
         *in_b = sl_grid_chunk_start(&in->grid, dim, k + 1);
         return;
     }
-    const struct sl__dim_map *m = &node->map[dim];
+    if (o == node->win_axis) {
+        /* Only the input's window, shifted to its start. */
+        uint64_t wl = node->win_lo[input], wh = node->win_hi[input];
+        a = a > wl ? a : wl;
+        b = b < wh ? b : wh;
+        *in_a = a < b ? a - wl : 0;
+        *in_b = a < b ? b - wl : 0;
+        return;
+    }
+    const struct sl__dim_map *m = &node->map[o];
     uint64_t lo = mul_div_floor(a, m->num, m->den);
     uint64_t hi = mul_div_ceil(b, m->num, m->den);
     lo = lo > m->halo_lo ? lo - m->halo_lo : 0;
@@ -99,10 +122,21 @@ void
 sl__node_input_region(const sl_graph *g, const struct sl__node *node, uint32_t input,
                       const struct sl_region *out, struct sl_region *in)
 {
-    in->rank = out->rank;
-    for (uint32_t d = 0; d < out->rank; d++)
-        sl__node_input_interval(g, node, input, d, out->start[d], out->stop[d], &in->start[d],
-                                &in->stop[d]);
+    const struct sl__node *p = sl__graph_node(g, node->inputs[input]);
+    in->rank = p->grid.rank;
+    int w = node->win_axis;
+    if (w >= 0 && (out->stop[w] <= node->win_lo[input] || out->start[w] >= node->win_hi[input])) {
+        /* Outside the input's window: nothing of it is read. */
+        for (uint32_t d = 0; d < in->rank; d++)
+            in->start[d] = in->stop[d] = 0;
+        return;
+    }
+    for (uint32_t d = 0; d < in->rank; d++) {
+        int o = sl__node_out_dim(node, input, d);
+        uint64_t a = o == SL__AXIS_WHOLE ? 0 : out->start[o];
+        uint64_t b = o == SL__AXIS_WHOLE ? 0 : out->stop[o];
+        sl__node_input_interval(g, node, input, d, a, b, &in->start[d], &in->stop[d]);
+    }
 }
 
 /* Check that every input of a map shares the first input's chunk grid. */

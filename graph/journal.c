@@ -231,6 +231,18 @@ fp_graph(const sl_plan *plan, struct fp_item *it)
         }
         if (n->has_op)
             sha_op(&s, &n->op);
+        /* Rank-changing mappings and programs change what a node computes. */
+        sha_u64(&s, n->axes_mapped | (uint64_t)n->by_region << 1);
+        if (n->axes_mapped)
+            for (uint32_t k = 0; k < n->n_inputs; k++)
+                for (uint32_t d = 0; d < SL_MAX_RANK; d++)
+                    sha_u64(&s, (uint64_t)(uint8_t)n->in_axis[k][d]);
+        if (n->expr != NULL) {
+            char text[SL_EXPR_TEXT_MAX * 2];
+            sl_expr_format(n->expr, text, sizeof(text));
+            sha_str(&s, text);
+            sha_u64(&s, (uint64_t)sl_expr_compute_dtype(n->expr));
+        }
     }
     for (uint32_t k = 0; k < plan->fusion.n_stages; k++) {
         sha_u64(&s, plan->fusion.stages[k].root);

@@ -26,12 +26,19 @@ edge_max_inputs(const sl_graph *g, const struct sl__edge *e)
     const struct sl__node *c = sl__graph_node(g, e->consumer);
     const struct sl__node *p = sl__graph_node(g, e->producer);
     uint64_t total = 1;
-    for (uint32_t d = 0; d < c->grid.rank; d++) {
+    for (uint32_t d = 0; d < p->grid.rank; d++) {
+        int o = sl__node_out_dim(c, e->input, d);
+        if (o == SL__AXIS_WHOLE) {
+            if (!sl_u64_mul_fits(total, p->grid.n_chunks[d], &total))
+                return UINT64_MAX;
+            continue;
+        }
         uint64_t most = 0;
-        for (uint64_t j = 0; j < c->grid.n_chunks[d]; j++) {
+        for (uint64_t j = 0; j < c->grid.n_chunks[o]; j++) {
             uint64_t ia, ib;
-            sl__node_input_interval(g, c, e->input, d, sl_grid_chunk_start(&c->grid, d, j),
-                                    sl_grid_chunk_start(&c->grid, d, j + 1), &ia, &ib);
+            sl__node_input_interval(g, c, e->input, d,
+                                    sl_grid_chunk_start(&c->grid, (uint32_t)o, j),
+                                    sl_grid_chunk_start(&c->grid, (uint32_t)o, j + 1), &ia, &ib);
             if (ib <= ia)
                 continue;
             uint64_t n =

@@ -14,10 +14,10 @@
 SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
   libjansson-dev zlib1g-dev libblosc-dev libcurl4-openssl-dev libpng-dev"
 SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy
-  python3-zarr python3-numcodecs python3-jsonschema strace util-linux libopenmpi-dev openmpi-bin clang
+  python3-zarr python3-numcodecs python3-numexpr python3-jsonschema strace util-linux libopenmpi-dev openmpi-bin clang
   libclang-rt-14-dev nodejs npm nginx-light curl"
 SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
-  python3-dask python3-aiohttp python3-fsspec nodejs npm nginx-light libtbb-dev libomp-dev clang time zstd
+  python3-dask python3-numexpr python3-aiohttp python3-fsspec nodejs npm nginx-light libtbb-dev libomp-dev clang time zstd
   linux-perf binutils"
 
 sl_need_packages() {

@@ -20,6 +20,7 @@
 
 #include <sluice/array_io.h>
 #include <sluice/checked.h>
+#include <sluice/expr.h>
 #include <sluice/graph_node.h>
 #include <sluice/op_registry.h>
 #include <sluice/plan.h>
@@ -451,6 +452,32 @@ eval_put(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     return eval_fail_node(ev, n, coords, st, st, &err);
 }
 
+/*
+ * Evaluate expr node `n` into `out` from its input blocks: each input is
+ * seen with the output's shape, stride 0 along the dimensions it does not
+ * follow (numpy's broadcasting; an input's dimensions that follow none have
+ * extent 1).
+ */
+static sl_status
+eval_expr(const struct sl__node *n, const struct sl_block *blocks, struct sl_block *out,
+          struct sl_error *err)
+{
+    struct sl_view views[SL_MAP_MAX_INPUTS];
+    const struct sl_view *o = &out->view;
+    for (uint32_t i = 0; i < n->n_inputs; i++) {
+        const struct sl_view *in = &blocks[i].view;
+        struct sl_view *v = &views[i];
+        *v = (struct sl_view){.dtype = in->dtype, .rank = o->rank, .data = in->data};
+        memcpy(v->shape, o->shape, o->rank * sizeof(uint64_t));
+        for (uint32_t d = 0; d < in->rank; d++) {
+            int od = sl__node_out_dim(n, i, d);
+            if (od != SL__AXIS_WHOLE)
+                v->stride[od] = in->stride[d];
+        }
+    }
+    return sl_expr_eval(n->expr, views, &out->view, err);
+}
+
 /* A map's chunk: the same chunk of each input, then the function or op. */
 static sl_status
 eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
@@ -476,7 +503,9 @@ eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
     if (st == SL_OK) {
         struct sl_error err;
         sl_error_clear(&err);
-        if (n->has_op)
+        if (n->expr != NULL)
+            st = eval_expr(n, blocks, &out->block, &err);
+        else if (n->has_op)
             st = sl_op_apply(&n->op, &blocks[0].view, &out->block.view, ev->w->scratch,
                              ev->w->scratch_bytes, &err);
         else
@@ -593,6 +622,44 @@ eval_select(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     return SL_OK;
 }
 
+/*
+ * A view's chunk: the region of the one input it lies in, its strides
+ * rearranged by the node's axis map (extent-1 input axes dropped, new axes
+ * of stride 0), relabelled with output coordinates.
+ */
+static sl_status
+eval_view(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
+          const uint64_t *coords, struct eval_out *out)
+{
+    struct sl_region rin;
+    uint32_t i = 0;
+    for (; i < n->n_inputs; i++) {
+        sl__node_input_region(ev->ex->graph, n, i, r, &rin);
+        if (!sl_region_is_empty(&rin) ||
+            sl__graph_node(ev->ex->graph, n->inputs[i])->grid.rank == 0)
+            break;
+    }
+    if (SL_NEVER(i == n->n_inputs))
+        return eval_fail(ev, SL_EUNSUPPORTED, "view \"%s\": no input holds its chunk", n->name);
+    SL_TRY(eval_input(ev, n, i, &rin, out));
+    struct sl_view in = out->block.view;
+    struct sl_view *v = &out->block.view;
+    v->rank = r->rank;
+    for (uint32_t o = 0; o < r->rank; o++) {
+        v->shape[o] = r->stop[o] - r->start[o];
+        v->stride[o] = 0;
+    }
+    for (uint32_t d = 0; d < in.rank; d++) {
+        int od = sl__node_out_dim(n, i, d);
+        if (od != SL__AXIS_WHOLE)
+            v->stride[od] = in.stride[d];
+    }
+    region_assign(&out->block.region, r);
+    out->block.chunk.rank = r->rank;
+    memcpy(out->block.chunk.idx, coords, r->rank * sizeof(uint64_t));
+    return SL_OK;
+}
+
 /* A putter's chunk: its input, handed to the user function. */
 static sl_status
 eval_putter(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
@@ -634,6 +701,8 @@ eval_node(struct eval *ev, uint32_t id, const uint64_t *coords, struct eval_out 
         return eval_regrid(ev, n, &r, coords, out);
     case SL_NODE_PUTTER:
         return eval_putter(ev, n, &r, coords, out);
+    case SL_NODE_VIEW:
+        return eval_view(ev, n, &r, coords, out);
     case SL_NODE_PUT:
         return eval_put(ev, n, &r, coords, out);
     default:

@@ -211,7 +211,12 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
         return !n->bad;
     n->mark = 2;
     bool sourced = n->kind == SL__JNODE_GET || n->kind == SL__JNODE_COPY;
-    if (n->bad || (!sourced && !sl__jnode_built(doc, n->input))) {
+    bool many = n->inputs.n > 0 || n->kind == SL__JNODE_EXPR;
+    bool inputs_built = true;
+    for (size_t k = 0; k < n->inputs.n; k++)
+        inputs_built = inputs_built && sl__jnode_built(doc, n->inputs.node[k]);
+    if (n->bad || (!sourced && !many && !sl__jnode_built(doc, n->input)) ||
+        (many && (!inputs_built || n->inputs.n == 0))) {
         n->bad = true;
         return false;
     }
@@ -237,6 +242,12 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
         break;
     case SL__JNODE_COPY:
         ok = sl__jcopy_build(doc, n, on_disk);
+        break;
+    case SL__JNODE_EXPR:
+        ok = sl__jexpr_build(doc, n);
+        break;
+    case SL__JNODE_VIEW:
+        ok = sl__jview_build(doc, n);
         break;
     }
     n->bad = !ok;

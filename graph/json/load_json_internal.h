@@ -99,7 +99,27 @@ typedef enum sl__jnode_kind {
     SL__JNODE_OP,      /* a built-in op of the registry */
     SL__JNODE_PYRAMID, /* a multiscale pyramid (fields checked; not built yet) */
     SL__JNODE_COPY,    /* a whole group copied (no input; nothing reads it) */
+    SL__JNODE_EXPR,    /* arithmetic over named inputs ("inputs" instead of "input") */
+    SL__JNODE_VIEW,    /* squeeze, expand_dims, transpose ("input"), stack, concat ("inputs") */
 } sl__jnode_kind;
+
+/* Most entries of a node's "inputs" (the graph's limit on a map's inputs). */
+#define SL__JNODE_INPUTS_MAX 8
+
+/* A node's "inputs": names the node's own text uses, each a node id. */
+struct sl__jinputs {
+    size_t n;                               /* entries */
+    const char *name[SL__JNODE_INPUTS_MAX]; /* the keys, borrowed from the document */
+    const char *id[SL__JNODE_INPUTS_MAX];   /* the node ids they name, borrowed */
+    int node[SL__JNODE_INPUTS_MAX];         /* their node indices, or -1 */
+};
+
+/* An expr node's fields. */
+struct sl__jexpr {
+    const char *text; /* "expr" */
+    sl_dtype dtype;   /* "dtype"; default the working type */
+    sl_dtype compute; /* "compute": float64 (default) or float32 */
+};
 
 /* One slice of a select: per dimension [start, stop); stop UINT64_MAX
  * means the input's extent, and `whole` the whole dimension. */
@@ -187,6 +207,11 @@ struct sl__jnode {
     struct sl__jslice *slices;    /* select: owned */
     struct sl__jpyramid pyramid;  /* pyramid fields */
     struct sl__jcopy copy;        /* copy fields */
+    struct sl__jinputs inputs;    /* "inputs" of nodes with several */
+    struct sl__jexpr expr;        /* expr fields */
+    const char *view_op;          /* views: "squeeze", "stack", ... */
+    uint32_t n_axes;              /* views: "axes" entries */
+    uint32_t axes[SL_MAX_RANK];   /* views: "axes" */
     int n_consumers;              /* nodes naming it as input */
     bool bad;                     /* an error was reported for it, or an input is bad */
     int mark;                     /* cycle search and build state: 0, 1 visiting, 2 done */
@@ -278,6 +303,23 @@ sl__jnode_built(const sl_graph_json *doc, int i)
 
 /* The fields of pyramid node `n` (load_json_pyramid.c). */
 void sl__jpyramid_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* The fields of expr node `n` (load_json_expr.c). */
+void sl__jexpr_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Add expr node `n` to the graph (its inputs are built).  @return false
+ * after reporting. */
+bool sl__jexpr_build(sl_graph_json *doc, struct sl__jnode *n);
+
+/* The fields of view node `n` (load_json_view.c). */
+void sl__jview_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Add view node `n` to the graph (its inputs are built).  @return false
+ * after reporting. */
+bool sl__jview_build(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Whether node `n` reads node index `k` through "input" or "inputs". */
+bool sl__jnode_reads(const struct sl__jnode *n, int k);
 
 /* The fields of copy node `n`, then the source's hierarchy and each member
  * array's layout (load_json_copy.c). */

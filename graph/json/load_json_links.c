@@ -128,17 +128,17 @@ names_find(const sl_graph_json *doc, struct sl__jnode *const *by_id, size_t n, c
 
 /* ---- references ---------------------------------------------------------------- */
 
-/* Resolve `n`'s input; false when it names no node. */
+/* Resolve input name `name` of `n`, reported at `at`, into `*out`; false
+ * when it names no node. */
 static bool
-link_input(sl_graph_json *doc, struct sl__jnode *n, struct sl__jnode *const *by_id, size_t n_ids)
+link_one(sl_graph_json *doc, struct sl__jnode *n, struct sl__jnode *const *by_id, size_t n_ids,
+         const char *name, const char *at, int *out)
 {
-    char at[SL__JPTR_MAX];
-    sl__jptr_key(at, n->ptr, "input");
-    int k = names_find(doc, by_id, n_ids, n->input_name);
+    int k = names_find(doc, by_id, n_ids, name);
     if (k < 0) {
         char hint[64];
-        id_suggest(doc, n->input_name, hint, sizeof(hint));
-        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown node \"%s\"%s", n->input_name, hint);
+        id_suggest(doc, name, hint, sizeof(hint));
+        sl__jdiag_add(&doc->diag, SL_EINVAL, at, "unknown node \"%s\"%s", name, hint);
         n->bad = true;
         return false;
     }
@@ -152,9 +152,31 @@ link_input(sl_graph_json *doc, struct sl__jnode *n, struct sl__jnode *const *by_
         n->bad = true;
         return true;
     }
-    n->input = k;
+    *out = k;
     in->n_consumers++;
     return true;
+}
+
+/* Resolve `n`'s input, or each of its "inputs"; false when one names no node. */
+static bool
+link_input(sl_graph_json *doc, struct sl__jnode *n, struct sl__jnode *const *by_id, size_t n_ids)
+{
+    char at[SL__JPTR_MAX];
+    if (n->input_name != NULL) {
+        sl__jptr_key(at, n->ptr, "input");
+        return link_one(doc, n, by_id, n_ids, n->input_name, at, &n->input);
+    }
+    bool found = true;
+    for (size_t i = 0; i < n->inputs.n; i++) {
+        char inputs[SL__JPTR_MAX];
+        sl__jptr_key(inputs, n->ptr, "inputs");
+        if (n->inputs.name[i] != NULL)
+            sl__jptr_key(at, inputs, n->inputs.name[i]);
+        else
+            sl__jptr_index(at, inputs, i);
+        found = link_one(doc, n, by_id, n_ids, n->inputs.id[i], at, &n->inputs.node[i]) && found;
+    }
+    return found;
 }
 
 /* The names of the arrays, for a message. */
@@ -241,7 +263,7 @@ link_check_use(sl_graph_json *doc, bool all_inputs_found)
 
 /* The most dependencies a node has: its input, and per array of its "like"
  * chain the input of that array's writer. */
-#define DEPS_MAX (SL__JLIKE_MAX + 2)
+#define DEPS_MAX (SL__JLIKE_MAX + 1 + SL__JNODE_INPUTS_MAX)
 
 /* Node `i`'s dependencies into `deps`; @return how many. */
 static size_t
@@ -251,6 +273,9 @@ node_deps(const sl_graph_json *doc, size_t i, size_t *deps)
     size_t count = 0;
     if (n->input >= 0)
         deps[count++] = (size_t)n->input;
+    for (size_t j = 0; j < n->inputs.n; j++)
+        if (n->inputs.node[j] >= 0)
+            deps[count++] = (size_t)n->inputs.node[j];
     int k = n->array;
     for (int steps = 0; k >= 0 && steps <= SL__JLIKE_MAX; steps++) {
         const struct sl__jarray *a = &doc->arrays[k];
@@ -283,14 +308,17 @@ cycle_report(sl_graph_json *doc, const struct search_frame *stack, size_t depth,
     for (size_t k = depth; k-- > from;) {
         const struct sl__jnode *n = &doc->nodes[stack[k].node];
         size_t feeder = k + 1 < depth ? stack[k + 1].node : dep;
-        if ((int)feeder != n->input && n->array >= 0)
+        if (!sl__jnode_reads(n, (int)feeder) && n->array >= 0)
             sl__strbuf_append(text, sizeof(text), &len, " -> array %s", doc->arrays[n->array].name);
         sl__strbuf_append(text, sizeof(text), &len, " -> %s", n->id);
         doc->nodes[stack[k].node].bad = true;
     }
     const struct sl__jnode *top = &doc->nodes[stack[depth - 1].node];
     char at[SL__JPTR_MAX];
-    sl__jptr_key(at, top->ptr, (int)dep == top->input ? "input" : "array");
+    sl__jptr_key(at, top->ptr,
+                 (int)dep == top->input           ? "input"
+                 : sl__jnode_reads(top, (int)dep) ? "inputs"
+                                                  : "array");
     sl__jdiag_add(&doc->diag, SL_EINVAL, at, "%s", text);
 }
 
@@ -349,7 +377,7 @@ sl__jnodes_link(sl_graph_json *doc)
     bool all_found = true;
     for (size_t i = 0; i < doc->n_nodes; i++) {
         struct sl__jnode *n = &doc->nodes[i];
-        if (n->input_name != NULL)
+        if (n->input_name != NULL || n->inputs.n > 0)
             all_found = link_input(doc, n, by_id, n_ids) && all_found;
         if (n->array_name != NULL)
             link_array(doc, n);

@@ -27,6 +27,12 @@ static const char *const pyramid_keys[] = {
     "op",   "id",   "input", "group",       "levels",    "factors", "method", "create",
     "name", "axes", "scale", "translation", "overwrite", "comment", NULL};
 
+static const char *const expr_keys[] = {"op",      "id",     "inputs",  "expr", "dtype",
+                                        "compute", "chunks", "comment", NULL};
+
+static const char *const axes_keys[] = {"op", "id", "input", "axes", "comment", NULL};
+static const char *const join_keys[] = {"op", "id", "inputs", "axis", "comment", NULL};
+
 static const char *const copy_keys[] = {"op",      "id",        "source",  "group", "create",
                                         "members", "overwrite", "comment", NULL};
 
@@ -42,17 +48,13 @@ static const struct {
     {"rechunk", SL__JNODE_RECHUNK, rechunk_keys},
     {"pyramid", SL__JNODE_PYRAMID, pyramid_keys},
     {"copy", SL__JNODE_COPY, copy_keys},
+    {"expr", SL__JNODE_EXPR, expr_keys},
+    {"squeeze", SL__JNODE_VIEW, axes_keys},
+    {"expand_dims", SL__JNODE_VIEW, axes_keys},
+    {"transpose", SL__JNODE_VIEW, axes_keys},
+    {"stack", SL__JNODE_VIEW, join_keys},
+    {"concat", SL__JNODE_VIEW, join_keys},
 };
-
-/* The name "op" gives a kind other than a built-in op. */
-static const char *
-node_kind_name(sl__jnode_kind kind)
-{
-    for (size_t i = 0; i < SL_ARRAY_LEN(node_kinds); i++)
-        if (node_kinds[i].kind == kind)
-            return node_kinds[i].name;
-    return "op";
-}
 
 /* A required field of node `n`, or NULL after reporting it missing. */
 static const json_t *
@@ -90,6 +92,7 @@ node_parse_kind(sl_graph_json *doc, struct sl__jnode *n, const char *const **key
     for (size_t i = 0; i < SL_ARRAY_LEN(node_kinds); i++) {
         if (strcmp(name, node_kinds[i].name) == 0) {
             n->kind = node_kinds[i].kind;
+            n->view_op = node_kinds[i].name;
             *keys = node_kinds[i].keys;
             return true;
         }
@@ -100,7 +103,7 @@ node_parse_kind(sl_graph_json *doc, struct sl__jnode *n, const char *const **key
         *keys = n->op->kind == SL_OP_KIND_REGRID ? regrid_keys : map_keys;
         return true;
     }
-    char known[120], ops[96];
+    char known[200], ops[96];
     sl_op_names(ops, sizeof(ops));
     size_t len = 0;
     known[0] = '\0';
@@ -269,12 +272,15 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
         return;
     }
     char what[48];
-    snprintf(what, sizeof(what), "a%s %s node",
-             n->kind == SL__JNODE_OP && strchr("aeiou", n->op->name[0]) != NULL ? "n" : "",
-             n->kind == SL__JNODE_OP ? n->op->name : node_kind_name(n->kind));
+    const char *kind_name = n->kind == SL__JNODE_OP ? n->op->name : n->view_op;
+    snprintf(what, sizeof(what), "a%s %s node", strchr("aeiou", kind_name[0]) != NULL ? "n" : "",
+             kind_name);
     sl__jcheck_keys(&doc->diag, n->obj, n->ptr, what, keys, n->op);
     node_string(doc, n, "comment", NULL, &(const char *){NULL});
-    if (n->kind != SL__JNODE_GET && n->kind != SL__JNODE_COPY)
+    bool joins = n->kind == SL__JNODE_EXPR ||
+                 (n->kind == SL__JNODE_VIEW &&
+                  (strcmp(n->view_op, "stack") == 0 || strcmp(n->view_op, "concat") == 0));
+    if (n->kind != SL__JNODE_GET && n->kind != SL__JNODE_COPY && !joins)
         node_string(doc, n, "input", "the id of the node whose chunks this one reads",
                     &n->input_name);
     if (n->kind == SL__JNODE_GET || n->kind == SL__JNODE_PUT)
@@ -299,6 +305,12 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
         break;
     case SL__JNODE_COPY:
         sl__jcopy_parse(doc, n);
+        break;
+    case SL__JNODE_EXPR:
+        sl__jexpr_parse(doc, n);
+        break;
+    case SL__JNODE_VIEW:
+        sl__jview_parse(doc, n);
         break;
     case SL__JNODE_GET:
     case SL__JNODE_PUT:

@@ -159,6 +159,93 @@ SL_API SL_NODISCARD sl_status sl_graph_add_op(sl_graph *g, const char *name, uin
                                               uint32_t *id, struct sl_error *err);
 
 /**
+ * An expr node over `n_inputs` inputs (1 to SL_MAP_MAX_INPUTS), see struct
+ * sl_expr_desc.  The expression is compiled here, once; each task evaluates
+ * it over tiles of its chunk.  Edges from inputs whose chunks match the
+ * output's fuse; the others are read by region (`sl_plan_explain` says why).
+ * Besides the errors of every add: SL_EPARSE (the expression: the message
+ * starts `node "ff": column 8: ` and err->column is set), SL_EINVAL
+ * (shapes that do not broadcast, naming both inputs, the dimension and the
+ * extents; a name missing or given twice; an input the expression never
+ * uses; a compute type other than float32 or float64), SL_EUNSUPPORTED (an
+ * input or output of float16 or complex type).
+ * @return SL_OK, SL_EPARSE, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM,
+ * SL_EOVERFLOW or SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_expr(sl_graph *g, const char *name, size_t n_inputs,
+                                                const uint32_t *inputs,
+                                                const struct sl_expr_desc *desc, uint32_t *id,
+                                                struct sl_error *err);
+
+/*
+ * Views: nodes whose chunks are a region of an input seen with other axes
+ * (strides rearranged, nothing copied by the node; a consumer that needs
+ * contiguous memory copies, as a put does).  Their chunk boundaries are
+ * the inputs', so edges between equal grids fuse.  Besides the errors of
+ * every add: SL_EINVAL naming the axis and the numbers.
+ */
+
+/**
+ * Drop axes of extent 1: the `n_axes` in `axes` (each of extent 1), or all
+ * of them when `n_axes` is 0.  A TCZYX array reduced to a size-1 z becomes
+ * TCYX.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_squeeze(sl_graph *g, const char *name, uint32_t input,
+                                                   size_t n_axes, const uint32_t *axes,
+                                                   uint32_t *id, struct sl_error *err);
+
+/**
+ * Insert axes of extent 1 at the output positions `axes` (`n_axes` >= 1,
+ * each in 0..rank + n_axes - 1, none twice), as numpy.expand_dims does.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_expand_dims(sl_graph *g, const char *name,
+                                                       uint32_t input, size_t n_axes,
+                                                       const uint32_t *axes, uint32_t *id,
+                                                       struct sl_error *err);
+
+/**
+ * Permute axes: output axis o is input axis perm[o] (`perm` has one entry
+ * per dimension, a permutation), as numpy.transpose(x, perm) does.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_transpose(sl_graph *g, const char *name, uint32_t input,
+                                                     const uint32_t *perm, uint32_t *id,
+                                                     struct sl_error *err);
+
+/**
+ * Stack `n_inputs` inputs (1 to SL_MAP_MAX_INPUTS) of one shape and dtype
+ * along a new axis at position `axis` (0..rank), as numpy.stack does: two
+ * ZYX channels give a CZYX array.  The new axis has one chunk per input.
+ * @return SL_OK, SL_EINVAL (shapes or dtypes differ: both named), SL_EEXIST,
+ * SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_stack(sl_graph *g, const char *name, size_t n_inputs,
+                                                 const uint32_t *inputs, uint32_t axis,
+                                                 uint32_t *id, struct sl_error *err);
+
+/**
+ * Join `n_inputs` inputs (1 to SL_MAP_MAX_INPUTS) of one dtype and rank,
+ * equal in shape outside `axis`, along `axis`, as numpy.concatenate does.
+ * Chunks along the axis are each input's, so none straddles two inputs.
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_concat(sl_graph *g, const char *name, size_t n_inputs,
+                                                  const uint32_t *inputs, uint32_t axis,
+                                                  uint32_t *id, struct sl_error *err);
+
+/**
  * A node handing every chunk of `input` to a user putter.
  * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
  * SL_EUNSUPPORTED (see above).

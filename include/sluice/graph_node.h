@@ -33,6 +33,8 @@ typedef enum sl_node_kind {
     SL_NODE_REGRID, /* output chunk needs a mapped region of the input */
     SL_NODE_PUT,    /* write chunks to an io array */
     SL_NODE_PUTTER, /* hand chunks to a user function */
+    SL_NODE_VIEW,   /* an input's region seen with other axes: squeeze, expand_dims,
+                       transpose, stack, concat */
     SL_NODE_KIND_COUNT_
 } sl_node_kind;
 
@@ -118,6 +120,23 @@ struct sl_regrid_desc {
     const uint64_t *scale_den;   /* NULL: all 1 */
     const uint64_t *halo_lo;     /* NULL: all 0 */
     const uint64_t *halo_hi;     /* NULL: all 0 */
+};
+
+/*
+ * An expr node: blockwise arithmetic over named inputs (<sluice/expr.h>
+ * gives the language).  Inputs broadcast as numpy's do: trailing axes
+ * aligned, an axis of extent 1 stretched, missing leading axes added; the
+ * output's shape is the broadcast shape.  Inputs may have different chunk
+ * grids: each is read by the output chunk's region.
+ */
+struct sl_expr_desc {
+    const char *text;         /* the expression; copied (compiled once) */
+    const char *const *names; /* the name of each input in `text`, one per input */
+    sl_dtype out_dtype;       /* result type: the working type's value stored by the cast rules */
+    sl_dtype compute;         /* working type: SL_DTYPE_F64 or SL_DTYPE_F32 */
+    const uint64_t *chunks;   /* output chunk shape; NULL: the grid of the first input of the
+                                 output's shape, else per dimension the chunk extent of the
+                                 first input that spans it */
 };
 
 /**
