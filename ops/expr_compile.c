@@ -65,15 +65,25 @@ sl__expr_fold(struct sl__expr_tree *t, sl_dtype compute)
 /* A computed value: a register or a constant. */
 struct operand {
     bool is_const; /* the value is k */
-    bool is_temp;  /* reg is a temporary to free once read */
+    bool is_temp;  /* reg is a temporary, freed after the node's last use */
     uint8_t reg;   /* register, when not a constant */
     double k;      /* the constant */
+};
+
+/* What code generation knows of one node.  A composed tree is a DAG (every
+ * use of the outer input is the one conversion node), so a node is
+ * generated once and its register kept until its last use. */
+struct gen_slot {
+    struct operand result; /* once generated */
+    uint32_t uses;         /* users not yet generated (+1 for the root) */
+    uint8_t need;          /* estimated temporaries its subtree needs */
+    bool done;             /* result is set */
 };
 
 /* Code generation of one program. */
 struct gen {
     const struct sl__expr_tree *tree; /* folded, compact */
-    uint8_t *need;                    /* registers each node needs, by index */
+    struct gen_slot *slot;            /* one per node */
     sl_dtype compute;                 /* working type */
     const uint8_t *input_reg;         /* register of each used input */
     uint32_t n_fixed;                 /* registers holding inputs */
@@ -94,30 +104,31 @@ node_is_identity_cast(const struct sl__expr_node *n, sl_dtype compute)
            (n->dtype == SL_DTYPE_F64 || n->dtype == compute);
 }
 
-/* Estimated temporaries each node needs, arguments in order of need. */
+/* Use counts and estimated temporaries of every node, arguments in order
+ * of need. */
 static void
-gen_needs(struct gen *g)
+gen_init_slots(struct gen *g)
 {
     const struct sl__expr_tree *t = g->tree;
+    memset(g->slot, 0, t->n_nodes * sizeof *g->slot);
+    g->slot[t->root].uses = 1;
     for (uint32_t i = 0; i < t->n_nodes; i++) {
         const struct sl__expr_node *n = &t->node[i];
-        unsigned need = 0, held = 0, best = 0;
-        if (n->kind == SL__EXPR_APPLY && node_is_identity_cast(n, g->compute)) {
-            g->need[i] = g->need[n->arg[0]];
+        if (n->kind != SL__EXPR_APPLY)
             continue;
+        const unsigned arity = sl__expr_ops[n->op].arity;
+        unsigned held = 0, best = 0;
+        for (unsigned a = 0; a < arity; a++) {
+            g->slot[n->arg[a]].uses++;
+            const unsigned na = g->slot[n->arg[a]].need;
+            best = na > best ? na : best;
+            held += t->node[n->arg[a]].kind == SL__EXPR_APPLY;
         }
-        if (n->kind == SL__EXPR_APPLY) {
-            const unsigned arity = sl__expr_ops[n->op].arity;
-            for (unsigned a = 0; a < arity; a++) {
-                const struct sl__expr_node *arg = &t->node[n->arg[a]];
-                const unsigned na = g->need[n->arg[a]];
-                best = na > best ? na : best;
-                held += arg->kind == SL__EXPR_APPLY;
-            }
-            need = best + (arity > 1 ? arity - 1 : 0);
-            need = need > held + 1 ? need : held + 1;
-        }
-        g->need[i] = (uint8_t)(need > 255 ? 255 : need);
+        unsigned need = best + (arity > 1 ? arity - 1 : 0);
+        need = need > held + 1 ? need : held + 1;
+        if (node_is_identity_cast(n, g->compute))
+            need = best;
+        g->slot[i].need = (uint8_t)(need > 255 ? 255 : need);
     }
 }
 
@@ -144,11 +155,18 @@ gen_alloc(struct gen *g, int column, uint8_t *reg)
                            column, SL_EXPR_MAX_REGS, g->n_fixed);
 }
 
+/* One use of node i's result is over; the last frees its register (an
+ * identity conversion passes the release on to its argument). */
 static void
-gen_release(struct gen *g, const struct operand *o)
+gen_release(struct gen *g, int32_t i)
 {
-    if (o->is_temp)
-        g->busy &= ~(1u << o->reg);
+    struct gen_slot *s = &g->slot[i];
+    if (SL_NEVER(s->uses == 0) || --s->uses > 0)
+        return;
+    if (node_is_identity_cast(&g->tree->node[i], g->compute))
+        gen_release(g, g->tree->node[i].arg[0]);
+    else if (s->result.is_temp)
+        g->busy &= ~(1u << s->result.reg);
 }
 
 /* Append dst = op(args) with constant arguments as immediates. */
@@ -179,7 +197,7 @@ gen_args(struct gen *g, const struct sl__expr_node *n, struct operand *args)
     for (unsigned k = 0; k < arity; k++) {
         unsigned pick = 3;
         for (unsigned a = 0; a < arity; a++)
-            if (!done[a] && (pick == 3 || g->need[n->arg[a]] > g->need[n->arg[pick]]))
+            if (!done[a] && (pick == 3 || g->slot[n->arg[a]].need > g->slot[n->arg[pick]].need))
                 pick = a;
         done[pick] = true;
         SL_TRY(gen_node(g, n->arg[pick], &args[pick]));
@@ -194,40 +212,49 @@ gen_clip(struct gen *g, const struct sl__expr_node *n, struct operand *args, str
     struct operand lo = {.is_temp = true};
     SL_TRY(gen_alloc(g, n->column, &lo.reg));
     gen_emit(g, SL__EXPR_MAX, 0, lo.reg, args, 2);
-    gen_release(g, &args[0]);
-    gen_release(g, &args[1]);
+    gen_release(g, n->arg[0]);
+    gen_release(g, n->arg[1]);
     const struct operand second[2] = {lo, args[2]};
     *out = (struct operand){.is_temp = true};
     SL_TRY(gen_alloc(g, n->column, &out->reg));
     gen_emit(g, SL__EXPR_MIN, 0, out->reg, second, 2);
-    gen_release(g, &lo);
-    gen_release(g, &args[2]);
+    g->busy &= ~(1u << lo.reg);
+    gen_release(g, n->arg[2]);
     return SL_OK;
 }
 
+/* Node i's value, generated on its first use. */
 static sl_status
 gen_node(struct gen *g, int32_t i, struct operand *out)
 {
     const struct sl__expr_node *n = &g->tree->node[i];
+    struct gen_slot *s = &g->slot[i];
+    if (s->done) {
+        *out = s->result;
+        return SL_OK;
+    }
     if (n->kind == SL__EXPR_NUM) {
-        *out = (struct operand){.is_const = true, .k = n->value};
-        return SL_OK;
+        s->result = (struct operand){.is_const = true, .k = n->value};
+    } else if (n->kind == SL__EXPR_INPUT) {
+        s->result = (struct operand){.reg = g->input_reg[n->input]};
+    } else if (node_is_identity_cast(n, g->compute)) {
+        SL_TRY(gen_node(g, n->arg[0], &s->result));
+    } else {
+        struct operand args[3];
+        SL_TRY(gen_args(g, n, args));
+        if (n->op == SL__EXPR_CLIP) {
+            SL_TRY(gen_clip(g, n, args, &s->result));
+        } else {
+            s->result = (struct operand){.is_temp = true};
+            SL_TRY(gen_alloc(g, n->column, &s->result.reg));
+            gen_emit(g, (enum sl__expr_op)n->op, n->dtype, s->result.reg, args,
+                     sl__expr_ops[n->op].arity);
+            for (unsigned a = 0; a < sl__expr_ops[n->op].arity; a++)
+                gen_release(g, n->arg[a]);
+        }
     }
-    if (n->kind == SL__EXPR_INPUT) {
-        *out = (struct operand){.reg = g->input_reg[n->input]};
-        return SL_OK;
-    }
-    if (node_is_identity_cast(n, g->compute))
-        return gen_node(g, n->arg[0], out);
-    struct operand args[3];
-    SL_TRY(gen_args(g, n, args));
-    if (n->op == SL__EXPR_CLIP)
-        return gen_clip(g, n, args, out);
-    *out = (struct operand){.is_temp = true};
-    SL_TRY(gen_alloc(g, n->column, &out->reg));
-    gen_emit(g, (enum sl__expr_op)n->op, n->dtype, out->reg, args, sl__expr_ops[n->op].arity);
-    for (unsigned a = 0; a < sl__expr_ops[n->op].arity; a++)
-        gen_release(g, &args[a]);
+    s->done = true;
+    *out = s->result;
     return SL_OK;
 }
 
@@ -237,7 +264,7 @@ gen_program(struct gen *g)
 {
     struct operand r;
     SL_TRY(gen_node(g, g->tree->root, &r));
-    if (r.is_temp)
+    if (g->n_ins > 0 && r.is_temp && g->ins[g->n_ins - 1].dst == r.reg)
         return SL_OK;
     struct operand dst = {.is_temp = true};
     SL_TRY(gen_alloc(g, g->tree->node[g->tree->root].column, &dst.reg));
@@ -323,11 +350,11 @@ block_init(sl_expr *e, size_t n_inputs, const char *const *names, const sl_dtype
 
 /* Generate the block's code; registers of used inputs first. */
 static sl_status
-block_generate(sl_expr *e, struct sl__expr_ins *ins, uint8_t *need, bool composed,
+block_generate(sl_expr *e, struct sl__expr_ins *ins, struct gen_slot *slot, bool composed,
                struct sl_error *err)
 {
     struct gen g = {.tree = &e->tree,
-                    .need = need,
+                    .slot = slot,
                     .compute = e->compute,
                     .ins = ins,
                     .input_reg = e->input_reg,
@@ -337,7 +364,7 @@ block_generate(sl_expr *e, struct sl__expr_ins *ins, uint8_t *need, bool compose
         if (e->used & (1u << i))
             e->input_reg[i] = (uint8_t)g.n_fixed++;
     g.n_regs = g.n_fixed;
-    gen_needs(&g);
+    gen_init_slots(&g);
     SL_TRY(gen_program(&g));
     e->ins = ins;
     e->n_ins = g.n_ins;
@@ -350,14 +377,15 @@ sl__expr_build(const struct sl__expr_tree *tree, size_t n_inputs, const char *co
                const sl_dtype *in_dtypes, sl_dtype compute, bool composed,
                const struct sl_allocator *alloc, sl_expr **out, struct sl_error *err)
 {
-    /* keep[], map[] and need[] per node of the (uncompacted) tree. */
-    const size_t scratch_bytes = tree->n_nodes * (sizeof(bool) + sizeof(int32_t) + 1);
+    /* slot[], map[] and keep[] per node of the (uncompacted) tree. */
+    const size_t scratch_bytes =
+        tree->n_nodes * (sizeof(struct gen_slot) + sizeof(int32_t) + sizeof(bool));
     unsigned char *scratch = sl_alloc(alloc, scratch_bytes, 0);
     if (scratch == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "expr: no memory for %u nodes", tree->n_nodes);
-    int32_t *map = (int32_t *)(void *)scratch;
-    bool *keep = (bool *)(scratch + tree->n_nodes * sizeof(int32_t));
-    uint8_t *need = (uint8_t *)(keep + tree->n_nodes);
+    struct gen_slot *slot = (struct gen_slot *)(void *)scratch;
+    int32_t *map = (int32_t *)(void *)(slot + tree->n_nodes);
+    bool *keep = (bool *)(map + tree->n_nodes);
     uint32_t n_nodes, n_ins;
     tree_mark(tree, keep, &n_nodes, &n_ins);
     const size_t bytes = block_bytes(n_nodes, n_ins, n_inputs, names);
@@ -374,7 +402,7 @@ sl__expr_build(const struct sl__expr_tree *tree, size_t n_inputs, const char *co
     tree_compact(tree, keep, map, &e->tree);
     struct sl__expr_ins *ins = (struct sl__expr_ins *)(void *)(e->tree.node + n_nodes);
     block_init(e, n_inputs, names, in_dtypes, compute, (char *)(ins + n_ins));
-    st = block_generate(e, ins, need, composed, err);
+    st = block_generate(e, ins, slot, composed, err);
     if (st != SL_OK) {
         sl_expr_free(e);
         goto out_free_scratch;
