@@ -42,6 +42,15 @@ struct sl__select_piece {
     uint64_t extent;    /* its length */
 };
 
+/* The steps of a reduction (graph_reduce.c). */
+enum sl__reduce_step {
+    SL__REDUCE_NONE,    /* not a reduction */
+    SL__REDUCE_DIRECT,  /* one input chunk along every reduced axis: reduced straight */
+    SL__REDUCE_PARTIAL, /* one partial state per input chunk */
+    SL__REDUCE_COMBINE, /* partial states merged, split_every per axis */
+    SL__REDUCE_FINISH,  /* the last partial states merged into the result */
+};
+
 /* A node of the graph IR. */
 struct sl__node {
     sl_node_kind kind; /* what the node does */
@@ -146,6 +155,21 @@ void sl__graph_pop_node(sl_graph *g);
 sl_status sl__graph_input_with_chunks(sl_graph *g, const char *name, uint32_t input,
                                       const uint64_t *chunk_shape, uint32_t *out,
                                       struct sl_error *err);
+/* Where an output dimension's chunk boundaries come from (graph_view.c). */
+struct sl__grid_dim {
+    int src;          /* dimension of the source grid whose boundaries it keeps, or -1 */
+    uint64_t extent;  /* src < 0: the extent ... */
+    bool per_element; /* ... in chunks of 1 element when true, else one chunk */
+};
+
+/* A grid of `rank` dimensions from `in` as `dims` say; `concat` (or NULL,
+ * `concat_n` + 1 boundaries) overrides dimension `axis`.  Boundaries are
+ * copied; @return SL_OK, SL_ENOMEM, SL_EOVERFLOW. */
+sl_status sl__grid_from_dims(sl_graph *g, const struct sl_grid *in, uint32_t rank,
+                             const struct sl__grid_dim *dims, const uint64_t *concat,
+                             uint64_t concat_n, uint32_t axis, struct sl_grid *out,
+                             struct sl_error *err);
+
 /* Prefix the recorded message with `node "name": ` and return `st`. */
 sl_status sl__node_fail(struct sl_error *err, const char *name, sl_status st);
 

@@ -23,16 +23,9 @@
 #include "core_internal.h"
 #include "graph_internal.h"
 
-/* Where each output dimension's chunk boundaries come from. */
-struct view_dim {
-    int src;         /* dimension of the first input whose boundaries it keeps, or -1 */
-    uint64_t extent; /* src < 0: the extent, one chunk per element when `per_element` */
-    bool per_element;
-};
-
 /* Boundaries of output dimension `o` into a new array of *n + 1 entries. */
 static sl_status
-view_bounds(sl_graph *g, const struct sl_grid *in, const struct view_dim *vd, uint64_t **out,
+view_bounds(sl_graph *g, const struct sl_grid *in, const struct sl__grid_dim *vd, uint64_t **out,
             uint64_t *n, struct sl_error *err)
 {
     *n = vd->src >= 0 ? in->n_chunks[vd->src] : vd->per_element ? vd->extent : 1;
@@ -46,12 +39,10 @@ view_bounds(sl_graph *g, const struct sl_grid *in, const struct view_dim *vd, ui
     return SL_OK;
 }
 
-/* The output grid of `rank` dimensions from `in` as `dims` say; `concat`
- * (or NULL) overrides dimension `axis` with its own boundaries. */
-static sl_status
-view_grid(sl_graph *g, const struct sl_grid *in, uint32_t rank, const struct view_dim *dims,
-          const uint64_t *concat, uint64_t concat_n, uint32_t axis, struct sl_grid *out,
-          struct sl_error *err)
+sl_status
+sl__grid_from_dims(sl_graph *g, const struct sl_grid *in, uint32_t rank,
+                   const struct sl__grid_dim *dims, const uint64_t *concat, uint64_t concat_n,
+                   uint32_t axis, struct sl_grid *out, struct sl_error *err)
 {
     uint64_t *bounds[SL_MAX_RANK] = {0}, n_chunks[SL_MAX_RANK];
     sl_status st = SL_OK;
@@ -124,14 +115,14 @@ sl_graph_add_squeeze(sl_graph *g, const char *name, uint32_t input, size_t n_axe
     SL_TRY(sl__graph_reserve(g, err));
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "squeeze");
-    struct view_dim dims[SL_MAX_RANK];
+    struct sl__grid_dim dims[SL_MAX_RANK];
     uint32_t rank = 0;
     for (uint32_t d = 0; d < in->grid.rank; d++) {
         tmp.in_axis[0][d] = drop[d] ? SL__AXIS_WHOLE : (int8_t)rank;
         if (!drop[d])
-            dims[rank++] = (struct view_dim){.src = (int)d};
+            dims[rank++] = (struct sl__grid_dim){.src = (int)d};
     }
-    sl_status st = view_grid(g, &in->grid, rank, dims, NULL, 0, 0, &tmp.grid, err);
+    sl_status st = sl__grid_from_dims(g, &in->grid, rank, dims, NULL, 0, 0, &tmp.grid, err);
     if (st != SL_OK)
         return sl__node_fail(err, name, st);
     return view_commit(g, &tmp, 1, &input, id, err);
@@ -161,17 +152,17 @@ sl_graph_add_expand_dims(sl_graph *g, const char *name, uint32_t input, size_t n
     SL_TRY(sl__graph_reserve(g, err));
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "expand_dims");
-    struct view_dim dims[SL_MAX_RANK];
+    struct sl__grid_dim dims[SL_MAX_RANK];
     uint32_t d = 0;
     for (uint32_t o = 0; o < rank; o++) {
         if (added[o]) {
-            dims[o] = (struct view_dim){.src = -1, .extent = 1};
+            dims[o] = (struct sl__grid_dim){.src = -1, .extent = 1};
             continue;
         }
         tmp.in_axis[0][d] = (int8_t)o;
-        dims[o] = (struct view_dim){.src = (int)d++};
+        dims[o] = (struct sl__grid_dim){.src = (int)d++};
     }
-    sl_status st = view_grid(g, &in->grid, rank, dims, NULL, 0, 0, &tmp.grid, err);
+    sl_status st = sl__grid_from_dims(g, &in->grid, rank, dims, NULL, 0, 0, &tmp.grid, err);
     if (st != SL_OK)
         return sl__node_fail(err, name, st);
     return view_commit(g, &tmp, 1, &input, id, err);
@@ -198,12 +189,13 @@ sl_graph_add_transpose(sl_graph *g, const char *name, uint32_t input, const uint
     SL_TRY(sl__graph_reserve(g, err));
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "transpose");
-    struct view_dim dims[SL_MAX_RANK];
+    struct sl__grid_dim dims[SL_MAX_RANK];
     for (uint32_t o = 0; o < in->grid.rank; o++) {
         tmp.in_axis[0][perm[o]] = (int8_t)o;
-        dims[o] = (struct view_dim){.src = (int)perm[o]};
+        dims[o] = (struct sl__grid_dim){.src = (int)perm[o]};
     }
-    sl_status st = view_grid(g, &in->grid, in->grid.rank, dims, NULL, 0, 0, &tmp.grid, err);
+    sl_status st =
+        sl__grid_from_dims(g, &in->grid, in->grid.rank, dims, NULL, 0, 0, &tmp.grid, err);
     if (st != SL_OK)
         return sl__node_fail(err, name, st);
     return view_commit(g, &tmp, 1, &input, id, err);
@@ -262,10 +254,11 @@ sl_graph_add_stack(sl_graph *g, const char *name, size_t n_inputs, const uint32_
     SL_TRY(sl__graph_reserve(g, err));
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "stack");
-    struct view_dim dims[SL_MAX_RANK];
+    struct sl__grid_dim dims[SL_MAX_RANK];
     for (uint32_t o = 0, d = 0; o < rank; o++)
-        dims[o] = o == axis ? (struct view_dim){.src = -1, .extent = n_inputs, .per_element = true}
-                            : (struct view_dim){.src = (int)d++};
+        dims[o] = o == axis
+                      ? (struct sl__grid_dim){.src = -1, .extent = n_inputs, .per_element = true}
+                      : (struct sl__grid_dim){.src = (int)d++};
     tmp.win_axis = (int8_t)axis;
     for (size_t i = 0; i < n_inputs; i++) {
         for (uint32_t d = 0; d < in->grid.rank; d++)
@@ -273,7 +266,7 @@ sl_graph_add_stack(sl_graph *g, const char *name, size_t n_inputs, const uint32_
         tmp.win_lo[i] = i;
         tmp.win_hi[i] = i + 1;
     }
-    sl_status st = view_grid(g, &in->grid, rank, dims, NULL, 0, 0, &tmp.grid, err);
+    sl_status st = sl__grid_from_dims(g, &in->grid, rank, dims, NULL, 0, 0, &tmp.grid, err);
     if (st != SL_OK)
         return sl__node_fail(err, name, st);
     return view_commit(g, &tmp, n_inputs, inputs, id, err);
@@ -324,9 +317,9 @@ sl_graph_add_concat(sl_graph *g, const char *name, size_t n_inputs, const uint32
     SL_TRY(sl__graph_reserve(g, err));
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "concat");
-    struct view_dim dims[SL_MAX_RANK];
+    struct sl__grid_dim dims[SL_MAX_RANK];
     for (uint32_t d = 0; d < in->grid.rank; d++)
-        dims[d] = (struct view_dim){.src = (int)d};
+        dims[d] = (struct sl__grid_dim){.src = (int)d};
     tmp.win_axis = (int8_t)axis;
     uint64_t base = 0;
     for (size_t i = 0; i < n_inputs; i++) {
@@ -340,7 +333,8 @@ sl_graph_add_concat(sl_graph *g, const char *name, size_t n_inputs, const uint32
     uint64_t *bounds = NULL, n_bounds = 0;
     sl_status st = concat_bounds(g, name, n_inputs, inputs, axis, &bounds, &n_bounds, err);
     if (st == SL_OK)
-        st = view_grid(g, &in->grid, in->grid.rank, dims, bounds, n_bounds, axis, &tmp.grid, err);
+        st = sl__grid_from_dims(g, &in->grid, in->grid.rank, dims, bounds, n_bounds, axis,
+                                &tmp.grid, err);
     if (bounds != NULL)
         sl_free(&g->alloc, bounds, (n_bounds + 1) * sizeof(uint64_t));
     if (st != SL_OK)

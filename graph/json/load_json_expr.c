@@ -107,12 +107,18 @@ sl__jexpr_parse(sl_graph_json *doc, struct sl__jnode *n)
 static bool
 expr_build_fail(sl_graph_json *doc, const struct sl__jnode *n, struct sl_error *err)
 {
+    /* The field at fault: the expression, the output dtype, the chunk
+     * shape (the grid's refusals name a chunk extent), else the inputs
+     * (broadcasting, names, dtypes, an unused one). */
+    const char *field = "inputs";
+    if (err->code == SL_EPARSE)
+        field = "expr";
+    else if (strstr(err->text, "cannot produce") != NULL)
+        field = "dtype";
+    else if (n->n_chunks > 0 && strstr(err->text, "chunk") != NULL)
+        field = "chunks";
     char at[SL__JPTR_MAX];
-    const char *field = err->code == SL_EPARSE ? "expr" : n->n_chunks > 0 ? "" : "inputs";
-    if (field[0] != '\0')
-        sl__jptr_key(at, n->ptr, field);
-    else
-        sl__strlcpy(at, n->ptr, sizeof(at));
+    sl__jptr_key(at, n->ptr, field);
     char prefix[SL__JNODE_ID_MAX + 16];
     snprintf(prefix, sizeof(prefix), "node \"%s\": ", n->id);
     size_t len = strlen(prefix);
