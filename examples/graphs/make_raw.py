@@ -4,8 +4,11 @@
 array of shape (32, 96, 128) in chunks of (8, 32, 32), holding
 1000 + 10 z + y + x; and DIR/image.zarr, a Zarr v2 group (consolidated
 metadata, attributes) holding that array as "raw" and a group "labels" with
-a uint8 label image "labels/cells" of the same shape.  Needs numpy and zarr
-(Debian: python3-zarr).
+a uint8 label image "labels/cells" of the same shape; and DIR/dark.zarr and
+DIR/flat.zarr, float32 (96, 128) frames in chunks of (32, 32) for the
+flat-field example (a dark of 5 + (y + x) mod 7; a flat of 0.5 + (y x mod
+100) / 100, zero where y x mod 97 is 0).  Needs numpy and zarr (Debian:
+python3-zarr).
 
     examples/graphs/make_raw.py DIR
 """
@@ -34,6 +37,15 @@ def main():
     cells = ((y // 16 + x // 16) % 5).astype(np.uint8)
     labels.create_dataset("cells", data=cells, chunks=(32, 32, 32), compressor=Zstd(level=1))
     zarr.consolidate_metadata(f"{sys.argv[1]}/image.zarr")
+    yy, xx = np.meshgrid(np.arange(96), np.arange(128), indexing="ij")
+    dark = (5 + (yy + xx) % 7).astype(np.float32)
+    flat = (0.5 + (yy * xx % 100) / 100).astype(np.float32)
+    flat[yy * xx % 97 == 0] = 0
+    for name, frame in (("dark", dark), ("flat", flat)):
+        z = zarr.open_array(f"{sys.argv[1]}/{name}.zarr", mode="w", shape=frame.shape,
+                            chunks=(32, 32), dtype="f4", compressor=Zstd(level=1))
+        z[...] = frame
+        z.attrs["_ARRAY_DIMENSIONS"] = ["y", "x"]
 
 
 if __name__ == "__main__":

@@ -83,6 +83,14 @@ def check_downsample(d, raw):
            "downsample: level 2 has the chunks asked for")
 
 
+def check_flatfield(d, raw):
+    dark, flat = read(d, "dark.zarr"), read(d, "flat.zarr")
+    want = (raw.astype(np.float32) - dark) / np.maximum(flat, np.float32(1))
+    got = read(d, "out/corrected.zarr")
+    expect(got.dtype == np.float32 and np.array_equal(got, want),
+           "flatfield: (raw - dark) / max(flat, 1) as numpy computes it in float32")
+
+
 def check_pyramid(d, raw):
     group = os.path.join(d, "out", "tczyx_pyramid.zarr")
     meta = json.load(open(os.path.join(group, "zarr.json")))
@@ -134,6 +142,7 @@ CHECKS = {
     "select.json": check_select,
     "preview8.json": check_preview8,
     "downsample.json": check_downsample,
+    "flatfield.json": check_flatfield,
 }
 
 
