@@ -33,7 +33,7 @@ fold_apply(const struct sl__expr_tree *t, const struct sl__expr_node *n, sl_dtyp
     ins.op = SL__EXPR_MAX;
     const double lo = sl__expr_eval_one(compute, &ins, args);
     ins.op = SL__EXPR_MIN;
-    const double two[2] = {lo, args[2]};
+    const double two[3] = {lo, args[2], 0};
     return sl__expr_eval_one(compute, &ins, two);
 }
 

@@ -88,12 +88,16 @@ SL_API size_t sl_expr_n_inputs(const sl_expr *e);
  */
 SL_API bool sl_expr_uses_input(const sl_expr *e, size_t i);
 
-/** The dtype input `i` was compiled for (SL_DTYPE_COUNT_ when out of range).  Thread-safety: any
- * thread. */
+/**
+ * The dtype input `i` was compiled for (SL_DTYPE_COUNT_ when out of range).
+ * Thread-safety: any thread.
+ */
 SL_API sl_dtype sl_expr_input_dtype(const sl_expr *e, size_t i);
 
-/** The name of input `i`, owned by the program (NULL when out of range).  Thread-safety: any
- * thread. */
+/**
+ * The name of input `i`, owned by the program (NULL when out of range).
+ * Thread-safety: any thread.
+ */
 SL_API const char *sl_expr_input_name(const sl_expr *e, size_t i);
 
 /** The working type of `e`: SL_DTYPE_F64 or SL_DTYPE_F32.  Thread-safety: any thread. */
@@ -105,7 +109,11 @@ SL_API sl_dtype sl_expr_compute_dtype(const sl_expr *e);
  * working-type value, e.g. "((raw - dark) / max(flat, 1))".  Compiling the
  * text again with the same inputs and working type gives a program with the
  * same text, which computes the same thing: equal texts, input dtypes and
- * working types mean equal results.  At most `size` bytes are written,
+ * working types mean equal results.  (The parentheses can take the text of
+ * a long chain such as a+b+c+... past SL_EXPR_TEXT_MAX or the nesting
+ * limit; such a text identifies its program but does not compile.)
+ * A composed program's text shows its shared inner part at every use.
+ * At most `size` bytes are written,
  * NUL-terminated when `size` > 0 (`buf` may be NULL when `size` is 0).
  * @return the length of the whole text, excluding the NUL (as snprintf).
  * Thread-safety: any thread.

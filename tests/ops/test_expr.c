@@ -120,6 +120,7 @@ Test(ops_expr, format_parenthesises_fully)
         {"clip(a, 0, 1) + where(b, c, -1)", "(clip(a, 0, 1) + where(b, c, (-1)))"},
         {"2 * 3 + a * (1 / 4)", "(6 + (a * 0.25))"},
         {"+a", "a"},
+        {"clip(2, 0, 1) + where(0, 1, 2) * a", "(1 + (2 * a))"},
         {"a * nan + inf", "((a * nan) + inf)"},
         {"uint8(a) - float32(b)", "(uint8(a) - float32(b))"},
         {"a * 0.1", "(a * 0.1)"},
