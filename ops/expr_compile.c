@@ -11,8 +11,10 @@
  * (Sethi-Ullman order), with constants as immediate operands of binary
  * operators and where().  Registers 0 .. u-1 hold the u used inputs (each
  * loaded once per tile); temporaries follow, each instruction writing a
- * fresh one and freeing its arguments' after, so no instruction reads the
- * register it writes.  The last instruction writes the result.
+ * fresh one, so no instruction reads the register it writes.  A node is
+ * generated once and its register freed after its last use (composed
+ * trees share the conversion node).  The last instruction writes the
+ * result.
  */
 #include <string.h>
 
