@@ -228,6 +228,15 @@ struct sl__jinplace {
     sl_store *mem;        /* retained: what the build wrote */
 };
 
+/* A node the document writes beside its path, put in place by
+ * sl_graph_json_commit. */
+struct sl__jrep {
+    sl_fs_replace *rep; /* NULL once committed, removed or kept */
+    sl_store *sync;     /* retained: the node's store, opened with defer_sync, which the
+                           commit syncs before the rename; NULL: each object was fsynced */
+    const char *path;   /* its "path" or "group" as written, borrowed from the document */
+};
+
 struct sl_graph_json {
     struct sl_allocator alloc;      /* everything owned below */
     struct sl_graph_json_opts opts; /* copied; base_dir points at `base_dir` */
@@ -244,7 +253,7 @@ struct sl_graph_json {
     size_t *order;                  /* node indices, each after what it depends on; owned,
                                        room for n_nodes + 1 */
     sl_graph *graph;                /* the graph built by the last build pass */
-    sl_fs_replace **reps;           /* nodes written beside their paths; owned */
+    struct sl__jrep *reps;          /* nodes written beside their paths; owned */
     size_t n_reps;                  /* entries of reps */
     struct sl__jinplace *inplace;   /* nodes written in place (s3://) as the in-memory build
                                        made them: a resume compares; owned */
@@ -395,6 +404,8 @@ const char *sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d);
  * when "overwrite" allows (not for SL_GRAPH_JSON_OPEN: the creating process
  * did; not when resuming: the earlier run's node goes on); else a memory
  * store (kept for sl_graph_json_check_in_place when the node is s3://).
+ * A local node staged beside its path is opened with `defer_sync` when the
+ * options allow, its store then retained for sl_graph_json_commit's sync.
  * @return the store, or NULL: with `err` set when a store could not open,
  * with `err` untouched when the node was refused (already reported).
  */

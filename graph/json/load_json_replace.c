@@ -9,6 +9,13 @@
  * leaves the new node's metadata with the chunks written so far.  Here
  * too: the stores of a file's arrays and nodes, local, http(s) or s3://,
  * opened with the file's remote options.
+ *
+ * DESIGN: with `defer_sync` a node staged out of sight is written without
+ * an fsync per object and synced once, before the rename that puts it in
+ * place: a crash before that rename leaves only the staging directory,
+ * which the next run removes; after it, every object is on disk.  A node
+ * written in place (an existing one with "in-place") keeps an fsync per
+ * object, as nothing hides it while it is written.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -44,8 +51,8 @@ const char *
 sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d)
 {
     const char *path = d->path, *ptr = d->ptr;
-    size_t old = doc->n_reps * sizeof(sl_fs_replace *);
-    sl_fs_replace **grown = sl_alloc(&doc->alloc, old + sizeof(sl_fs_replace *), 0);
+    size_t old = doc->n_reps * sizeof(struct sl__jrep);
+    struct sl__jrep *grown = sl_alloc(&doc->alloc, old + sizeof(struct sl__jrep), 0);
     if (grown == NULL) {
         sl__jdiag_add(&doc->diag, SL_ENOMEM, ptr, "out of memory creating \"%s\"", path);
         return NULL;
@@ -67,7 +74,7 @@ sl__jreplace_begin(sl_graph_json *doc, const struct sl__jdest *d)
                       may ? " (set \"overwrite\": true, or \"in-place\")" : "");
         return NULL;
     }
-    doc->reps[doc->n_reps++] = r;
+    doc->reps[doc->n_reps++] = (struct sl__jrep){.rep = r, .sync = NULL, .path = path};
     return sl_fs_replace_path(r);
 }
 
@@ -165,6 +172,18 @@ inplace_keep(sl_graph_json *doc, const struct sl__jdest *d, sl_store *mem, struc
     return SL_OK;
 }
 
+/* Whether node `d`, begun as `r`, may be written without an fsync per
+ * object (see DESIGN): the caller asked, the node is staged out of sight
+ * (not an existing one emptied in place) and begun afresh (a resume goes
+ * on with a journal, which records objects as durable as they are
+ * written). */
+static bool
+jrep_may_defer_sync(const sl_graph_json *doc, const sl_fs_replace *r, const struct sl__jdest *d)
+{
+    return doc->opts.defer_sync && doc->opts.new_arrays == SL_GRAPH_JSON_CREATE &&
+           doc->opts.n_resume == 0 && !(d->in_place && sl_fs_replace_existed(r));
+}
+
 sl_store *
 sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk, struct sl_error *err)
 {
@@ -184,10 +203,42 @@ sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk, str
     const char *dir = open ? sl__jreplace_find(doc, d->full_path) : sl__jreplace_begin(doc, d);
     if (dir == NULL)
         return NULL;
+    struct sl__jrep *jr = open ? NULL : &doc->reps[doc->n_reps - 1];
     struct sl_fs_store_opts so = SL_FS_STORE_OPTS_DEFAULT;
     so.create = !open;
     so.alloc = &doc->alloc;
-    return sl_store_open_fs(dir, &so, err);
+    so.defer_sync = jr != NULL && jrep_may_defer_sync(doc, jr->rep, d);
+    sl_store *s = sl_store_open_fs(dir, &so, err);
+    if (s != NULL && so.defer_sync) {
+        sl_store_ref(s);
+        jr->sync = s;
+    }
+    return s;
+}
+
+/* Put node `jr` in place, syncing it first when its objects were written
+ * without an fsync each; a node that cannot be synced is removed instead.
+ * @return SL_OK, or the failure, recorded in `err` (the first error wins). */
+static sl_status
+jrep_commit(struct sl__jrep *jr, struct sl_error *err)
+{
+    sl_fs_replace *r = jr->rep;
+    sl_store *sync = jr->sync;
+    jr->rep = NULL;
+    jr->sync = NULL;
+    struct sl_error e = SL_ERROR_INIT;
+    sl_status st = sync != NULL ? sl_store_sync(sync, &e) : SL_OK;
+    sl_store_unref(sync);
+    if (st != SL_OK) {
+        sl_fs_replace_abort(r);
+        return sl_error_set(err, st, NULL,
+                            "\"%s\": the new node could not be made durable, so it was "
+                            "removed and the path left as it was: %s",
+                            jr->path, e.text);
+    }
+    if (sl_fs_replace_commit(r, &e) != SL_OK)
+        return sl_error_set(err, e.code, NULL, "%s", e.text);
+    return SL_OK;
 }
 
 sl_status
@@ -195,15 +246,18 @@ sl_graph_json_commit(sl_graph_json *doc, bool run_ok, struct sl_error *err)
 {
     sl_status st = SL_OK;
     for (size_t i = 0; i < doc->n_reps; i++) {
-        sl_fs_replace *r = doc->reps[i];
-        doc->reps[i] = NULL;
-        if (run_ok || !sl_fs_replace_existed(r)) {
-            struct sl_error e = SL_ERROR_INIT;
-            if (sl_fs_replace_commit(r, &e) != SL_OK && st == SL_OK)
-                st = sl_error_set(err, e.code, NULL, "%s", e.text);
+        struct sl__jrep *jr = &doc->reps[i];
+        if (jr->rep == NULL)
+            continue;
+        sl_status one = SL_OK;
+        if (run_ok || !sl_fs_replace_existed(jr->rep)) {
+            one = jrep_commit(jr, err);
         } else {
-            sl_fs_replace_abort(r);
+            sl_fs_replace_abort(jr->rep);
+            jr->rep = NULL;
         }
+        if (st == SL_OK)
+            st = one;
     }
     return st;
 }
@@ -212,7 +266,7 @@ size_t
 sl_graph_json_staging(const sl_graph_json *doc, const char **dirs, size_t cap)
 {
     for (size_t i = 0; i < doc->n_reps && i < cap; i++)
-        dirs[i] = doc->reps[i] != NULL ? sl_fs_replace_path(doc->reps[i]) : "";
+        dirs[i] = doc->reps[i].rep != NULL ? sl_fs_replace_path(doc->reps[i].rep) : "";
     return doc->n_reps;
 }
 
@@ -220,8 +274,8 @@ void
 sl_graph_json_keep(sl_graph_json *doc)
 {
     for (size_t i = 0; i < doc->n_reps; i++) {
-        sl_fs_replace_keep(doc->reps[i]);
-        doc->reps[i] = NULL;
+        sl_fs_replace_keep(doc->reps[i].rep);
+        doc->reps[i].rep = NULL;
     }
 }
 
@@ -280,12 +334,14 @@ sl__jreplace_fini(sl_graph_json *doc)
     doc->inplace = NULL;
     doc->n_inplace = 0;
     /* What an earlier run wrote is never removed by a resume that stops. */
-    for (size_t i = 0; i < doc->n_reps; i++)
+    for (size_t i = 0; i < doc->n_reps; i++) {
         if (doc->opts.n_resume > 0)
-            sl_fs_replace_keep(doc->reps[i]);
+            sl_fs_replace_keep(doc->reps[i].rep);
         else
-            sl_fs_replace_abort(doc->reps[i]);
-    sl_free(&doc->alloc, doc->reps, doc->n_reps * sizeof(sl_fs_replace *));
+            sl_fs_replace_abort(doc->reps[i].rep);
+        sl_store_unref(doc->reps[i].sync);
+    }
+    sl_free(&doc->alloc, doc->reps, doc->n_reps * sizeof(struct sl__jrep));
     doc->reps = NULL;
     doc->n_reps = 0;
 }

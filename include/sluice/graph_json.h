@@ -99,6 +99,18 @@ struct sl_graph_json_opts {
                                                 SL_GRAPH_JSON_CREATE s3:// nodes are
                                                 opened where they are (see
                                                 sl_graph_json_check_in_place) */
+    bool defer_sync;                         /* with SL_GRAPH_JSON_CREATE: write the local
+                                                nodes staged beside their paths (fresh, or
+                                                "overwrite": true) without an fsync per
+                                                object; sl_graph_json_commit syncs each
+                                                node's file system once (sl_store_sync)
+                                                before its rename.  Only for a run that
+                                                records nothing as durable as it goes (no
+                                                run journal) in one process; ignored when
+                                                resuming (`n_resume`) and for nodes written
+                                                in place (an existing node with
+                                                "in-place", s3://).  Default false: every
+                                                object is fsynced as it is written */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
     ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
@@ -118,7 +130,8 @@ struct sl_graph_json_opts {
                                  .alloc = NULL,                         \
                                  .resume = NULL,                        \
                                  .n_resume = 0,                         \
-                                 .resuming = false})
+                                 .resuming = false,                     \
+                                 .defer_sync = false})
 
 /*
  * Where the loader reports what is wrong with a file: the caller's array of
@@ -182,14 +195,17 @@ SL_API void sl_graph_json_destroy(sl_graph_json *doc);
  * in place, replacing what was at its path ("overwrite").  Otherwise a node
  * whose path held nothing is still put in place (its failed chunks were
  * reported) and one that would replace a node is removed, leaving the old
- * node as it was.  Destroying a document without committing removes them
- * all, so a refused run leaves nothing behind.  s3:// nodes are written in
- * place, not atomically, and are not touched here: what the run wrote
- * stays.  Call once; afterwards the
- * document's arrays must not be read or written, only destroyed.
+ * node as it was.  A node written with `defer_sync` is synced
+ * (sl_store_sync) before it is put in place; when that fails it is removed
+ * instead, leaving the old node (or nothing) at its path, since some of its
+ * objects may be lost.  Destroying a document without committing removes
+ * them all, so a refused run leaves nothing behind.  s3:// nodes are
+ * written in place, not atomically, and are not touched here: what the run
+ * wrote stays.  Call once; afterwards the document's arrays must not be
+ * read or written, only destroyed.
  * @return SL_OK, or the first failure to put a node in place (SL_EEXIST:
- * something appeared at its path meanwhile; SL_EIO), naming the path; the
- * other nodes are still handled.
+ * something appeared at its path meanwhile; SL_EIO: a rename, or the sync,
+ * failed), naming the path; the other nodes are still handled.
  * Thread-safety: one thread, after the run has ended.
  */
 SL_API SL_NODISCARD sl_status sl_graph_json_commit(sl_graph_json *doc, bool run_ok,
