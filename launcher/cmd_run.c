@@ -80,6 +80,23 @@ in_place_prepare(sl_graph_json *mem, const struct run_opts *ro)
 }
 
 /*
+ * Whether the file's new local nodes may be written without an fsync per
+ * object, each synced once before sl_graph_json_commit renames it into
+ * place (the loader's `defer_sync`, as dest.c decides for the other
+ * commands): nothing records objects as durable as they are written (a
+ * run journal: the kernel may write its record back before the object),
+ * and one process (the ranks of a run across processes would each have to
+ * sync before rank 0 commits).  `ro` holds the file's journal by now.
+ */
+static bool
+may_defer_sync(const struct run_opts *ro)
+{
+    char jbuf[4096];
+    return journal_path(ro, jbuf, sizeof(jbuf)) == NULL && !ro->resume && ro->n_resume_dirs == 0 &&
+           dist_size() == 1;
+}
+
+/*
  * Load the graph file for a real run.  It is rehearsed in memory first, so
  * that a budget too small is refused before the file's nodes are begun (on
  * disk, or on S3 where an old node is deleted first, or in place).  Across
@@ -132,6 +149,7 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
         }
         sl_graph_json_destroy(*doc);
         *doc = NULL;
+        ro->defer_sync = may_defer_sync(ro);
         if (rc == 0)
             rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, ro, doc);
         ro->resume_dirs = NULL;

@@ -47,6 +47,8 @@ struct run_opts {
     const struct sl_journal_staging *resume_dirs; /* `sluice run --resume`: the journal's
                                                      directories, for the loader */
     uint32_t n_resume_dirs;                       /* how many */
+    bool defer_sync; /* `sluice run`: its new local nodes may be synced once before they
+                        are put in place (no journal, one process; set by the command) */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1, .retries = -1})
 

@@ -5,13 +5,18 @@ output is staged out of sight and put in place by a rename at commit, with
 no journal, writes its objects without an fsync each and syncs their file
 system once (syncfs) before that rename; with a journal (--report), in
 place over an existing node, or onto a node resumed, every object is
-fsynced as it is written and nothing is deferred.  The outputs are byte
-for byte the same either way (`sluice checksum`).
+fsynced as it is written and nothing is deferred.  The same holds for
+`sluice run` of a graph file: a new array, fresh or "overwrite": true,
+without a journal is synced once; with --journal, the file's "run"
+journal, or "overwrite": "in-place" of an existing array, every object is
+fsynced.  The outputs are byte for byte the same either way (`sluice
+checksum`).
 
     check_deferred_sync.py       (SL_SLUICE_EXE: the sluice program)
 
 Exits 77 (skipped) without strace, or where strace cannot trace here.
 """
+import json
 import os
 import re
 import shutil
@@ -53,6 +58,26 @@ def commit_index(calls, dst):
     return -1
 
 
+def graph_file(tmp, name, dst, overwrite, journal=None):
+    """Write graph file `name` in `tmp`: in.zarr halved into `dst`, whose
+    "overwrite" is `overwrite`; a "run" journal when `journal` is given."""
+    doc = {
+        "sluice": 1,
+        "arrays": {"in": {"path": "in.zarr"},
+                   "out": {"path": dst, "like": "in", "overwrite": overwrite}},
+        "nodes": {"read": {"op": "get", "array": "in"},
+                  "half": {"op": "downsample", "input": "read", "factors": [2, 2],
+                           "method": "mean"},
+                  "write": {"op": "put", "input": "half", "array": "out"}},
+        "run": {"threads": 2},
+    }
+    if journal is not None:
+        doc["run"]["journal"] = journal
+    with open(os.path.join(tmp, name), "w") as f:
+        json.dump(doc, f)
+    return name
+
+
 def case(name, tmp, args, dst, deferred):
     rc, err, calls = traced(args, tmp)
     expect(rc == 0, f"{name}: exit status {rc}: {err}")
@@ -70,6 +95,30 @@ def case(name, tmp, args, dst, deferred):
         expect(len(fsyncs) >= 5, f"{name}: {len(fsyncs)} fsyncs, one per object expected")
         expect(not syncfs, f"{name}: syncfs called {len(syncfs)} times, none expected")
     return checksum(os.path.join(tmp, dst))
+
+
+def graph_cases(tmp, ref):
+    """`sluice run` of graph files: the same rules, the same bytes as
+    downsample's (`ref`)."""
+    run_args = ["--no-progress"]
+    g = graph_file(tmp, "g.json", "g.zarr", False)
+    got = case("run, new array, no journal", tmp, ["run", g, *run_args], "g.zarr", True)
+    expect(got == ref, f"run: checksum {got} != {ref}")
+    g = graph_file(tmp, "g.json", "g.zarr", True)
+    got = case("run, \"overwrite\": true, no journal", tmp, ["run", g, *run_args], "g.zarr",
+               True)
+    expect(got == ref, f"run \"overwrite\": true: checksum {got} != {ref}")
+    g = graph_file(tmp, "h.json", "h.zarr", False)
+    got = case("run --journal", tmp, ["run", g, "--journal", "h.journal", *run_args], "h.zarr",
+               False)
+    expect(got == ref, f"run --journal: checksum {got} != {ref}")
+    g = graph_file(tmp, "i.json", "i.zarr", False, journal="i.journal")
+    got = case("run, the file's \"run\" journal", tmp, ["run", g, *run_args], "i.zarr", False)
+    expect(got == ref, f"run with a \"run\" journal: checksum {got} != {ref}")
+    g = graph_file(tmp, "g.json", "g.zarr", "in-place")
+    got = case("run, \"overwrite\": \"in-place\" of an existing array", tmp,
+               ["run", g, *run_args], "g.zarr", False)
+    expect(got == ref, f"run \"in-place\": checksum {got} != {ref}")
 
 
 def main():
@@ -98,6 +147,7 @@ def main():
                    ["downsample", "in.zarr", "a.zarr", "--overwrite-in-place", *COMMON], "a.zarr",
                    False)
         expect(got == ref, f"--overwrite-in-place: checksum {got} != {ref}")
+        graph_cases(tmp, ref)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return finish("deferred syncs")
