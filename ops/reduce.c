@@ -186,7 +186,8 @@ check_state(const struct sl_reduce_params *p, const char *role, const struct sl_
                             "reduce %s: a state view of rank %" PRIu32 " + 1 exceeds %d",
                             method_names[p->method], p->rank, SL_MAX_RANK);
     SL_TRY(check_view(p, role, v, SL_DTYPE_U64, p->rank + 1, err));
-    if (v->shape[p->rank] != words || (words > 1 && v->stride[p->rank] != 1))
+    if (v->shape[p->rank] != words ||
+        (words > 1 && v->stride[p->rank] != 1 && !sl__view_is_empty(v)))
         return sl_error_set(err, SL_EINVAL, NULL,
                             "reduce %s: %s's last dimension has extent %" PRIu64
                             " and stride %" PRId64 ", a state needs %" PRIu32 " words of stride 1",

@@ -1,0 +1,287 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Reductions against numpy: sl_reduce_block and the state path on random arrays.
+
+Each case draws a method, an input dtype (bool, every integer, float32,
+float64), an output dtype, a shape of rank 1 to 4 (extents of 0 now and
+then, a long axis now and then), the reduced axes (all of them now and
+then), axes stored reversed, and ddof 0 or 1 for std and var.  Float values
+include NaN, +-inf, -0.0, 1e300; integers their type's extremes.
+reduce_numpy (reduce_numpy_main.c) reduces the array directly and through
+partial states cut at random places, in the method's natural dtype
+(numpy's default; float64 for float results) and in the drawn dtype.
+
+Checks per case:
+  1. the natural direct result against numpy (np.sum, np.prod, np.mean,
+     np.std, np.var, np.min, np.max, np.any, np.all, np.count_nonzero,
+     np.nansum, np.nanmean, np.nanmin, np.nanmax on x, or on
+     x.astype(float64) for float sums, products and moments): exact for
+     integer, min/max (by value: numpy's sign of a zero result depends on
+     positions, see ops/README.md), any, all and count methods; for the
+     others within 1e-12 relative or numpy's own rounding error bound
+     (pairwise summation: about log2(n) eps sum|x|, as a multiple of
+     which sluice's compensated sum is never worse);
+  2. the drawn-dtype result equals the natural one through the cast rules;
+  3. the state path's natural result equals the direct one (exactly, or
+     within the same tolerance for float methods), and its drawn-dtype
+     result equals its natural one through the cast rules.
+min, max, nanmin and nanmax of an empty extent must fail, as numpy raises.
+
+Run by meson test: check_reduce_numpy.py REDUCE_NUMPY.  Exits 77 (skipped)
+with a message when numpy is not installed.  Fixed seed; a few seconds.
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+try:
+    import numpy as np
+except ImportError as e:
+    print(f"skipped: python3-numpy is not installed ({e}); tests/deps.sh lists it")
+    sys.exit(77)
+
+DRIVER = sys.argv[1]
+N_CASES = 500
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float32", "float64"]
+METHODS = ["sum", "prod", "mean", "min", "max", "std", "var", "any", "all", "count_nonzero",
+           "nansum", "nanmean", "nanmin", "nanmax"]
+# Methods whose float results carry rounding error, and which of them are moments.
+INEXACT = {"sum", "prod", "mean", "std", "var", "nansum", "nanmean"}
+EMPTY_FAILS = {"min", "max", "nanmin", "nanmax"}
+EPS = np.finfo(np.float64).eps
+
+
+def default_dtype(method, dt):
+    dt = np.dtype(dt)
+    if method in ("sum", "prod", "nansum"):
+        if dt.kind == "f":
+            return dt
+        return np.dtype(np.uint64) if dt.kind == "u" else np.dtype(np.int64)
+    if method in ("mean", "std", "var", "nanmean"):
+        return dt if dt.kind == "f" else np.dtype(np.float64)
+    if method in ("any", "all"):
+        return np.dtype(bool)
+    if method == "count_nonzero":
+        return np.dtype(np.int64)
+    return dt
+
+
+def natural_dtype(method, dt):
+    d = default_dtype(method, dt)
+    return np.dtype(np.float64) if d.kind == "f" else d
+
+
+def reference(method, x, axes, ddof):
+    """numpy's result for `method`, in the natural dtype."""
+    f = x.astype(np.float64) if x.dtype.kind == "f" else x
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if method in ("std", "var"):
+            r = getattr(np, method)(f if x.dtype.kind == "f" else x, axis=axes, ddof=ddof,
+                                    keepdims=True)
+        elif method == "count_nonzero":
+            r = np.count_nonzero(x, axis=axes, keepdims=True)
+        elif method in ("sum", "prod", "nansum") and x.dtype.kind == "f":
+            r = getattr(np, method)(f, axis=axes, keepdims=True)
+        elif method in ("sum", "prod", "nansum"):
+            r = getattr(np, method)(x, axis=axes, keepdims=True)
+        elif method in ("mean", "nanmean"):
+            r = getattr(np, method)(f, axis=axes, keepdims=True)
+        else:
+            r = getattr(np, method)(x, axis=axes, keepdims=True)
+    return np.asarray(r).astype(natural_dtype(method, x.dtype))
+
+
+def error_bound(method, x, axes, ref):
+    """What rounding may make numpy's float64 result differ from the exact one."""
+    f = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        n = max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
+        grow = 4 * (math.ceil(math.log2(n + 1)) + 2) * EPS
+        if method in ("sum", "nansum"):
+            return grow * np.nansum(np.abs(f), axis=axes, keepdims=True)
+        if method in ("mean", "nanmean"):
+            return grow * np.nanmean(np.abs(f), axis=axes, keepdims=True)
+        if method in ("var", "std"):
+            # Deviations from a mean with error grow * mean|x| make squares
+            # with error about 2 grow mean|x| |x - mean|; bounded by mean(x^2).
+            return 4 * grow * np.mean(f * f, axis=axes, keepdims=True)
+        return n * 4 * EPS * np.abs(ref)  # prod: n roundings
+
+
+def close(got, want, bound, method):
+    """Floats within 1e-12 relative, 1e-300 absolute or `bound`; NaN, inf exact."""
+    if method == "std":  # compare variances: sqrt magnifies errors near 0
+        got, want = got * got, want * want
+    both_nan = np.isnan(got) & np.isnan(want)
+    with np.errstate(all="ignore"):
+        diff = np.abs(got - want)
+        tol = 1e-12 * np.abs(want) + 1e-300 + np.where(np.isfinite(bound), bound, 0)
+        ok = (got == want) | (np.isfinite(want) & np.isfinite(got) & (diff <= tol))
+    return both_nan | ok
+
+
+def cast_rules(x, dtype):
+    """sluice's cast rules: bool is nonzero (NaN true); integers from floats
+    round half to even, NaN gives 0; integers saturate; floats round."""
+    od = np.dtype(dtype)
+    if od == np.bool_:
+        return x != 0
+    if od.kind == "f":
+        with np.errstate(all="ignore"):
+            return x.astype(od)
+    info = np.iinfo(od)
+    if x.dtype.kind in "biu":
+        vals = [min(max(int(v), info.min), info.max) for v in x.ravel()]
+        return np.array(vals, dtype=od).reshape(x.shape)
+    bits = od.itemsize * 8
+    r = np.rint(x.astype(np.float64))
+    r = np.where(np.isnan(r), 0.0, r)
+    lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if od.kind == "i" else (0.0, 2.0 ** bits)
+    below, above = r < lo, r >= hi
+    with np.errstate(all="ignore"):
+        out = np.where(below | above, 0.0, r).astype(od)
+    out[below] = info.min
+    out[above] = info.max
+    return out
+
+
+def same(a, b):
+    """Equal values, NaN equal to NaN (-0.0 equals 0.0)."""
+    if a.dtype.kind == "f":
+        return (a == b) | (np.isnan(a) & np.isnan(b))
+    return a == b
+
+
+def values(dtype, shape, method, rng):
+    """Random values of `dtype` with the awkward ones mixed in."""
+    n = int(np.prod(shape, dtype=np.int64))
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        p = rng.choice([0.1, 0.5, 0.95])
+        return (rng.random(n) < p).reshape(shape)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        v = rng.integers(max(info.min, -50), min(info.max, 50), n, endpoint=True).astype(dt)
+        special = np.array([x for x in (0, 1, -1, 2, 255, 2 ** 31, 2 ** 53 + 1, info.max,
+                                        info.min) if info.min <= x <= info.max], dtype=dt)
+        pick = rng.random(n) < 0.2
+        v[pick] = rng.choice(special, int(pick.sum()))
+        big = rng.random(n) < 0.1
+        v[big] = rng.integers(info.min, info.max, int(big.sum()), endpoint=True, dtype=dt)
+        if rng.random() < 0.3:
+            v[rng.random(n) < 0.5] = 0
+        return v.reshape(shape)
+    if method == "prod":  # keep products inside the range, mostly
+        v = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+        special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
+        pick = rng.random(n) < (0.3 if rng.random() < 0.3 else 0.0)
+    else:
+        v = rng.normal(0, 40, n) + (rng.choice([0.0, 1e6]) if rng.random() < 0.2 else 0.0)
+        special = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, -2.5, 1e30, -1e-30, 3.0e38,
+                            1e300, 2.0 ** 60, 1.0])
+        pick = rng.random(n) < rng.choice([0.0, 0.05, 0.3])
+    v = np.where(pick, rng.choice(special, n), v)
+    with np.errstate(all="ignore"):
+        return v.astype(dt).reshape(shape)
+
+
+def draw_shape(rng):
+    rank = int(rng.integers(1, 5))
+    shape = [int(rng.integers(1, 7)) for _ in range(rank)]
+    if rng.random() < 0.15:
+        shape[int(rng.integers(rank))] = int(rng.integers(300, 1200))
+    if rng.random() < 0.06:
+        shape[int(rng.integers(rank))] = 0
+    while np.prod(shape) > 6000:
+        shape[int(np.argmax(shape))] //= 2
+    return tuple(shape)
+
+
+def shape_arg(shape):
+    return "x".join(str(d) for d in shape) if shape else "-"
+
+
+def read(path, dtype, shape):
+    a = np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"))
+    return a.astype(dtype).reshape(shape)
+
+
+def first_bad(ok, got, want, what):
+    idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+    return (f"{what}: {int((~ok).sum())} elements differ, first at {idx}: "
+            f"got {got[idx]!r}, want {want[idx]!r}")
+
+
+def run_case(tmp, case, rng):
+    method = METHODS[int(rng.integers(len(METHODS)))]
+    dtype = DTYPES[int(rng.integers(len(DTYPES)))]
+    out_dtype = DTYPES[int(rng.integers(len(DTYPES)))]
+    shape = draw_shape(rng)
+    rank = len(shape)
+    mask = (1 << rank) - 1 if rng.random() < 0.3 else int(rng.integers(1, 1 << rank))
+    axes = tuple(a for a in range(rank) if mask >> a & 1)
+    flips = int(rng.integers(0, 1 << rank)) if rng.random() < 0.4 else 0
+    ddof = float(rng.integers(0, 2)) if method in ("std", "var") else 0.0
+    x = values(dtype, shape, method, rng)
+    stored = np.flip(x, [a for a in range(rank) if flips >> a & 1]) if flips else x
+    files = [os.path.join(tmp, n) for n in ("in", "direct", "natural", "state", "state_nat")]
+    np.ascontiguousarray(stored).astype(np.dtype(dtype).newbyteorder("<")).tofile(files[0])
+    args = [DRIVER, method, dtype, out_dtype, shape_arg(shape), str(mask), str(flips), str(ddof),
+            str(int(rng.integers(1, 2 ** 62)))] + files
+    what = (f"case {case}: {method} of {dtype} {shape} along {axes} (flips {flips}, ddof {ddof})"
+            f" to {out_dtype}")
+    p = subprocess.run(args, capture_output=True, text=True)
+    empty_out = any(shape[a] == 0 for a in range(rank) if a not in axes)
+    if method in EMPTY_FAILS and any(shape[a] == 0 for a in axes) and not empty_out:
+        if p.returncode == 4 and "of an empty extent" in p.stdout:
+            return None
+        return f"{what}: expected 'of an empty extent', got exit {p.returncode}: {p.stdout}"
+    if p.returncode != 0:
+        return f"{what}: reduce_numpy exited {p.returncode}: {p.stdout}{p.stderr}"
+    oshape = tuple(1 if a in axes else shape[a] for a in range(rank))
+    nat = natural_dtype(method, dtype)
+    direct, natural = read(files[1], out_dtype, oshape), read(files[2], nat, oshape)
+    state, state_nat = read(files[3], out_dtype, oshape), read(files[4], nat, oshape)
+    want = reference(method, x, axes, ddof)
+    inexact = method in INEXACT and nat.kind == "f"
+    if inexact:
+        bound = error_bound(method, x, axes, want)
+        ok = close(natural, want, bound, method)
+        ok_state = close(state_nat, natural, 2 * bound, method)
+    else:
+        ok = same(natural, want)
+        ok_state = same(state_nat, natural)
+    if not ok.all():
+        return first_bad(ok, natural, want, what + ", direct against numpy")
+    if not ok_state.all():
+        return first_bad(ok_state, state_nat, natural, what + ", states against direct")
+    for got, nat_got, name in ((direct, natural, "direct"), (state, state_nat, "states")):
+        cast = cast_rules(nat_got, out_dtype)
+        ok = same(got, cast) if np.dtype(out_dtype).kind != "f" or nat.kind != "f" else \
+            same(got, nat_got.astype(out_dtype))
+        if not ok.all():
+            return first_bad(ok, got, cast, f"{what}, {name} through the cast rules")
+    return None
+
+
+def main():
+    warnings.simplefilter("ignore")  # numpy's "Mean of empty slice" and the like
+    rng = np.random.default_rng(20240612)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in range(N_CASES):
+            msg = run_case(tmp, case, rng)
+            if msg:
+                failures.append(msg)
+                print("FAILED:", msg, flush=True)
+    print(f"{N_CASES - len(failures)} of {N_CASES} cases agree with numpy")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
