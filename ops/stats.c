@@ -11,7 +11,9 @@
  * counters when read.  Wider dtypes keep the extreme keys, an exact
  * 128-bit integer sum or a Neumaier sum of finite floats, Chan et al.'s
  * mean and sum of squared deviations (each tile of 256 values in two
- * passes, then merged in), the histogram, and the percentile summary.
+ * passes, then merged in) of the values less the first one seen, so the
+ * running mean stays near 0 and does not drift with rounding, the
+ * histogram, and the percentile summary.
  * Everything lives in one allocation made by sl_stats_create; adding and
  * merging only write into it.
  */
@@ -87,12 +89,14 @@ stats_tile_moments(sl_stats *s, const double *v, size_t m)
     }
     if (nf == 0)
         return;
+    if (s->n_fin == 0)
+        s->shift = x[0];
     double ts = 0, t2 = 0;
     for (size_t j = 0; j < nf; j++)
-        ts += x[j];
+        ts += x[j] - s->shift;
     const double tm = ts / (double)nf;
     for (size_t j = 0; j < nf; j++)
-        t2 += (x[j] - tm) * (x[j] - tm);
+        t2 += (x[j] - s->shift - tm) * (x[j] - s->shift - tm);
     stats_chan(&s->n_fin, &s->mean, &s->m2, nf, tm, t2);
 }
 
@@ -455,7 +459,7 @@ sl_stats_reset(sl_stats *s)
     s->isum = (struct sl__stats_i128){0, 0};
     s->fsum = s->fcomp = 0;
     s->n_pinf = s->n_ninf = s->n_fin = 0;
-    s->mean = s->m2 = 0;
+    s->mean = s->m2 = s->shift = 0;
 }
 
 /* ---- adding and merging -------------------------------------------------------- */
@@ -576,7 +580,10 @@ sl_stats_merge(sl_stats *into, const sl_stats *from, struct sl_error *err)
     into->fcomp += from->fcomp;
     into->n_pinf += from->n_pinf;
     into->n_ninf += from->n_ninf;
-    stats_chan(&into->n_fin, &into->mean, &into->m2, from->n_fin, from->mean, from->m2);
+    if (into->n_fin == 0)
+        into->shift = from->shift;
+    stats_chan(&into->n_fin, &into->mean, &into->m2, from->n_fin,
+               from->mean + (from->shift - into->shift), from->m2);
     if (into->has_summary)
         sl__summary_merge(&into->q, &from->q);
     return SL_OK;

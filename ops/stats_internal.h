@@ -118,8 +118,9 @@ struct sl_stats {
     double fsum, fcomp;                /* floats: Neumaier sum of finite values */
     uint64_t n_pinf, n_ninf;           /* floats: infinities */
     uint64_t n_fin;                    /* wide dtypes: values in the moments below */
-    double mean, m2;                   /* wide dtypes: mean and sum of squared deviations
-                                          of finite values (Chan et al.'s merge) */
+    double shift;                      /* wide dtypes: the first finite value folded */
+    double mean, m2;                   /* wide dtypes: mean of finite values less `shift`, and
+                                          their sum of squared deviations (Chan et al.) */
 };
 
 /* sl_stats_create with summary sizes k (even, >= 4) and n_levels (>= 2). */
