@@ -2,7 +2,7 @@
 /*
  * The one driver of every reduction: it walks a plan (reduce_internal.h)
  * output row by output row and the tiled kept dimension in tiles of
- * SL__RD_TILE outputs, with one kernel's typed steps.
+ * up to SL__RD_TILE_BYTES of accumulators, with one kernel's typed steps.
  *
  * DESIGN: per tile, the inputs of its outputs are folded into a tile of
  * accumulators on the stack one input row at a time (a row is the tile's
@@ -22,8 +22,8 @@
 
 /* Room for one tile: accumulators or records, and the wide results. */
 union rd_tile {
-    unsigned char acc[SL__RD_TILE * SL__RD_ACC_MAX]; /* accumulators or state records */
-    uint64_t align_;                                 /* 8-byte alignment for them */
+    unsigned char acc[SL__RD_TILE_BYTES]; /* accumulators or state records */
+    uint64_t align_;                      /* 8-byte alignment for them */
 };
 union rd_wide {
     int64_t i64[SL__RD_TILE];  /* SL__EW_I64 results */
@@ -88,6 +88,24 @@ tile_write_states(const struct sl__rd_kernel *k, const void *tile, size_t n, uns
         memcpy(out + (ptrdiff_t)j * step, (const unsigned char *)tile + j * rec, rec);
 }
 
+/* Finish n accumulators (DIRECT) or records (FINISH) of `tile`, `size`
+ * bytes each, into `out`, SL__RD_TILE at a time. */
+static void
+tile_finish(const struct sl__rd_plan *pl, const struct sl__rd_kernel *k, enum sl__rd_mode mode,
+            sl__ew_store_fn *store, const unsigned char *tile, size_t size, size_t n,
+            unsigned char *out, const struct sl__rd_ctx *ctx)
+{
+    union rd_wide wide;
+    for (size_t j = 0; j < n; j += SL__RD_TILE) {
+        const size_t m = n - j < SL__RD_TILE ? n - j : SL__RD_TILE;
+        if (mode == SL__RD_DIRECT)
+            k->final(&wide, tile + j * size, m, pl->count, ctx);
+        else
+            k->result(&wide, tile + j * size, m, ctx);
+        store(out + (ptrdiff_t)j * pl->j_out, pl->j_out, &wide, m);
+    }
+}
+
 bool
 sl__rd_drive(const struct sl__rd_plan *pl, const struct sl__rd_kernel *k, enum sl__rd_mode mode,
              sl_dtype out_dtype, const struct sl__rd_ctx *ctx)
@@ -95,7 +113,8 @@ sl__rd_drive(const struct sl__rd_plan *pl, const struct sl__rd_kernel *k, enum s
     const bool states = mode == SL__RD_MERGE || mode == SL__RD_FINISH || mode == SL__RD_CHECK;
     sl__ew_store_fn *store = sl__ew_conv_table[out_dtype].store[k->kind];
     union rd_tile tile;
-    union rd_wide wide;
+    const size_t size = states ? (size_t)k->words * sizeof(uint64_t) : k->acc_bytes;
+    const uint64_t per_tile = SL__RD_TILE_BYTES / size;
     uint64_t empty[SL__RD_ACC_MAX / sizeof(uint64_t)];
     struct sl__ops_box box;
     red_box(pl, &box);
@@ -110,8 +129,8 @@ sl__rd_drive(const struct sl__rd_plan *pl, const struct sl__rd_kernel *k, enum s
             in_off += (ptrdiff_t)o[d] * pl->outer_in[d];
             out_off += (ptrdiff_t)o[d] * pl->outer_out[d];
         }
-        for (uint64_t j0 = 0; j0 < pl->j_ext; j0 += SL__RD_TILE) {
-            const size_t n = pl->j_ext - j0 < SL__RD_TILE ? (size_t)(pl->j_ext - j0) : SL__RD_TILE;
+        for (uint64_t j0 = 0; j0 < pl->j_ext; j0 += per_tile) {
+            const size_t n = (size_t)(pl->j_ext - j0 < per_tile ? pl->j_ext - j0 : per_tile);
             const unsigned char *in = pl->in + in_off + (ptrdiff_t)j0 * pl->j_in;
             unsigned char *out = pl->out + out_off + (ptrdiff_t)j0 * pl->j_out;
             if (!states)
@@ -120,18 +139,14 @@ sl__rd_drive(const struct sl__rd_plan *pl, const struct sl__rd_kernel *k, enum s
                 tile_merge_states(pl, k, &box, in, n, empty, tile.acc);
             switch (mode) {
             case SL__RD_DIRECT:
-                k->final(&wide, tile.acc, n, pl->count, ctx);
-                store(out, pl->j_out, &wide, n);
+            case SL__RD_FINISH:
+                tile_finish(pl, k, mode, store, tile.acc, size, n, out, ctx);
                 break;
             case SL__RD_ADD:
                 k->fold(out, pl->j_out, tile.acc, n, pl->count);
                 break;
             case SL__RD_MERGE:
                 tile_write_states(k, tile.acc, n, out, pl->j_out);
-                break;
-            case SL__RD_FINISH:
-                k->result(&wide, tile.acc, n, ctx);
-                store(out, pl->j_out, &wide, n);
                 break;
             case SL__RD_CHECK:
                 if (k->unseen != NULL && k->unseen(tile.acc, n) < n)

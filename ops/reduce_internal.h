@@ -17,8 +17,11 @@
 
 #include "ops_internal.h"
 
-/* Output elements per tile: accumulators (at most 24 bytes each) and the
- * wide results of one tile live on the stack. */
+/* Bytes of accumulators per tile, and wide results finished at once: a
+ * tile holds 12 KiB / sizeof(accumulator) outputs (6144 for uint16 max,
+ * whose input rows are then 12 KiB long, which the prefetcher follows;
+ * 512 for means), finished 512 at a time. */
+#define SL__RD_TILE_BYTES 12288
 #define SL__RD_TILE 512
 
 /* Largest accumulator and state record, in bytes. */
@@ -81,6 +84,7 @@ typedef size_t sl__rd_unseen_fn(const void *tile, size_t n);
 struct sl__rd_kernel {
     enum sl__ew_kind kind;    /* wide type of the results (before the cast rules) */
     uint32_t words;           /* uint64 words per state record */
+    uint32_t acc_bytes;       /* bytes per accumulator */
     sl__rd_init_fn *init;     /* empty accumulators */
     sl__rd_row_fn *row;       /* fold input rows */
     sl__rd_final_fn *final;   /* direct results */
@@ -107,8 +111,7 @@ enum sl__rd_mode {
 /*
  * Walk plan `pl` with kernel `k`.  DIRECT and ADD read input elements;
  * MERGE, FINISH and CHECK read state records (the plan then has i_ext 1).
- * @return true, or false for CHECK when some output saw no input, with its
- * plan index in *unseen (outer index, then j).
+ * @return true, or false for CHECK when some output saw no input.
  */
 bool sl__rd_drive(const struct sl__rd_plan *pl, const struct sl__rd_kernel *k,
                   enum sl__rd_mode mode, sl_dtype out_dtype, const struct sl__rd_ctx *ctx);

@@ -380,6 +380,7 @@ SL__RD_MM_SF_(nanmax, NANMAX, f64, double, FLT)
     static const struct sl__rd_kernel kern_##fam##_##sfx = {                                      \
         .kind = KIND,                                                                             \
         .words = sizeof(sf##_s) / sizeof(uint64_t),                                               \
+        .acc_bytes = sizeof(A),                                                                   \
         .init = init_##fam##_##sfx,                                                               \
         .row = row_##fam##_##sfx,                                                                 \
         .final = final_##fam##_##sfx,                                                             \
