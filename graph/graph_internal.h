@@ -20,6 +20,8 @@
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
 #include <sluice/plan.h>
+#include <sluice/reduce.h>
+#include <sluice/stats.h>
 #include <sluice/store.h>
 
 #define SL__NODE_NAME_MAX 63
@@ -49,6 +51,15 @@ enum sl__reduce_step {
     SL__REDUCE_PARTIAL, /* one partial state per input chunk */
     SL__REDUCE_COMBINE, /* partial states merged, split_every per axis */
     SL__REDUCE_FINISH,  /* the last partial states merged into the result */
+};
+
+/* What a stats node computes (graph_stats.c). */
+struct sl__stats_spec {
+    struct sl_stats_opts opts;        /* histogram and percentiles */
+    uint32_t n_per;                   /* axes with one set of statistics per index */
+    uint32_t per[SL_MAX_RANK];        /* those axes, ascending */
+    uint64_t per_extent[SL_MAX_RANK]; /* the input's extent along each */
+    uint64_t n_sets;                  /* product of their extents (1 without) */
 };
 
 /* A node of the graph IR. */
@@ -90,6 +101,10 @@ struct sl__node {
                        may differ from the output's; else chunk k reads chunk k */
     sl_expr *expr;  /* expr maps: the compiled program (owned), evaluated over broadcast
                        views of the inputs */
+    struct sl__stats_spec *stats;  /* stats putters: what they compute (owned), else NULL */
+    enum sl__reduce_step red_step; /* reductions: which step of the tree this map is */
+    struct sl_reduce_params red;   /* reductions: what is reduced (dimensions of the input
+                                      of the whole reduction) */
     union {
         struct {
             char *array_name; /* owned */
@@ -287,15 +302,16 @@ const char *sl__array_name(const sl_array *a, struct sl__array_name *out);
 
 /* The status array of one put or putter node. */
 struct sl__put_state {
-    uint32_t node;              /* node id */
-    uint64_t n_chunks;          /* chunks of its grid */
-    _Atomic uint8_t *codes;     /* sl_status per chunk (C-order linear index); owned.  Settled
-                                   during a run only by sl__exec_chunk_settle (graph/exec/) */
-    uint64_t n_resumed;         /* of the last run's ok chunks, those an earlier run wrote (the
-                                   plan's journal held their units); the driver writes it */
-    _Atomic uint64_t n_retries; /* the last run's retried store operations of this put:
-                                   reads of the chunks its stage computes, its unit
-                                   writes (sl_plan_opts.retries) */
+    uint32_t node;               /* node id */
+    uint64_t n_chunks;           /* chunks of its grid */
+    _Atomic uint8_t *codes;      /* sl_status per chunk (C-order linear index); owned.  Settled
+                                    during a run only by sl__exec_chunk_settle (graph/exec/) */
+    uint64_t n_resumed;          /* of the last run's ok chunks, those an earlier run wrote (the
+                                    plan's journal held their units); the driver writes it */
+    _Atomic uint64_t n_retries;  /* the last run's retried store operations of this put:
+                                    reads of the chunks its stage computes, its unit
+                                    writes (sl_plan_opts.retries) */
+    struct sl__stats_run *stats; /* stats nodes: the accumulators of the runs; owned */
 };
 /* The public sl_put_status shows `codes` as plain bytes once no run writes them. */
 _Static_assert(sizeof(_Atomic uint8_t) == sizeof(uint8_t) &&
@@ -357,6 +373,22 @@ void sl__plan_reset(sl_plan *plan);
 
 /* Fill plan->summary's chunk counts from the status arrays (after a run). */
 void sl__plan_count(sl_plan *plan);
+
+/* ---- statistics (plan_stats.c) ---------------------------------------------------- */
+
+/* Make the accumulators of stats node `ps->node` (at plan creation). */
+sl_status sl__plan_stats_init(sl_plan *plan, struct sl__put_state *ps, struct sl_error *err);
+
+/* Empty them (before a run). */
+void sl__plan_stats_reset(struct sl__put_state *ps);
+
+/* Release them. */
+void sl__plan_stats_fini(sl_plan *plan, struct sl__put_state *ps);
+
+/* Fold chunk `block` into the sets it meets.  No allocation once as many
+ * local accumulators exist as tasks fold at once.  Thread-safety: any. */
+sl_status sl__plan_stats_fold(struct sl__put_state *ps, const struct sl_block *block,
+                              struct sl_error *err);
 
 /* ---- run journals (journal.c) ---------------------------------------------------- */
 

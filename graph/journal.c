@@ -237,6 +237,18 @@ fp_graph(const sl_plan *plan, struct fp_item *it)
             for (uint32_t k = 0; k < n->n_inputs; k++)
                 for (uint32_t d = 0; d < SL_MAX_RANK; d++)
                     sha_u64(&s, (uint64_t)(uint8_t)n->in_axis[k][d]);
+        if (n->red_step != SL__REDUCE_NONE) {
+            const struct sl_reduce_params *rp = &n->red;
+            sha_u64(&s, (uint64_t)n->red_step);
+            sha_u64(&s, (uint64_t)rp->method);
+            sha_u64(&s, (uint64_t)rp->in_dtype);
+            sha_u64(&s, (uint64_t)rp->out_dtype);
+            for (uint32_t d = 0; d < rp->rank; d++)
+                sha_u64(&s, rp->reduced[d]);
+            uint64_t ddof;
+            memcpy(&ddof, &rp->ddof, sizeof(ddof));
+            sha_u64(&s, ddof);
+        }
         if (n->expr != NULL) {
             char text[SL_EXPR_TEXT_MAX * 2];
             sl_expr_format(n->expr, text, sizeof(text));

@@ -196,6 +196,8 @@ plan_alloc_puts(sl_plan *plan, struct sl_error *err)
             return sl_error_set(err, SL_ENOMEM, NULL,
                                 "no memory for the status array of \"%s\" (%" PRIu64 " chunks)",
                                 n->name, ps->n_chunks);
+        if (n->stats != NULL)
+            SL_TRY(sl__plan_stats_init(plan, ps, err));
     }
     return SL_OK;
 }
@@ -309,8 +311,10 @@ sl_plan_destroy(sl_plan *plan)
 {
     if (plan == NULL)
         return;
-    for (uint32_t i = 0; i < plan->n_puts && plan->puts != NULL; i++)
+    for (uint32_t i = 0; i < plan->n_puts && plan->puts != NULL; i++) {
         sl_free(&plan->alloc, (void *)plan->puts[i].codes, (size_t)plan->puts[i].n_chunks);
+        sl__plan_stats_fini(plan, &plan->puts[i]);
+    }
     sl_free(&plan->alloc, plan->puts, plan->n_puts * sizeof(struct sl__put_state));
     sl_free(&plan->alloc, plan->errors, plan->cap_errors * sizeof(struct sl_chunk_error));
     if (plan->trace_path != NULL)

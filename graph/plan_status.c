@@ -44,6 +44,8 @@ sl__plan_reset(sl_plan *plan)
              * see the _Static_assert in graph_internal.h). */
             memset((void *)plan->puts[i].codes, SL__CODE_PENDING, (size_t)plan->puts[i].n_chunks);
     atomic_store_explicit(&plan->n_errors, 0, memory_order_relaxed);
+    for (uint32_t i = 0; i < plan->n_puts; i++)
+        sl__plan_stats_reset(&plan->puts[i]);
 }
 
 void

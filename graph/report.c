@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The run report as JSON: the summary, and for every put its counts and
- * every failed chunk with coordinates, code and message (null where the
- * message was dropped past max_errors; the code is always kept).
+ * The run report as JSON: the summary, for every put its counts and every
+ * failed chunk with coordinates, code and message (null where the message
+ * was dropped past max_errors; the code is always kept), and the results of
+ * every stats node (or why there are none).
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +157,94 @@ report_put(const sl_plan *plan, const struct sl__put_state *ps, const struct rep
     fputs(first ? "]}" : "\n    ]}", out);
 }
 
+/* A number as JSON: null for NaN and infinities, which JSON lacks. */
+static void
+json_number(FILE *out, double v)
+{
+    if (isfinite(v))
+        fprintf(out, "%.17g", v);
+    else
+        fputs("null", out);
+}
+
+/* One set of statistics. */
+static void
+report_stats_set(const struct sl_stats_info *info, uint64_t set, const struct sl_stats_result *r,
+                 FILE *out)
+{
+    fputs("        {\"index\": [", out);
+    uint64_t rest = set;
+    uint64_t idx[SL_MAX_RANK];
+    for (uint32_t k = info->n_per; k-- > 0;) {
+        idx[k] = rest % info->per_extent[k];
+        rest /= info->per_extent[k];
+    }
+    for (uint32_t k = 0; k < info->n_per; k++)
+        fprintf(out, "%s%" PRIu64, k ? ", " : "", idx[k]);
+    fprintf(out, "], \"count\": %" PRIu64 ", \"nan_count\": %" PRIu64, r->count, r->nan_count);
+    const char *names[] = {"min", "max", "sum", "mean", "std"};
+    const double values[] = {r->min, r->max, r->sum, r->mean, r->std};
+    for (size_t k = 0; k < SL_ARRAY_LEN(names); k++) {
+        fprintf(out, ", \"%s\": ", names[k]);
+        json_number(out, values[k]);
+    }
+    fputs(", \"percentiles\": [", out);
+    for (size_t k = 0; k < r->n_percentiles; k++) {
+        fprintf(out, "%s{\"q\": ", k ? ", " : "");
+        json_number(out, info->percentile_q[k]);
+        fputs(", \"value\": ", out);
+        json_number(out, r->percentile[k]);
+        fputc('}', out);
+    }
+    fprintf(out, "], \"percentiles_exact\": %s, \"rank_error\": ",
+            r->percentiles_exact ? "true" : "false");
+    json_number(out, r->rank_error);
+    if (r->bins > 0) {
+        fputs(", \"histogram\": {\"range\": [", out);
+        json_number(out, r->lo);
+        fputs(", ", out);
+        json_number(out, r->hi);
+        fprintf(out, "], \"below\": %" PRIu64 ", \"above\": %" PRIu64 ", \"counts\": [", r->below,
+                r->above);
+        for (uint32_t b = 0; b < r->bins; b++)
+            fprintf(out, "%s%" PRIu64, b ? ", " : "", r->histogram[b]);
+        fputs("]}", out);
+    }
+    fputc('}', out);
+}
+
+/* The statistics of stats node `node`, or why there are none. */
+static void
+report_stats(const sl_plan *plan, uint32_t node, FILE *out)
+{
+    const struct sl__node *n = sl__graph_node(plan->graph, node);
+    struct sl_stats_info info;
+    if (sl_plan_stats_info(plan, node, &info, NULL) != SL_OK)
+        return;
+    fputs("    {\"name\": ", out);
+    json_string(out, n->name);
+    fputs(", \"per\": [", out);
+    for (uint32_t k = 0; k < info.n_per; k++)
+        fprintf(out, "%s%" PRIu32, k ? ", " : "", info.per[k]);
+    fputs("]", out);
+    struct sl_stats_result r;
+    struct sl_error err = SL_ERROR_INIT;
+    if (sl_plan_stats(plan, node, 0, &r, &err) != SL_OK) {
+        fputs(", \"error\": ", out);
+        json_string(out, err.text);
+        fputs("}", out);
+        return;
+    }
+    fputs(", \"sets\": [\n", out);
+    for (uint64_t k = 0; k < info.n_sets; k++) {
+        if (sl_plan_stats(plan, node, k, &r, NULL) != SL_OK)
+            continue;
+        report_stats_set(&info, k, &r, out);
+        fputs(k + 1 < info.n_sets ? ",\n" : "\n", out);
+    }
+    fputs("    ]}", out);
+}
+
 sl_status
 sl_plan_write_report(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
@@ -184,7 +274,16 @@ sl_plan_write_report(const sl_plan *plan, FILE *out, struct sl_error *err)
         report_put(plan, &plan->puts[i], index, n_rec, out);
         fputs(i + 1 < plan->n_puts ? ",\n" : "\n", out);
     }
-    fputs("  ]\n}\n", out);
+    fputs("  ],\n  \"stats\": [", out);
+    bool first = true;
+    for (uint32_t i = 0; i < plan->n_puts; i++) {
+        if (plan->puts[i].stats == NULL)
+            continue;
+        fputs(first ? "\n" : ",\n", out);
+        first = false;
+        report_stats(plan, plan->puts[i].node, out);
+    }
+    fputs(first ? "]\n}\n" : "\n  ]\n}\n", out);
     free(index);
     if (ferror(out))
         return sl_error_set(err, SL_EIO, NULL,

@@ -396,6 +396,65 @@ warn_unconditional(const struct cmd *c, const sl_plan *plan)
     }
 }
 
+/* One set of a stats node's results, as a line on stdout. */
+static void
+print_stats_set(const char *name, const struct sl_node_info *in, const struct sl_stats_info *info,
+                uint64_t set, const struct sl_stats_result *r)
+{
+    printf("stats %s", name);
+    uint64_t rest = set, idx[SL_MAX_RANK];
+    for (uint32_t k = info->n_per; k-- > 0;) {
+        idx[k] = rest % info->per_extent[k];
+        rest /= info->per_extent[k];
+    }
+    (void)in;
+    for (uint32_t k = 0; k < info->n_per; k++)
+        printf("%s%" PRIu32 "=%" PRIu64, k ? "," : " [axis ", info->per[k], idx[k]);
+    printf("%s: count %" PRIu64 " (%" PRIu64 " NaN), min %.9g, max %.9g, mean %.9g, std %.9g, "
+           "sum %.17g",
+           info->n_per > 0 ? "]" : "", r->count, r->nan_count, r->min, r->max, r->mean, r->std,
+           r->sum);
+    for (size_t k = 0; k < r->n_percentiles; k++)
+        printf(", p%g %.9g", info->percentile_q[k], r->percentile[k]);
+    if (r->n_percentiles > 0 && !r->percentiles_exact)
+        printf(" (rank error <= %.3g%%)", 100 * r->rank_error);
+    if (r->bins > 0)
+        printf(", histogram of %" PRIu32 " bins over [%g, %g] (%" PRIu64 " below, %" PRIu64
+               " above)",
+               r->bins, r->lo, r->hi, r->below, r->above);
+    putchar('\n');
+}
+
+/* Every stats node's results on stdout, or on stderr why there are none;
+ * 1 when some are missing. */
+static int
+print_stats(const struct cmd *c, const sl_plan *plan)
+{
+    const sl_graph *g = sl_plan_graph(plan);
+    int rc = 0;
+    for (uint32_t id = 0; id < sl_graph_node_count(g); id++) {
+        struct sl_node_info info;
+        struct sl_stats_info si;
+        if (sl_graph_node_info(g, id, &info, NULL) != SL_OK ||
+            sl_plan_stats_info(plan, id, &si, NULL) != SL_OK)
+            continue;
+        struct sl_node_info in;
+        if (sl_graph_node_info(g, info.inputs[0], &in, NULL) != SL_OK)
+            continue;
+        for (uint64_t k = 0; k < si.n_sets; k++) {
+            struct sl_stats_result r;
+            struct sl_error err = SL_ERROR_INIT;
+            if (sl_plan_stats(plan, id, k, &r, &err) != SL_OK) {
+                fprintf(stderr, "sluice %s: %s\n", c->name, err.text);
+                rc = 1;
+                break;
+            }
+            print_stats_set(info.name, &in, &si, k, &r);
+        }
+    }
+    return rc;
+}
+
 static int
 write_report(const sl_plan *plan, const char *path)
 {
@@ -759,6 +818,8 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     else if (st != SL_OK)
         print_failures(plan, o);
     warn_unconditional(c, plan);
+    if (st == SL_OK)
+        rc |= print_stats(c, plan);
     if (o->report != NULL)
         rc |= write_report(plan, o->report);
     if (o->status_map != NULL)

@@ -478,6 +478,47 @@ eval_expr(const struct sl__node *n, const struct sl_block *blocks, struct sl_blo
     return sl_expr_eval(n->expr, views, &out->view, err);
 }
 
+/*
+ * The keepdims form of reduction result block `out`: the input's rank,
+ * extent 1 along the reduced dimensions (in_axis WHOLE), the result's
+ * dimensions elsewhere.
+ */
+static void
+reduce_out_view(const struct sl__node *n, const struct sl_view *out, struct sl_view *v)
+{
+    *v = (struct sl_view){.dtype = out->dtype, .rank = n->red.rank, .data = out->data};
+    for (uint32_t d = 0; d < n->red.rank; d++) {
+        int od = sl__node_out_dim(n, 0, d);
+        v->shape[d] = od == SL__AXIS_WHOLE ? 1 : out->shape[od];
+        v->stride[d] = od == SL__AXIS_WHOLE ? 0 : out->stride[od];
+    }
+}
+
+/* Run step n->red_step of a reduction from input block `in` into `out`. */
+static sl_status
+eval_reduce(const struct sl__node *n, const struct sl_block *in, struct sl_block *out,
+            struct sl_error *err)
+{
+    const struct sl_reduce_params *p = &n->red;
+    struct sl_view v;
+    switch (n->red_step) {
+    case SL__REDUCE_DIRECT:
+        reduce_out_view(n, &out->view, &v);
+        return sl_reduce_block(p, &in->view, &v, err);
+    case SL__REDUCE_PARTIAL:
+        SL_TRY(sl_reduce_state_init(p, &out->view, err));
+        return sl_reduce_state_add(p, &in->view, &out->view, err);
+    case SL__REDUCE_COMBINE:
+        return sl_reduce_state_merge(p, &in->view, &out->view, err);
+    case SL__REDUCE_FINISH:
+        reduce_out_view(n, &out->view, &v);
+        return sl_reduce_state_finish(p, &in->view, &v, err);
+    case SL__REDUCE_NONE:
+        break;
+    }
+    return sl_error_set(err, SL_ESTATE, NULL, "node \"%s\" is no reduction", n->name);
+}
+
 /* A map's chunk: the same chunk of each input, then the function or op. */
 static sl_status
 eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
@@ -505,6 +546,8 @@ eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
         sl_error_clear(&err);
         if (n->expr != NULL)
             st = eval_expr(n, blocks, &out->block, &err);
+        else if (n->red_step != SL__REDUCE_NONE)
+            st = eval_reduce(n, &blocks[0], &out->block, &err);
         else if (n->has_op)
             st = sl_op_apply(&n->op, &blocks[0].view, &out->block.view, ev->w->scratch,
                              ev->w->scratch_bytes, &err);
@@ -673,7 +716,9 @@ eval_putter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     memcpy(out->block.chunk.idx, coords, r->rank * sizeof(uint64_t));
     struct sl_error err;
     sl_error_clear(&err);
-    sl_status st = n->u.putter.fn(n->u.putter.ctx, n->name, &out->block, &err);
+    sl_status st = n->stats != NULL
+                       ? sl__plan_stats_fold(sl__plan_put(ev->ex->plan, n->id), &out->block, &err)
+                       : n->u.putter.fn(n->u.putter.ctx, n->name, &out->block, &err);
     if (st == SL_OK)
         return SL_OK;
     out_release(ev->ex, out);

@@ -249,6 +249,12 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
     case SL__JNODE_VIEW:
         ok = sl__jview_build(doc, n);
         break;
+    case SL__JNODE_REDUCE:
+        ok = sl__jreduce_build(doc, n);
+        break;
+    case SL__JNODE_STATS:
+        ok = sl__jstats_build(doc, n);
+        break;
     }
     n->bad = !ok;
     return ok;

@@ -29,6 +29,7 @@
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>
 #include <sluice/ops.h>
+#include <sluice/reduce.h>
 
 #include "load_json_fields_internal.h"
 
@@ -101,6 +102,8 @@ typedef enum sl__jnode_kind {
     SL__JNODE_COPY,    /* a whole group copied (no input; nothing reads it) */
     SL__JNODE_EXPR,    /* arithmetic over named inputs ("inputs" instead of "input") */
     SL__JNODE_VIEW,    /* squeeze, expand_dims, transpose ("input"), stack, concat ("inputs") */
+    SL__JNODE_REDUCE,  /* a reduction along axes */
+    SL__JNODE_STATS,   /* statistics of the input (a sink, like a put) */
 } sl__jnode_kind;
 
 /* Most entries of a node's "inputs" (the graph's limit on a map's inputs). */
@@ -112,6 +115,15 @@ struct sl__jinputs {
     const char *name[SL__JNODE_INPUTS_MAX]; /* the keys, borrowed from the document */
     const char *id[SL__JNODE_INPUTS_MAX];   /* the node ids they name, borrowed */
     int node[SL__JNODE_INPUTS_MAX];         /* their node indices, or -1 */
+};
+
+/* A reduce node's fields ("axes" go to the node's n_axes and axes). */
+struct sl__jreduce {
+    sl_reduce_method method; /* "method" */
+    bool keepdims;           /* "keepdims" */
+    sl_dtype dtype;          /* "dtype"; SL_DTYPE_COUNT_: numpy's default */
+    double ddof;             /* "ddof" */
+    uint32_t split_every;    /* "split_every"; 0: the default */
 };
 
 /* An expr node's fields. */
@@ -209,6 +221,8 @@ struct sl__jnode {
     struct sl__jcopy copy;        /* copy fields */
     struct sl__jinputs inputs;    /* "inputs" of nodes with several */
     struct sl__jexpr expr;        /* expr fields */
+    struct sl__jreduce reduce;    /* reduce fields */
+    struct sl_stats_desc stats;   /* stats fields ("per" in n_axes and axes) */
     const char *view_op;          /* views: "squeeze", "stack", ... */
     uint32_t n_axes;              /* views: "axes" entries */
     uint32_t axes[SL_MAX_RANK];   /* views: "axes" */
@@ -319,6 +333,18 @@ void sl__jexpr_parse(sl_graph_json *doc, struct sl__jnode *n);
 /* Add expr node `n` to the graph (its inputs are built).  @return false
  * after reporting. */
 bool sl__jexpr_build(sl_graph_json *doc, struct sl__jnode *n);
+
+/* The fields of stats node `n` (load_json_stats.c). */
+void sl__jstats_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Add stats node `n` to the graph.  @return false after reporting. */
+bool sl__jstats_build(sl_graph_json *doc, struct sl__jnode *n);
+
+/* The fields of reduce node `n` (load_json_reduce.c). */
+void sl__jreduce_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Add reduce node `n` to the graph.  @return false after reporting. */
+bool sl__jreduce_build(sl_graph_json *doc, struct sl__jnode *n);
 
 /* The fields of view node `n` (load_json_view.c). */
 void sl__jview_parse(sl_graph_json *doc, struct sl__jnode *n);

@@ -143,11 +143,13 @@ link_one(sl_graph_json *doc, struct sl__jnode *n, struct sl__jnode *const *by_id
         return false;
     }
     struct sl__jnode *in = &doc->nodes[k];
-    if (in->kind == SL__JNODE_PUT || in->kind == SL__JNODE_PYRAMID || in->kind == SL__JNODE_COPY) {
+    if (in->kind == SL__JNODE_PUT || in->kind == SL__JNODE_PYRAMID || in->kind == SL__JNODE_COPY ||
+        in->kind == SL__JNODE_STATS) {
         sl__jdiag_add(&doc->diag, SL_EINVAL, at,
                       "node \"%s\" is a %s, which produces no chunks to read", in->id,
                       in->kind == SL__JNODE_PUT       ? "put"
                       : in->kind == SL__JNODE_PYRAMID ? "pyramid"
+                      : in->kind == SL__JNODE_STATS   ? "stats node"
                                                       : "copy");
         n->bad = true;
         return true;
@@ -243,8 +245,8 @@ link_check_use(sl_graph_json *doc, bool all_inputs_found)
     bool any_sink = false;
     for (size_t i = 0; i < doc->n_nodes; i++) {
         struct sl__jnode *n = &doc->nodes[i];
-        bool sink =
-            n->kind == SL__JNODE_PUT || n->kind == SL__JNODE_PYRAMID || n->kind == SL__JNODE_COPY;
+        bool sink = n->kind == SL__JNODE_PUT || n->kind == SL__JNODE_PYRAMID ||
+                    n->kind == SL__JNODE_COPY || n->kind == SL__JNODE_STATS;
         any_sink = any_sink || (sink && n->id != NULL);
         if (sink || n->bad || n->n_consumers > 0 || !all_inputs_found)
             continue;

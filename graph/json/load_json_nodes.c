@@ -31,6 +31,11 @@ static const char *const expr_keys[] = {"op",      "id",     "inputs",  "expr", 
                                         "compute", "chunks", "comment", NULL};
 
 static const char *const axes_keys[] = {"op", "id", "input", "axes", "comment", NULL};
+static const char *const reduce_keys[] = {"op",     "id",          "input",   "method",
+                                          "axes",   "keepdims",    "dtype",   "ddof",
+                                          "chunks", "split_every", "comment", NULL};
+static const char *const stats_keys[] = {"op",        "id",          "input",   "per",
+                                         "histogram", "percentiles", "comment", NULL};
 static const char *const join_keys[] = {"op", "id", "inputs", "axis", "comment", NULL};
 
 static const char *const copy_keys[] = {"op",      "id",        "source",  "group", "create",
@@ -49,6 +54,8 @@ static const struct {
     {"pyramid", SL__JNODE_PYRAMID, pyramid_keys},
     {"copy", SL__JNODE_COPY, copy_keys},
     {"expr", SL__JNODE_EXPR, expr_keys},
+    {"reduce", SL__JNODE_REDUCE, reduce_keys},
+    {"stats", SL__JNODE_STATS, stats_keys},
     {"squeeze", SL__JNODE_VIEW, axes_keys},
     {"expand_dims", SL__JNODE_VIEW, axes_keys},
     {"transpose", SL__JNODE_VIEW, axes_keys},
@@ -311,6 +318,12 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
         break;
     case SL__JNODE_VIEW:
         sl__jview_parse(doc, n);
+        break;
+    case SL__JNODE_REDUCE:
+        sl__jreduce_parse(doc, n);
+        break;
+    case SL__JNODE_STATS:
+        sl__jstats_parse(doc, n);
         break;
     case SL__JNODE_GET:
     case SL__JNODE_PUT:

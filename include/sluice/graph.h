@@ -178,6 +178,36 @@ SL_API SL_NODISCARD sl_status sl_graph_add_expr(sl_graph *g, const char *name, s
                                                 const struct sl_expr_desc *desc, uint32_t *id,
                                                 struct sl_error *err);
 
+/**
+ * A reduce node over `input`, see struct sl_reduce_desc.  Its steps, when
+ * the reduction crosses chunks, are nodes "<name>.partial" and
+ * "<name>.combine<k>" (explain lists them); the node `name` is the result.
+ * Besides the errors of every add: SL_EINVAL (an axis out of range or
+ * given twice, naming it and the rank; sl_reduce_check's refusals),
+ * SL_EUNSUPPORTED (float16 or complex input).
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM, SL_EOVERFLOW or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_reduce(sl_graph *g, const char *name, uint32_t input,
+                                                  const struct sl_reduce_desc *desc, uint32_t *id,
+                                                  struct sl_error *err);
+
+/**
+ * A stats node reading `input`, see struct sl_stats_desc: a sink with a
+ * status array like a put (a failed input chunk fails the chunks that read
+ * it); after a run, sl_plan_stats gives each set's statistics.  Besides the
+ * errors of every add: SL_EINVAL (a "per" axis out of range or twice; more
+ * than 2^20 sets; the options sl_stats_create refuses, with its message),
+ * SL_EUNSUPPORTED (float16 or complex input).
+ * @return SL_OK, SL_EINVAL, SL_EEXIST, SL_ESTATE, SL_ENOMEM or
+ * SL_EUNSUPPORTED (see above).
+ * Thread-safety: one thread per graph until sealed.
+ */
+SL_API SL_NODISCARD sl_status sl_graph_add_stats(sl_graph *g, const char *name, uint32_t input,
+                                                 const struct sl_stats_desc *desc, uint32_t *id,
+                                                 struct sl_error *err);
+
 /*
  * Views: nodes whose chunks are a region of an input seen with other axes
  * (strides rearranged, nothing copied by the node; a consumer that needs

@@ -17,7 +17,9 @@
 #include <sluice/dtype.h>
 #include <sluice/error.h>
 #include <sluice/grid.h>
+#include <sluice/reduce.h>
 #include <sluice/region.h>
+#include <sluice/stats.h>
 #include <sluice/status.h>
 
 #ifdef __cplusplus
@@ -137,6 +139,38 @@ struct sl_expr_desc {
     const uint64_t *chunks;   /* output chunk shape; NULL: the grid of the first input of the
                                  output's shape, else per dimension the chunk extent of the
                                  first input that spans it */
+};
+
+/*
+ * A reduce node: `method` along axes, as numpy's reductions compute it.
+ * Where the input has one chunk along every reduced axis each chunk is
+ * reduced straight (fused with its read); otherwise partial results per
+ * input chunk are merged in a tree, `split_every` at a time, so memory
+ * holds a fan-in of partials whatever the extent reduced.
+ */
+struct sl_reduce_desc {
+    sl_reduce_method method; /* sum, mean, max, ... (<sluice/reduce.h>) */
+    size_t n_axes;           /* axes reduced; 0: all of them (a 0-d result) */
+    const uint32_t *axes;    /* `n_axes` distinct input axes */
+    bool keepdims;           /* keep reduced axes with extent 1 (numpy's keepdims) */
+    sl_dtype out_dtype;      /* SL_DTYPE_COUNT_: numpy's (sl_reduce_default_dtype) */
+    double ddof;             /* std, var: delta degrees of freedom (numpy's, 0) */
+    const uint64_t *chunks;  /* the result's chunk shape; NULL: the input's along the
+                                axes kept */
+    uint32_t split_every;    /* partials merged at once, in all (per axis its k-th root for
+                                k axes, at least 2, as dask's); 0: 8 */
+};
+
+/*
+ * A stats node: count, NaN count, min, max, sum, mean, std, a histogram and
+ * percentiles of its input (<sluice/stats.h>), in one pass, over the whole
+ * array or one set per index along the `per` axes (per channel).  It is a
+ * sink, like a put; the plan holds the results (sl_plan_stats).
+ */
+struct sl_stats_desc {
+    struct sl_stats_opts opts; /* histogram and percentiles; moments always */
+    size_t n_per;              /* axes with one set per index; 0: one set */
+    const uint32_t *per;       /* `n_per` distinct input axes */
 };
 
 /**

@@ -276,6 +276,38 @@ SL_API void sl_plan_merge_summary(sl_plan *plan, const struct sl_run_summary *ot
 SL_API SL_NODISCARD sl_status sl_plan_write_report(const sl_plan *plan, FILE *out,
                                                    struct sl_error *err);
 
+/* How the sets of a stats node are laid out. */
+struct sl_stats_info {
+    uint64_t n_sets;                  /* product of per_extent (1 without per axes) */
+    uint32_t n_per;                   /* the node's per axes */
+    uint32_t per[SL_MAX_RANK];        /* input axes, ascending */
+    uint64_t per_extent[SL_MAX_RANK]; /* the input's extent along each; set k is the C-order
+                                         index of (i_0, ..., i_{n_per-1}) over these */
+    size_t n_percentiles;             /* percentiles asked for */
+    double percentile_q[SL_STATS_MAX_PERCENTILES]; /* which, in [0, 100] */
+};
+
+/**
+ * The layout of stats node `node`'s sets.
+ * @return SL_OK or SL_EINVAL (NULL argument; `node` is no stats node).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_stats_info(const sl_plan *plan, uint32_t node,
+                                                 struct sl_stats_info *out, struct sl_error *err);
+
+/**
+ * Set `set`'s statistics from the last run of stats node `node`.  The
+ * histogram pointer in `out` stays valid until the plan runs again or is
+ * destroyed.
+ * @return SL_OK; SL_EINVAL (NULL argument, no stats node, no such set);
+ * SL_EUPSTREAM when a chunk of the node failed or did not run (naming the
+ * chunk: the statistics would leave it out); SL_EUNSUPPORTED for a run
+ * split into parts (each part sees only its chunks).
+ * Thread-safety: any thread, while no run of the plan is in progress.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_stats(const sl_plan *plan, uint32_t node, uint64_t set,
+                                            struct sl_stats_result *out, struct sl_error *err);
+
 #ifdef __cplusplus
 }
 #endif
