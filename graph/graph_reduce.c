@@ -204,7 +204,8 @@ reduce_add_tree(sl_graph *g, const char *name, uint32_t input, const struct sl_r
     char step[SL__NODE_NAME_MAX + 1];
     struct sl_grid grid;
     SL_TRY(reduce_step_name(name, ".partial", step, err));
-    SL_TRY(reduce_state_grid(g, in, p, extent, words, &grid, err));
+    /* Each step added may move the nodes: `in` is looked up again. */
+    SL_TRY(reduce_state_grid(g, sl__graph_node(g, input), p, extent, words, &grid, err));
     SL_TRY(reduce_add_step(g, step, "partial", input, SL__REDUCE_PARTIAL, p, SL_DTYPE_U64, &grid,
                            same, NULL, last, err));
     for (uint32_t level = 1;; level++) {
@@ -219,7 +220,7 @@ reduce_add_tree(sl_graph *g, const char *name, uint32_t input, const struct sl_r
         char suffix[24];
         snprintf(suffix, sizeof(suffix), ".combine%" PRIu32, level);
         SL_TRY(reduce_step_name(name, suffix, step, err));
-        SL_TRY(reduce_state_grid(g, in, p, extent, words, &grid, err));
+        SL_TRY(reduce_state_grid(g, sl__graph_node(g, input), p, extent, words, &grid, err));
         SL_TRY(reduce_add_step(g, step, "combine", *last, SL__REDUCE_COMBINE, p, SL_DTYPE_U64,
                                &grid, same, fan, last, err));
     }
@@ -245,7 +246,7 @@ sl_graph_add_reduce(sl_graph *g, const char *name, uint32_t input,
     int8_t in_axis[SL_MAX_RANK + 1];
     struct sl_grid grid;
     if (st == SL_OK)
-        st = reduce_result_grid(g, in, &p, desc, &grid, in_axis, err);
+        st = reduce_result_grid(g, sl__graph_node(g, input), &p, desc, &grid, in_axis, err);
     if (st == SL_OK) {
         in_axis[p.rank] = SL__AXIS_WHOLE; /* the words of the partial states */
         st = reduce_add_step(g, name, direct ? "reduce" : "finish", source,

@@ -113,6 +113,7 @@ sl_graph_add_squeeze(sl_graph *g, const char *name, uint32_t input, size_t n_axe
     for (uint32_t d = 0; d < in->grid.rank && n_axes == 0; d++)
         drop[d] = in->grid.shape[d] == 1;
     SL_TRY(sl__graph_reserve(g, err));
+    in = sl__graph_node(g, input); /* the reserve may have moved the nodes */
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "squeeze");
     struct sl__grid_dim dims[SL_MAX_RANK];
@@ -150,6 +151,7 @@ sl_graph_add_expand_dims(sl_graph *g, const char *name, uint32_t input, size_t n
         added[axes[k]] = true;
     }
     SL_TRY(sl__graph_reserve(g, err));
+    in = sl__graph_node(g, input); /* the reserve may have moved the nodes */
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "expand_dims");
     struct sl__grid_dim dims[SL_MAX_RANK];
@@ -187,6 +189,7 @@ sl_graph_add_transpose(sl_graph *g, const char *name, uint32_t input, const uint
         seen[perm[o]] = true;
     }
     SL_TRY(sl__graph_reserve(g, err));
+    in = sl__graph_node(g, input); /* the reserve may have moved the nodes */
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "transpose");
     struct sl__grid_dim dims[SL_MAX_RANK];
@@ -252,6 +255,7 @@ sl_graph_add_stack(sl_graph *g, const char *name, size_t n_inputs, const uint32_
                             "rank %" PRIu32 " (0..%" PRIu32 "; at most rank %d out)",
                             name, axis, in->grid.rank, in->grid.rank, SL_MAX_RANK);
     SL_TRY(sl__graph_reserve(g, err));
+    in = sl__graph_node(g, inputs[0]); /* the reserve may have moved the nodes */
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "stack");
     struct sl__grid_dim dims[SL_MAX_RANK];
@@ -315,6 +319,7 @@ sl_graph_add_concat(sl_graph *g, const char *name, size_t n_inputs, const uint32
                             "rank %" PRIu32,
                             name, axis, in->grid.rank);
     SL_TRY(sl__graph_reserve(g, err));
+    in = sl__graph_node(g, inputs[0]); /* the reserve may have moved the nodes */
     struct sl__node tmp;
     sl__node_start(&tmp, SL_NODE_VIEW, name, "concat");
     struct sl__grid_dim dims[SL_MAX_RANK];

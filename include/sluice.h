@@ -33,9 +33,11 @@
 #include <sluice/plan.h>
 #include <sluice/pool.h>
 #include <sluice/pyramid.h>
+#include <sluice/reduce.h>
 #include <sluice/region.h>
 #include <sluice/remote.h>
 #include <sluice/sha256.h>
+#include <sluice/stats.h>
 #include <sluice/status.h>
 #include <sluice/store.h>
 #include <sluice/task.h>

@@ -119,7 +119,8 @@ sl__jview_build(sl_graph_json *doc, struct sl__jnode *n)
         return true;
     char at[SL__JPTR_MAX];
     bool joins = n->inputs.n > 0;
-    bool about_axes = strstr(err.text, "axis") != NULL || strstr(err.text, "axes") != NULL;
+    bool about_axes = (strstr(err.text, "axis") != NULL || strstr(err.text, "axes") != NULL) &&
+                      strstr(err.text, "same shape") == NULL;
     if (about_axes)
         sl__jptr_key(at, n->ptr, joins ? "axis" : "axes");
     else
