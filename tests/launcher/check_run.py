@@ -91,6 +91,31 @@ def check_flatfield(d, raw):
            "flatfield: (raw - dark) / max(flat, 1) as numpy computes it in float32")
 
 
+def check_mip(d, raw):
+    expect(np.array_equal(read(d, "out/mip.zarr"), raw.max(axis=0)), "mip: the maximum along z")
+    got, want = read(d, "out/xmean.zarr"), raw.mean(axis=2)
+    expect(got.dtype == np.float64 and np.allclose(got, want, rtol=1e-12, atol=0),
+           "mip: the mean along x, in float64 as numpy's")
+
+
+def check_stats(d, raw):
+    report = json.load(open(os.path.join(d, "report.json")))
+    sets = report["stats"][0]["sets"] if report.get("stats") else []
+    expect(len(sets) == 1, f"stats: one set in the report: {report.get('stats')}")
+    if not sets:
+        return
+    s = sets[0]
+    pct = np.percentile(raw, [0.5, 99.5])
+    hist = np.histogram(raw, bins=64, range=(0, 4096))[0]
+    expect(s["count"] == raw.size and s["min"] == raw.min() and s["max"] == raw.max(),
+           f"stats: count, min, max: {s}")
+    expect(abs(s["mean"] - raw.mean()) <= 1e-12 * raw.mean() and
+           abs(s["std"] - raw.std()) <= 1e-9 * raw.std(), f"stats: mean and std: {s}")
+    expect([p["value"] for p in s["percentiles"]] == list(pct) and s["percentiles_exact"],
+           f"stats: percentiles as numpy's: {s['percentiles']} vs {pct}")
+    expect(s["histogram"]["counts"] == list(hist), "stats: the histogram as numpy's")
+
+
 def check_pyramid(d, raw):
     group = os.path.join(d, "out", "tczyx_pyramid.zarr")
     meta = json.load(open(os.path.join(group, "zarr.json")))
@@ -143,6 +168,8 @@ CHECKS = {
     "preview8.json": check_preview8,
     "downsample.json": check_downsample,
     "flatfield.json": check_flatfield,
+    "mip.json": check_mip,
+    "stats.json": check_stats,
 }
 
 
