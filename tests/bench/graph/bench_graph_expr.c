@@ -41,39 +41,23 @@
  *   sets SL_SLUICE_EXE, SL_BENCH_SOURCE_ROOT and SL_BENCH_DATA)
  */
 #include <errno.h>
-#include <ftw.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sluice.h>
 
 #include "bench.h"
+#include "bench_proc.h"
 #include "flatfield_pipeline.h"
 
 #define KERNEL_REPS 21  /* timed evaluations of the kernel, each side */
 #define KERNEL_PLANES 4 /* the kernel's raw is KERNEL_PLANES x 1024 x 1024 */
 #define PLANE_N 1024    /* the frames' extent in Y and in X */
 #define EXPR_TEXT "(raw - dark) / max(flat, 1)"
-
-/* One run's cost. */
-struct cost {
-    double wall_s;  /* wall time */
-    double cpu_s;   /* user + system time */
-    double rss_mib; /* peak resident set */
-};
-
-/* Captured stdout of a child. */
-struct lines {
-    char text[8192]; /* what the child printed */
-    size_t len;      /* bytes in text */
-};
 
 /* Paths and programs of this invocation. */
 struct env {
@@ -90,171 +74,11 @@ die(const char *what)
     exit(1);
 }
 
-/* The most this process held resident when it forked a child (MiB): a
- * child's peak RSS counts from there (printed with the figures). */
-static double parent_rss_at_fork;
-
-/* This process's resident set now, MiB (VmRSS), or 0. */
-static double
-self_rss_mib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    double kib = 0;
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = atof(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return kib / 1024.0;
-}
-
-/* Run argv[0] with argv; its stdout into `out` (NULL: discard), its cost
- * by wait4 into `c`.  Its exit status, or 128 when it was killed. */
-static int
-spawn(char *const argv[], struct lines *out, struct cost *c)
-{
-    double rss = self_rss_mib();
-    parent_rss_at_fork = rss > parent_rss_at_fork ? rss : parent_rss_at_fork;
-    int fd[2];
-    if (pipe(fd) != 0)
-        die("pipe failed");
-    double t0 = sl_bench_now();
-    pid_t pid = fork();
-    if (pid < 0)
-        die("fork failed");
-    if (pid == 0) {
-        dup2(fd[1], STDOUT_FILENO);
-        close(fd[0]);
-        close(fd[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(fd[1]);
-    char buf[1024];
-    ssize_t n;
-    if (out != NULL)
-        out->len = 0;
-    while ((n = read(fd[0], buf, sizeof(buf))) > 0) {
-        if (out != NULL && out->len + (size_t)n < sizeof(out->text)) {
-            memcpy(out->text + out->len, buf, (size_t)n);
-            out->len += (size_t)n;
-        }
-    }
-    close(fd[0]);
-    if (out != NULL)
-        out->text[out->len] = '\0';
-    int status;
-    struct rusage ru;
-    if (wait4(pid, &status, 0, &ru) != pid)
-        die("wait4 failed");
-    c->wall_s = sl_bench_now() - t0;
-    c->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-    c->rss_mib = (double)ru.ru_maxrss / 1024.0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-/* The value of line `name: value unit` in `l`, or -1. */
-static double
-line_value(const struct lines *l, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = l->text; p != NULL && *p != '\0';) {
-        if (strncmp(p, name, n) == 0 && p[n] == ':')
-            return atof(p + n + 1);
-        p = strchr(p, '\n');
-        p = p != NULL ? p + 1 : NULL;
-    }
-    return -1;
-}
-
-/* Print the lines of `l` that begin with '#' (a peer's notes). */
-static void
-print_notes(const struct lines *l)
-{
-    for (const char *p = l->text; p != NULL && *p != '\0';) {
-        const char *end = strchr(p, '\n');
-        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-        if (p[0] == '#')
-            printf("%.*s\n", (int)n, p);
-        p = end != NULL ? end + 1 : NULL;
-    }
-    fflush(stdout);
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of `n` values (sorted in place). */
-static double
-median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
-}
-
-/* The median of each field over `n` costs. */
-static struct cost
-median_cost(const struct cost *c, int n)
-{
-    double w[16], u[16], r[16];
-    for (int i = 0; i < n; i++)
-        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib;
-    return (struct cost){median(w, n), median(u, n), median(r, n)};
-}
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-/* Remove the tree at `path` if there is one. */
-static void
-rm_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
-        die("cannot remove an earlier output");
-}
-
 /* `path` under the data directory into `out` (4096 bytes). */
 static void
 data_path(const struct env *e, const char *name, char *out)
 {
     snprintf(out, 4096, "%s/%s", e->data, name);
-}
-
-/* The raw, by `sluice generate` as examples/quickstart.sh makes it but
- * in Zarr v2 (zarr-python 2 and the floor read it), unless present. */
-static void
-make_raw(const struct env *e)
-{
-    char raw[4096], meta[4096], partial[4096];
-    data_path(e, "raw.zarr", raw);
-    data_path(e, "raw.zarr/.zarray", meta);
-    data_path(e, "raw.zarr.partial", partial);
-    if (access(meta, F_OK) == 0)
-        return;
-    rm_tree(partial);
-    rm_tree(raw);
-    char *argv[] = {(char *)e->sluice, "generate",       partial,    "--shape", "2,2,32,1024,1024",
-                    "--chunks",        "1,1,32,256,256", "--format", "v2",      "--codec",
-                    "zstd:1",          "--no-progress",  NULL};
-    struct cost c;
-    if (spawn(argv, NULL, &c) != 0 || rename(partial, raw) != 0)
-        die("sluice generate could not make the raw");
-    printf("# raw generated by sluice generate in %.2f s\n", c.wall_s);
 }
 
 /* The graph file of the flat-field, beside its arrays. */
@@ -294,19 +118,19 @@ write_graph(const struct env *e, char *graph)
 
 /* Run a peer script with up to three arguments. */
 static int
-peer(const char *script, const char *a1, const char *a2, const char *a3, struct lines *out,
-     struct cost *c)
+peer(const char *script, const char *a1, const char *a2, const char *a3,
+     struct bench_proc_lines *out, struct bench_proc_cost *c)
 {
     char *argv[] = {"/usr/bin/python3", (char *)script, (char *)a1, (char *)a2, (char *)a3, NULL};
-    return spawn(argv, out, c);
+    return bench_proc_spawn(argv, out, c);
 }
 
 /* Whether dask can run here; a line saying why not when it cannot. */
 static int
 dask_usable(const struct env *e)
 {
-    struct lines l;
-    struct cost c;
+    struct bench_proc_lines l;
+    struct bench_proc_cost c;
     int rc = peer(e->dask_peer, "check", NULL, NULL, &l, &c);
     if (rc == 0)
         return 1;
@@ -318,15 +142,15 @@ dask_usable(const struct env *e)
 
 /* The measurements of one round's runs. */
 struct rounds {
-    struct cost sl[16], dask[16], floor[16], synced[16];
+    struct bench_proc_cost sl[16], dask[16], floor[16], synced[16];
     double phase_s[16][FLATFIELD_PHASES];
 };
 
 /* Run the floor `fs` into its out_dir, removed and written back first. */
 static void
-floor_once(const struct flatfield_spec *fs, int threads, struct cost *c, double *phase_s)
+floor_once(const struct flatfield_spec *fs, int threads, struct bench_proc_cost *c, double *phase_s)
 {
-    rm_tree(fs->out_dir);
+    bench_proc_rm_tree(fs->out_dir);
     sync();
     c->rss_mib = -1;
     if (flatfield_run(fs, threads, &c->wall_s, &c->cpu_s, phase_s) != 0)
@@ -343,31 +167,31 @@ bench_round(const struct env *e, const char *graph, const struct flatfield_spec 
 {
     char out[4096];
     data_path(e, "out_sluice.zarr", out);
-    rm_tree(out);
+    bench_proc_rm_tree(out);
     sync();
     char *argv[] = {(char *)e->sluice, "run", (char *)graph, "--no-progress", NULL};
-    if (spawn(argv, NULL, &r->sl[i]) != 0)
+    if (bench_proc_spawn(argv, NULL, &r->sl[i]) != 0)
         die("sluice run failed");
     floor_once(fs, threads, &r->floor[i], r->phase_s[i]);
     double phase_s[FLATFIELD_PHASES];
     floor_once(synced, threads, &r->synced[i], phase_s);
     if (!dask)
         return;
-    struct lines l;
-    struct cost whole;
+    struct bench_proc_lines l;
+    struct bench_proc_cost whole;
     data_path(e, "out_dask.zarr", out);
-    rm_tree(out);
+    bench_proc_rm_tree(out);
     sync();
     if (peer(e->dask_peer, "run", e->data, out, &l, &whole) != 0)
         die("the dask peer failed");
-    r->dask[i] =
-        (struct cost){line_value(&l, "dask_flatfield_wall"), line_value(&l, "dask_flatfield_cpu"),
-                      line_value(&l, "dask_flatfield_peak_rss")};
+    r->dask[i] = (struct bench_proc_cost){bench_proc_value(&l, "dask_flatfield_wall"),
+                                          bench_proc_value(&l, "dask_flatfield_cpu"),
+                                          bench_proc_value(&l, "dask_flatfield_peak_rss")};
 }
 
 /* Print `prefix`_{wall,cpu} and, when known, `prefix`_peak_rss. */
 static void
-report_cost(const char *prefix, const struct cost *c)
+report_cost(const char *prefix, const struct bench_proc_cost *c)
 {
     char name[160];
     snprintf(name, sizeof(name), "%s_wall", prefix);
@@ -406,16 +230,16 @@ static void
 check_dask_values(const struct env *e)
 {
     char a[4096], b[4096];
-    struct lines l;
-    struct cost c;
+    struct bench_proc_lines l;
+    struct bench_proc_cost c;
     data_path(e, "out_sluice.zarr", a);
     data_path(e, "out_dask.zarr", b);
     if (peer(e->dask_peer, "compare", a, b, &l, &c) != 0)
         die("the comparison with dask's output failed");
-    double diff = line_value(&l, "compare_max_abs_diff");
+    double diff = bench_proc_value(&l, "compare_max_abs_diff");
     sl_bench_report("flatfield_sluice_vs_dask_max_abs_diff", diff, "value");
-    sl_bench_report("flatfield_sluice_vs_dask_equal_share", line_value(&l, "compare_equal_share"),
-                    "fraction");
+    sl_bench_report("flatfield_sluice_vs_dask_equal_share",
+                    bench_proc_value(&l, "compare_equal_share"), "fraction");
     if (diff != 0)
         printf("# sluice's values differ from dask's (max |diff| %g)\n", diff);
 }
@@ -425,7 +249,8 @@ static void
 report_flatfield(const struct env *e, const struct flatfield_spec *fs, const struct rounds *r,
                  int reps, int dask, int threads)
 {
-    struct cost s = median_cost(r->sl, reps), p = median_cost(r->floor, reps);
+    struct bench_proc_cost s = bench_proc_median_cost(r->sl, reps),
+                           p = bench_proc_median_cost(r->floor, reps);
     p.rss_mib = -1;
     report_cost("sluice_flatfield", &s);
     const double raw_mb = 2.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6;
@@ -438,7 +263,7 @@ report_flatfield(const struct env *e, const struct flatfield_spec *fs, const str
         for (int i = 0; i < reps; i++)
             v[i] = r->phase_s[i][k];
         snprintf(name, sizeof(name), "pipeline_floor_flatfield_cpu_%s", flatfield_phase_names[k]);
-        sl_bench_report(name, median(v, reps), "s");
+        sl_bench_report(name, bench_proc_median(v, reps), "s");
     }
     check_floor_bytes(e, fs);
     sl_bench_report("flatfield_wall_over_pipeline_floor", s.wall_s / p.wall_s, "x");
@@ -447,7 +272,7 @@ report_flatfield(const struct env *e, const struct flatfield_spec *fs, const str
     sl_bench_report("sluice_flatfield_waiting", idle > 0 ? idle : 0, "thread-s");
     sl_bench_report("pipeline_floor_flatfield_waiting", floor_idle > 0 ? floor_idle : 0,
                     "thread-s");
-    struct cost q = median_cost(r->synced, reps);
+    struct bench_proc_cost q = bench_proc_median_cost(r->synced, reps);
     q.rss_mib = -1;
     report_cost("pipeline_floor_synced_flatfield", &q);
     sl_bench_report("flatfield_wall_over_synced_pipeline_floor", s.wall_s / q.wall_s, "x");
@@ -455,7 +280,7 @@ report_flatfield(const struct env *e, const struct flatfield_spec *fs, const str
         printf("# flatfield_speedup_vs_dask: not measured (no dask)\n");
         return;
     }
-    struct cost d = median_cost(r->dask, reps);
+    struct bench_proc_cost d = bench_proc_median_cost(r->dask, reps);
     report_cost("dask_flatfield", &d);
     sl_bench_report("flatfield_speedup_vs_dask", d.wall_s / s.wall_s, "x");
     sl_bench_report("flatfield_dask_over_sluice_cpu", d.cpu_s / s.cpu_s, "x");
@@ -520,7 +345,7 @@ kernel_sluice(const struct kernel_bufs *b, double *med_ms, double *best_ms)
             t[i] = (sl_bench_now() - t0) * 1e3;
     }
     sl_expr_free(ex);
-    *med_ms = median(t, KERNEL_REPS);
+    *med_ms = bench_proc_median(t, KERNEL_REPS);
     *best_ms = t[0];
 }
 
@@ -567,8 +392,8 @@ bench_kernel(const struct env *e)
     sl_bench_report("sluice_expr_kernel_rate", (double)n / (med_ms * 1e-3) / 1e6, "Melem/s");
     snprintf(path, sizeof(path), "%s/out_numexpr.f32", dir);
     snprintf(reps, sizeof(reps), "%d", KERNEL_REPS);
-    struct lines l;
-    struct cost c;
+    struct bench_proc_lines l;
+    struct bench_proc_cost c;
     int rc = peer(e->ne_peer, dir, reps, path, &l, &c);
     if (rc != 0) {
         l.text[strcspn(l.text, "\n")] = '\0';
@@ -576,11 +401,11 @@ bench_kernel(const struct env *e)
                "exit %d)\n",
                l.text, rc);
     } else {
-        print_notes(&l);
-        double ne = line_value(&l, "numexpr_expr_kernel");
+        bench_proc_notes(&l);
+        double ne = bench_proc_value(&l, "numexpr_expr_kernel");
         sl_bench_report("numexpr_expr_kernel", ne, "ms");
-        sl_bench_report("numexpr_expr_kernel_best", line_value(&l, "numexpr_expr_kernel_best"),
-                        "ms");
+        sl_bench_report("numexpr_expr_kernel_best",
+                        bench_proc_value(&l, "numexpr_expr_kernel_best"), "ms");
         sl_bench_report("expr_kernel_over_numexpr", med_ms / ne, "x");
         kernel_compare(&b, path, n);
     }
@@ -596,12 +421,12 @@ bench_setup(const struct env *e, char *graph)
 {
     if (mkdir(e->data, 0755) != 0 && errno != EEXIST)
         die("cannot make the data directory");
-    make_raw(e);
-    struct lines l;
-    struct cost c;
+    bench_proc_demo_raw(e->sluice, e->data);
+    struct bench_proc_lines l;
+    struct bench_proc_cost c;
     if (peer(e->dask_peer, "setup", e->data, NULL, &l, &c) != 0)
         die("peer_dask_expr.py setup failed: the inputs are not there (python3-zarr?)");
-    print_notes(&l);
+    bench_proc_notes(&l);
     write_graph(e, graph);
     return dask_usable(e);
 }
@@ -651,7 +476,7 @@ main(int argc, char **argv)
     for (int i = 0; i < reps; i++)
         bench_round(&e, graph, &fs, &synced, threads, dask, i, &r);
     report_flatfield(&e, &fs, &r, reps, dask, threads);
-    sl_bench_report("bench_process_rss_at_fork", parent_rss_at_fork, "MiB");
+    sl_bench_report("bench_process_rss_at_fork", bench_proc_rss_at_fork(), "MiB");
     bench_kernel(&e);
     return 0;
 }
