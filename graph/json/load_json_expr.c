@@ -119,13 +119,7 @@ expr_build_fail(sl_graph_json *doc, const struct sl__jnode *n, struct sl_error *
         field = "chunks";
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, field);
-    char prefix[SL__JNODE_ID_MAX + 16];
-    snprintf(prefix, sizeof(prefix), "node \"%s\": ", n->id);
-    size_t len = strlen(prefix);
-    if (strncmp(err->text, prefix, len) == 0)
-        memmove(err->text, err->text + len, strlen(err->text + len) + 1);
-    sl__jdiag_add_error(&doc->diag, at, err);
-    return false;
+    return sl__jnode_fail_at(doc, n, at, err);
 }
 
 bool

@@ -125,11 +125,5 @@ sl__jview_build(sl_graph_json *doc, struct sl__jnode *n)
         sl__jptr_key(at, n->ptr, joins ? "axis" : "axes");
     else
         sl__jptr_key(at, n->ptr, joins ? "inputs" : "input");
-    char prefix[SL__JNODE_ID_MAX + 16];
-    snprintf(prefix, sizeof(prefix), "node \"%s\": ", n->id);
-    size_t len = strlen(prefix);
-    if (strncmp(err.text, prefix, len) == 0)
-        memmove(err.text, err.text + len, strlen(err.text + len) + 1);
-    sl__jdiag_add_error(&doc->diag, at, &err);
-    return false;
+    return sl__jnode_fail_at(doc, n, at, &err);
 }
