@@ -818,8 +818,7 @@ run_graph(const struct cmd *c, sl_graph *g, const struct run_opts *o, const char
     else if (st != SL_OK)
         print_failures(plan, o);
     warn_unconditional(c, plan);
-    if (st == SL_OK)
-        rc |= print_stats(c, plan);
+    rc |= print_stats(c, plan);
     if (o->report != NULL)
         rc |= write_report(plan, o->report);
     if (o->status_map != NULL)
