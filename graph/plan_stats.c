@@ -178,11 +178,22 @@ sl__plan_stats_fold(struct sl__put_state *ps, const struct sl_block *block, stru
     }
 }
 
+/* The put state of node `node`, or NULL.  (Not sl__plan_put: plan_status.c
+ * resets the accumulators, so this file calls nothing of it.) */
+static const struct sl__put_state *
+stats_put(const sl_plan *plan, uint32_t node)
+{
+    for (uint32_t i = 0; i < plan->n_puts; i++)
+        if (plan->puts[i].node == node)
+            return &plan->puts[i];
+    return NULL;
+}
+
 /* The stats state of node `node`, or NULL after recording why not. */
 static const struct sl__stats_run *
 stats_of(const sl_plan *plan, uint32_t node, struct sl_error *err)
 {
-    const struct sl__put_state *ps = sl__plan_put(plan, node);
+    const struct sl__put_state *ps = stats_put(plan, node);
     if (ps == NULL || ps->stats == NULL) {
         sl_error_set(err, SL_EINVAL, NULL, "node %" PRIu32 " is no stats node of the plan", node);
         return NULL;
@@ -214,7 +225,7 @@ sl_plan_stats_info(const sl_plan *plan, uint32_t node, struct sl_stats_info *out
 static sl_status
 stats_complete(const sl_plan *plan, uint32_t node, struct sl_error *err)
 {
-    const struct sl__put_state *ps = sl__plan_put(plan, node);
+    const struct sl__put_state *ps = stats_put(plan, node);
     const struct sl__node *n = sl__graph_node(plan->graph, node);
     if (plan->opts.n_parts > 1)
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,

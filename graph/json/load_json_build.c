@@ -30,19 +30,6 @@ build_fail(sl_graph_json *doc, const struct sl__jnode *n, const char *field,
     return false;
 }
 
-bool
-sl__jnode_fail_at(sl_graph_json *doc, const struct sl__jnode *n, const char *at,
-                  struct sl_error *err)
-{
-    char prefix[SL__JNODE_ID_MAX + 16];
-    snprintf(prefix, sizeof(prefix), "node \"%s\": ", n->id);
-    size_t len = strlen(prefix);
-    if (strncmp(err->text, prefix, len) == 0)
-        memmove(err->text, err->text + len, strlen(err->text + len) + 1);
-    sl__jdiag_add_error(&doc->diag, at, err);
-    return false;
-}
-
 /* The input's description (built before `n`). */
 static void
 build_input_info(const sl_graph_json *doc, const struct sl__jnode *n, struct sl_node_info *info)

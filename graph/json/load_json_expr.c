@@ -119,7 +119,7 @@ expr_build_fail(sl_graph_json *doc, const struct sl__jnode *n, struct sl_error *
         field = "chunks";
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, field);
-    return sl__jnode_fail_at(doc, n, at, err);
+    return sl__jdiag_add_node_error(&doc->diag, n->id, at, err);
 }
 
 bool

@@ -68,6 +68,18 @@ sl__jdiag_add_error(struct sl__jdiag *d, const char *ptr, const struct sl_error 
     return sl__jdiag_add(d, src->code != SL_OK ? src->code : SL_EINVAL, ptr, "%s", src->text);
 }
 
+bool
+sl__jdiag_add_node_error(struct sl__jdiag *d, const char *id, const char *ptr, struct sl_error *err)
+{
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "node \"%s\": ", id);
+    size_t len = strlen(prefix);
+    if (strncmp(err->text, prefix, len) == 0)
+        memmove(err->text, err->text + len, strlen(err->text + len) + 1);
+    sl__jdiag_add_error(d, ptr, err);
+    return false;
+}
+
 sl_status
 sl__jdiag_add_at(struct sl__jdiag *d, sl_status code, int line, int column, size_t position,
                  const char *text)

@@ -70,6 +70,10 @@ bool sl__jget_bool(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *
 /* "overwrite": true, false or "in-place" (which sets both flags). */
 bool sl__jget_overwrite(struct sl__jdiag *d, const json_t *v, const char *ptr, bool *overwrite,
                         bool *in_place);
+/* Report graph error `err` of node `id` at JSON pointer `ptr`, its leading
+ * `node "id": ` dropped (the pointer names the node).  @return false. */
+bool sl__jdiag_add_node_error(struct sl__jdiag *d, const char *id, const char *ptr,
+                              struct sl_error *err);
 bool sl__jget_uint(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo, uint64_t hi,
                    uint64_t *out);
 /* A list of 1..SL_MAX_RANK integers >= `lo` (reported at ptr/i). */

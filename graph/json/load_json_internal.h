@@ -353,11 +353,6 @@ void sl__jview_parse(sl_graph_json *doc, struct sl__jnode *n);
  * after reporting. */
 bool sl__jview_build(sl_graph_json *doc, struct sl__jnode *n);
 
-/* Report graph error `err` of node `n` at JSON pointer `at`, its leading
- * `node "id": ` dropped (the pointer names the node).  @return false. */
-bool sl__jnode_fail_at(sl_graph_json *doc, const struct sl__jnode *n, const char *at,
-                       struct sl_error *err);
-
 /* Whether node `n` reads node index `k` through "input" or "inputs". */
 bool sl__jnode_reads(const struct sl__jnode *n, int k);
 

@@ -132,5 +132,5 @@ sl__jreduce_build(sl_graph_json *doc, struct sl__jnode *n)
     if (strcmp(field, "dtype") == 0 && n->reduce.dtype == SL_DTYPE_COUNT_)
         field = "input";
     sl__jptr_key(at, n->ptr, field);
-    return sl__jnode_fail_at(doc, n, at, &err);
+    return sl__jdiag_add_node_error(&doc->diag, n->id, at, &err);
 }

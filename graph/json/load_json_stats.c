@@ -124,5 +124,5 @@ sl__jstats_build(sl_graph_json *doc, struct sl__jnode *n)
                                                                  : "input";
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, field);
-    return sl__jnode_fail_at(doc, n, at, &err);
+    return sl__jdiag_add_node_error(&doc->diag, n->id, at, &err);
 }

@@ -125,5 +125,5 @@ sl__jview_build(sl_graph_json *doc, struct sl__jnode *n)
         sl__jptr_key(at, n->ptr, joins ? "axis" : "axes");
     else
         sl__jptr_key(at, n->ptr, joins ? "inputs" : "input");
-    return sl__jnode_fail_at(doc, n, at, &err);
+    return sl__jdiag_add_node_error(&doc->diag, n->id, at, &err);
 }
