@@ -124,23 +124,16 @@ stats_tile(sl_stats *s, const double *v, const uint64_t *key, size_t m)
 /* Counter index of an element of a dtype of at most 16 bits. */
 typedef uint32_t stats_index_fn(const unsigned char *p);
 
+/* Only the counters: the histogram of an exact accumulator is derived from
+ * them when its result is asked for (sl_stats_result), which halves the
+ * memory traffic per element. */
 SL__OPS_TEMPLATE void
 stats_exact_row(sl_stats *s, const unsigned char *p, ptrdiff_t step, uint64_t n,
                 stats_index_fn *index)
 {
     uint64_t *restrict counts = s->counts;
-    if (s->slot_of != NULL) {
-        uint64_t *restrict hist = s->hist;
-        const uint32_t *restrict slot_of = s->slot_of;
-        for (uint64_t j = 0; j < n; j++) {
-            const uint32_t i = index(p + (ptrdiff_t)j * step);
-            counts[i]++;
-            hist[slot_of[i]]++;
-        }
-    } else {
-        for (uint64_t j = 0; j < n; j++)
-            counts[index(p + (ptrdiff_t)j * step)]++;
-    }
+    for (uint64_t j = 0; j < n; j++)
+        counts[index(p + (ptrdiff_t)j * step)]++;
 }
 
 /* Load one element of a wide dtype: false for NaN; else its value, key and
@@ -565,7 +558,7 @@ sl_stats_merge(sl_stats *into, const sl_stats *from, struct sl_error *err)
                             from->count, into->count);
     into->count += from->count;
     into->nan_count += from->nan_count;
-    if (into->hist != NULL)
+    if (into->hist != NULL && !into->exact) /* exact: derived from the counters */
         for (size_t i = 0; i < (size_t)into->bins + 2; i++)
             into->hist[i] += from->hist[i];
     if (into->exact) {

@@ -182,6 +182,17 @@ stats_result_wide(const sl_stats *s, struct sl_stats_result *out)
         out->rank_error = ((double)s->q.err + 1) / (double)m;
 }
 
+/* Fill the histogram of an exact accumulator from its counters: its slots
+ * are the accumulator's cache, so a const accumulator can still give it
+ * (not concurrently: sl_stats.h says results are asked for by one thread). */
+static void
+stats_exact_hist(const sl_stats *s)
+{
+    memset(s->hist, 0, ((size_t)s->bins + 2) * sizeof *s->hist);
+    for (uint32_t i = 0; i < s->n_values; i++)
+        s->hist[s->slot_of[i]] += s->counts[i];
+}
+
 sl_status
 sl_stats_result(const sl_stats *s, struct sl_stats_result *out, struct sl_error *err)
 {
@@ -196,6 +207,8 @@ sl_stats_result(const sl_stats *s, struct sl_stats_result *out, struct sl_error 
     out->lo = s->lo;
     out->hi = s->hi;
     if (s->bins > 0) {
+        if (s->exact) /* the histogram is the counters' sums per slot */
+            stats_exact_hist(s);
         out->histogram = s->hist;
         out->below = s->hist[s->bins];
         out->above = s->hist[s->bins + 1];

@@ -99,8 +99,8 @@ SL_API SL_NODISCARD sl_status sl_stats_add(sl_stats *s, const struct sl_view *bl
  * @return SL_OK; SL_EINVAL (NULL argument, `into` == `from`, or a different
  * dtype or options, naming what differs); SL_EOVERFLOW (the element count
  * would pass 2^64 - 1).  On failure `into` is unchanged.
- * Thread-safety: the thread that uses `into`; `from` may be read by other
- * threads (other merges, sl_stats_result) at the same time.
+ * Thread-safety: the thread that uses `into`; other merges from `from`
+ * and one sl_stats_result of it may run at the same time.
  */
 SL_API SL_NODISCARD sl_status sl_stats_merge(sl_stats *into, const sl_stats *from,
                                              struct sl_error *err);
@@ -137,12 +137,16 @@ struct sl_stats_result {
 };
 
 /**
- * The statistics of everything `s` holds, in `*out`.  `s` is only read; no
- * allocation.  Percentiles of wide dtypes cost up to 64 passes over the
- * summary's unsorted level (under a millisecond each).
+ * The statistics of everything `s` holds, in `*out`.  No allocation.  `s`
+ * keeps its contents; the one thing written is the histogram of bool and
+ * 8/16-bit dtypes, which is filled here from the per-value counters (one
+ * pass over them, 65536 at most) rather than counted element by element.
+ * Percentiles of wide dtypes cost up to 64 passes over the summary's
+ * unsorted level (under a millisecond each).
  * @return SL_OK or SL_EINVAL (NULL argument).
- * Thread-safety: any thread, concurrently with other reads of `s`
- * (sl_stats_result, sl_stats_merge from it), not with changes to it.
+ * Thread-safety: any thread, concurrently with merges from `s`
+ * (sl_stats_merge), not with changes to `s` or another sl_stats_result of
+ * it.
  */
 SL_API SL_NODISCARD sl_status sl_stats_result(const sl_stats *s, struct sl_stats_result *out,
                                               struct sl_error *err);
