@@ -13,7 +13,6 @@
  * longer; a 429 or 503 halves the window, and each success grows it back by
  * one, so a throttling server sees fewer requests at once.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -24,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "curl_lib.h"
 #include "engine_internal.h"
 #include "s3_internal.h"
 #include "store_internal.h"
@@ -61,7 +61,7 @@ transfer_free(struct transfer *t)
 {
     if (t == NULL)
         return;
-    curl_slist_free_all(t->slist);
+    sl__curl_fn.slist_free_all(t->slist);
     free(t);
 }
 
@@ -215,12 +215,12 @@ engine_headers(struct curl_engine *e, struct sl__http_req *req, struct transfer 
         return false;
     bool ok = true;
     for (size_t i = 0; i < t->hdrs.n && ok; i++) {
-        struct curl_slist *l = curl_slist_append(t->slist, t->hdrs.line[i]);
+        struct curl_slist *l = sl__curl_fn.slist_append(t->slist, t->hdrs.line[i]);
         ok = l != NULL;
         t->slist = l != NULL ? l : t->slist;
     }
     for (const char *const *h = req->headers; ok && h != NULL && *h != NULL; h++) {
-        struct curl_slist *l = curl_slist_append(t->slist, *h);
+        struct curl_slist *l = sl__curl_fn.slist_append(t->slist, *h);
         ok = l != NULL;
         t->slist = l != NULL ? l : t->slist;
     }
@@ -229,7 +229,7 @@ engine_headers(struct curl_engine *e, struct sl__http_req *req, struct transfer 
         static const char *const body_headers[] = {"Expect:",
                                                    "Content-Type: application/octet-stream"};
         for (size_t i = 0; i < 2 && ok; i++) {
-            struct curl_slist *l = curl_slist_append(t->slist, body_headers[i]);
+            struct curl_slist *l = sl__curl_fn.slist_append(t->slist, body_headers[i]);
             ok = l != NULL;
             t->slist = l != NULL ? l : t->slist;
         }
@@ -243,15 +243,15 @@ engine_headers(struct curl_engine *e, struct sl__http_req *req, struct transfer 
 static bool
 engine_start(struct curl_engine *e, struct sl__http_req *req)
 {
-    CURL *c = e->n_idle > 0 ? e->idle[--e->n_idle] : curl_easy_init();
+    CURL *c = e->n_idle > 0 ? e->idle[--e->n_idle] : sl__curl_fn.easy_init();
     struct transfer *t = calloc(1, sizeof(*t));
     if (c == NULL || t == NULL) {
         if (c != NULL)
-            curl_easy_cleanup(c);
+            sl__curl_fn.easy_cleanup(c);
         transfer_free(t);
         return false;
     }
-    curl_easy_reset(c);
+    sl__curl_fn.easy_reset(c);
     t->req = req;
     t->a = (struct answer){-1, -1, -1, -1, -1, -1};
     req->body.size = 0;
@@ -266,52 +266,52 @@ engine_start(struct curl_engine *e, struct sl__http_req *req)
     const char *method = req->method != NULL ? req->method : "GET";
     if (strcmp(method, "GET") == 0)
         range_text(&req->range, t->range, sizeof(t->range));
-    curl_easy_setopt(c, CURLOPT_URL, req->url);
+    sl__curl_fn.easy_setopt(c, CURLOPT_URL, req->url);
     if (strcmp(method, "HEAD") == 0) {
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        sl__curl_fn.easy_setopt(c, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        sl__curl_fn.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
-            curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->send_n);
-            curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->send != NULL ? req->send : "");
+            sl__curl_fn.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->send_n);
+            sl__curl_fn.easy_setopt(c, CURLOPT_POSTFIELDS, req->send != NULL ? req->send : "");
         }
     }
     if (t->slist != NULL)
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, t->slist);
-    curl_easy_setopt(c, CURLOPT_PRIVATE, t);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+        sl__curl_fn.easy_setopt(c, CURLOPT_HTTPHEADER, t->slist);
+    sl__curl_fn.easy_setopt(c, CURLOPT_PRIVATE, t);
+    sl__curl_fn.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    sl__curl_fn.easy_setopt(c, CURLOPT_WRITEDATA, t);
+    sl__curl_fn.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    sl__curl_fn.easy_setopt(c, CURLOPT_HEADERDATA, t);
     if (t->range[0] != '\0')
-        curl_easy_setopt(c, CURLOPT_RANGE, t->range);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->o.connect_timeout_s * 1000));
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->o.low_speed_bytes);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, e->o.low_speed_s);
-    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, RECV_BUFFER_BYTES);
+        sl__curl_fn.easy_setopt(c, CURLOPT_RANGE, t->range);
+    sl__curl_fn.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    sl__curl_fn.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    sl__curl_fn.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    sl__curl_fn.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->o.connect_timeout_s * 1000));
+    sl__curl_fn.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, e->o.low_speed_bytes);
+    sl__curl_fn.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, e->o.low_speed_s);
+    sl__curl_fn.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    sl__curl_fn.easy_setopt(c, CURLOPT_BUFFERSIZE, RECV_BUFFER_BYTES);
     /* HTTP/2 comes only over TLS (ALPN): there a new transfer waits for
      * the first connection to say whether it multiplexes.  In the clear
      * (HTTP/1.1) that wait would only put the first round trip to a host
      * before the others (a metadata lookup's three keys, a burst of
      * hints). */
     if (strncmp(req->url, "https://", 8) == 0)
-        curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        sl__curl_fn.easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+    sl__curl_fn.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     if (e->o.user_agent != NULL)
-        curl_easy_setopt(c, CURLOPT_USERAGENT, e->o.user_agent);
+        sl__curl_fn.easy_setopt(c, CURLOPT_USERAGENT, e->o.user_agent);
     if (req->attempts == 0)
         req->started = sl__engine_now();
     req->attempts++;
     atomic_fetch_add_explicit(&e->n_attempts, 1, memory_order_relaxed);
     if (req->attempts > 1)
         atomic_fetch_add_explicit(&e->n_retries, 1, memory_order_relaxed);
-    if (curl_multi_add_handle(e->multi, c) != CURLM_OK) {
+    if (sl__curl_fn.multi_add_handle(e->multi, c) != CURLM_OK) {
         transfer_free(t);
-        curl_easy_cleanup(c);
+        sl__curl_fn.easy_cleanup(c);
         req->easy = NULL;
         return false;
     }
@@ -414,7 +414,7 @@ engine_judge(struct curl_engine *e, struct transfer *t, CURLcode rc)
 {
     struct sl__http_req *req = t->req;
     long status = 0;
-    curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+    sl__curl_fn.easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
     req->http_status = status;
     req->retry_after = t->a.retry_after;
     char first[96];
@@ -467,8 +467,8 @@ engine_judge(struct curl_engine *e, struct transfer *t, CURLcode rc)
                  req->url, status, req->attempts, req->attempts == 1 ? "" : "s", first);
     } else {
         snprintf(req->message, sizeof(req->message), "%s: %s after %u attempt%s", req->url,
-                 t->overflow ? "out of memory for the body" : curl_easy_strerror(rc), req->attempts,
-                 req->attempts == 1 ? "" : "s");
+                 t->overflow ? "out of memory for the body" : sl__curl_fn.easy_strerror(rc),
+                 req->attempts, req->attempts == 1 ? "" : "s");
     }
     if (t->overflow)
         return SL_ENOMEM;
@@ -526,8 +526,8 @@ static void
 engine_finish(struct curl_engine *e, CURL *c, CURLcode rc)
 {
     struct transfer *t = NULL;
-    curl_easy_getinfo(c, CURLINFO_PRIVATE, (char **)&t);
-    curl_multi_remove_handle(e->multi, c);
+    sl__curl_fn.easy_getinfo(c, CURLINFO_PRIVATE, (char **)&t);
+    sl__curl_fn.multi_remove_handle(e->multi, c);
     e->in_flight--;
     flying_unlink(e, t);
     struct sl__http_req *req = t->req;
@@ -537,7 +537,7 @@ engine_finish(struct curl_engine *e, CURL *c, CURLcode rc)
     if (e->n_idle < e->o.window)
         e->idle[e->n_idle++] = c;
     else
-        curl_easy_cleanup(c);
+        sl__curl_fn.easy_cleanup(c);
     if (st == SL_ECANCELED && engine_retry_later(e, req))
         return;
     if (st == SL_ECANCELED)
@@ -605,13 +605,13 @@ engine_cancel_all(struct curl_engine *e)
 {
     CURLMsg *m;
     int left;
-    while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
+    while ((m = sl__curl_fn.multi_info_read(e->multi, &left)) != NULL)
         (void)m;
     while (e->flying != NULL) {
         struct transfer *t = e->flying;
         flying_unlink(e, t);
-        curl_multi_remove_handle(e->multi, t->req->easy);
-        curl_easy_cleanup(t->req->easy);
+        sl__curl_fn.multi_remove_handle(e->multi, t->req->easy);
+        sl__curl_fn.easy_cleanup(t->req->easy);
         snprintf(t->req->message, sizeof(t->req->message), "%s: cancelled", t->req->url);
         engine_complete(e, t->req, SL_ECANCELED);
         transfer_free(t);
@@ -642,16 +642,16 @@ engine_main(void *arg)
         double next = engine_due(e, sl__engine_now());
         bool more = engine_fill(e);
         int running;
-        curl_multi_perform(e->multi, &running);
+        sl__curl_fn.multi_perform(e->multi, &running);
         CURLMsg *m;
         int left;
-        while ((m = curl_multi_info_read(e->multi, &left)) != NULL)
+        while ((m = sl__curl_fn.multi_info_read(e->multi, &left)) != NULL)
             if (m->msg == CURLMSG_DONE)
                 engine_finish(e, m->easy_handle, m->data.result);
         int timeout_ms = more && e->in_flight < e->window ? 0 : (int)(next * 1000) + 1;
         if (timeout_ms > 100)
             timeout_ms = 100;
-        curl_multi_poll(e->multi, NULL, 0, timeout_ms, NULL);
+        sl__curl_fn.multi_poll(e->multi, NULL, 0, timeout_ms, NULL);
     }
     engine_cancel_all(e);
     return NULL;
@@ -659,21 +659,13 @@ engine_main(void *arg)
 
 /* ---- the interface ------------------------------------------------------------------ */
 
-/* libcurl's global state, made once per process. */
-static void
-engine_global_init(void)
-{
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return; /* curl_multi_init then fails, and says so */
-}
-
 static const struct sl__engine_ops curl_ops;
 
 sl__engine *
 sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, engine_global_init);
+    if (sl__curl_load(err) == NULL) /* libcurl, and its global state, once per process */
+        return NULL;
     struct curl_engine *e = calloc(1, sizeof(*e));
     if (e == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory starting the I/O engine");
@@ -687,13 +679,13 @@ sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err)
     atomic_store_explicit(&e->window_now, e->window, memory_order_relaxed);
     e->rng = sl__engine_seed();
     e->idle = calloc(e->o.window, sizeof(CURL *));
-    e->multi = curl_multi_init();
+    e->multi = sl__curl_fn.multi_init();
     if (e->idle == NULL || e->multi == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory starting the I/O engine");
         goto fail;
     }
-    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->o.window);
+    sl__curl_fn.multi_setopt(e->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    sl__curl_fn.multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)e->o.window);
     pthread_mutex_init(&e->lock, NULL);
     int rc = pthread_create(&e->thread, NULL, engine_main, e);
     if (rc != 0) {
@@ -704,7 +696,7 @@ sl__engine_create(const struct sl__engine_opts *o, struct sl_error *err)
     return &e->base;
 fail:
     if (e->multi != NULL)
-        curl_multi_cleanup(e->multi);
+        sl__curl_fn.multi_cleanup(e->multi);
     free(e->idle);
     free(e);
     return NULL;
@@ -717,11 +709,11 @@ curl_destroy(sl__engine *base)
     pthread_mutex_lock(&e->lock);
     e->stop = true;
     pthread_mutex_unlock(&e->lock);
-    curl_multi_wakeup(e->multi);
+    sl__curl_fn.multi_wakeup(e->multi);
     pthread_join(e->thread, NULL);
     for (size_t i = 0; i < e->n_idle; i++)
-        curl_easy_cleanup(e->idle[i]);
-    curl_multi_cleanup(e->multi);
+        sl__curl_fn.easy_cleanup(e->idle[i]);
+    sl__curl_fn.multi_cleanup(e->multi);
     pthread_mutex_destroy(&e->lock);
     free(e->idle);
     free(e);
@@ -738,7 +730,7 @@ curl_submit(sl__engine *base, struct sl__http_req *req)
         e->head = req;
     e->tail = req;
     pthread_mutex_unlock(&e->lock);
-    curl_multi_wakeup(e->multi);
+    sl__curl_fn.multi_wakeup(e->multi);
 }
 
 static void
