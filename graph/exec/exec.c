@@ -35,6 +35,7 @@
 #include "core_internal.h"
 #include "exec_internal.h"
 #include "exec_steps_internal.h"
+#include "pyramid_internal.h"
 
 /* Tasks queued or running at most, per worker, when the budget allows more. */
 #define EXEC_TASKS_PER_WORKER 32
@@ -422,5 +423,7 @@ sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
     sl_free(&plan->alloc, dr.needs.coords, dr.needs.cap * SL_MAX_RANK * sizeof(uint64_t));
     st = exec_finish(&ex, st, &run_err, err);
     exec_fini(&ex);
-    return st;
+    /* The pyramids' omero windows, from this run's statistics, before the
+     * run returns (pyramid_omero.c, DESIGN). */
+    return sl__pyramid_omero_commit(plan, st, err);
 }
