@@ -404,6 +404,18 @@ void sl__plan_stats_fini(sl_plan *plan, struct sl__put_state *ps);
 sl_status sl__plan_stats_fold(struct sl__put_state *ps, const struct sl_block *block,
                               struct sl_error *err);
 
+/* ---- the end of a run (pyramid_omero.c) ------------------------------------------- */
+
+/*
+ * After a run of `plan` that ended with `run`: write the OME omero metadata
+ * of every pyramid of the plan that asked for it (only when `run` is SL_OK),
+ * recording each outcome for sl_plan_pyramid_omero.  Called by sl_plan_run
+ * before it returns.
+ * @return `run` when it failed; else SL_OK or the first write's failure,
+ * in `err`.
+ */
+sl_status sl__pyramid_omero_commit(sl_plan *plan, sl_status run, struct sl_error *err);
+
 /* ---- run journals (journal.c) ---------------------------------------------------- */
 
 /* Nanoseconds on the monotonic clock. */

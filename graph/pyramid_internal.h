@@ -4,7 +4,7 @@
  * the input and the options before it touches the store or the graph, and
  * the OME-Zarr metadata written from that layout and, after a run, from
  * the channels' statistics.  Shared by pyramid.c, pyramid_ome.c,
- * pyramid_omero.c, the executor and the graph tests.
+ * pyramid_omero.c and the graph tests.
  */
 #ifndef SL_PYRAMID_INTERNAL_H
 #define SL_PYRAMID_INTERNAL_H
@@ -13,7 +13,6 @@
 
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
-#include <sluice/plan.h>
 #include <sluice/pyramid.h>
 
 /* Everything about the levels, checked; built by sl__pyramid_layout. */
@@ -74,14 +73,5 @@ struct sl__omero_window {
 sl_status sl__pyramid_omero_json(const char *attrs, int zarr_format,
                                  const struct sl__omero_window *w, uint64_t n, char **out,
                                  struct sl_error *err);
-
-/*
- * After a run of `plan` that ended with `run`: write the omero metadata of
- * every pyramid of the plan that asked for it (only when `run` is SL_OK),
- * recording each outcome for sl_plan_pyramid_omero.
- * @return `run` when it failed; else SL_OK or the first write's failure,
- * in `err`.
- */
-sl_status sl__pyramid_omero_commit(sl_plan *plan, sl_status run, struct sl_error *err);
 
 #endif /* SL_PYRAMID_INTERNAL_H */

@@ -35,7 +35,6 @@
 #include "core_internal.h"
 #include "exec_internal.h"
 #include "exec_steps_internal.h"
-#include "pyramid_internal.h"
 
 /* Tasks queued or running at most, per worker, when the budget allows more. */
 #define EXEC_TASKS_PER_WORKER 32
