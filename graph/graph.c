@@ -69,6 +69,10 @@ sl__node_fini(sl_graph *g, struct sl__node *n)
     if (n->kind == SL_NODE_GET || n->kind == SL_NODE_PUT)
         sl_array_unref(n->u.io.array);
     sl_expr_free(n->expr);
+    if (n->stats != NULL && n->stats->omero != NULL) {
+        sl_store_unref(n->stats->omero->store);
+        sl_free(&g->alloc, n->stats->omero, sizeof(*n->stats->omero));
+    }
     if (n->stats != NULL)
         sl_free(&g->alloc, n->stats, sizeof(*n->stats));
     memset(n, 0, sizeof(*n));

@@ -53,6 +53,16 @@ enum sl__reduce_step {
     SL__REDUCE_FINISH,  /* the last partial states merged into the result */
 };
 
+/* Where a pyramid's omero stats node writes its sets, as OME "omero"
+ * channel windows, after a successful run (pyramid_omero.c).  Exists so
+ * that a stats node can carry a write to storage that only the end of a
+ * run may make. */
+struct sl__omero_target {
+    sl_store *store;              /* retained: the pyramid's store */
+    char group[SL_STORE_KEY_MAX]; /* the group's path in it ("" for the root) */
+    int zarr_format;              /* 3: inside "ome" (OME-Zarr 0.5); 2: top level (0.4) */
+};
+
 /* What a stats node computes (graph_stats.c). */
 struct sl__stats_spec {
     struct sl_stats_opts opts;        /* histogram and percentiles */
@@ -60,6 +70,8 @@ struct sl__stats_spec {
     uint32_t per[SL_MAX_RANK];        /* those axes, ascending */
     uint64_t per_extent[SL_MAX_RANK]; /* the input's extent along each */
     uint64_t n_sets;                  /* product of their extents (1 without) */
+    struct sl__omero_target *omero;   /* a pyramid's omero node: where its sets go after a
+                                         run (owned); else NULL */
 };
 
 /* A node of the graph IR. */
@@ -312,6 +324,8 @@ struct sl__put_state {
                                     reads of the chunks its stage computes, its unit
                                     writes (sl_plan_opts.retries) */
     struct sl__stats_run *stats; /* stats nodes: the accumulators of the runs; owned */
+    struct sl_error *omero;      /* omero stats nodes: whether the last run wrote the group's
+                                    omero metadata (code SL_OK) or why not; owned, else NULL */
 };
 /* The public sl_put_status shows `codes` as plain bytes once no run writes them. */
 _Static_assert(sizeof(_Atomic uint8_t) == sizeof(uint8_t) &&
@@ -389,6 +403,18 @@ void sl__plan_stats_fini(sl_plan *plan, struct sl__put_state *ps);
  * local accumulators exist as tasks fold at once.  Thread-safety: any. */
 sl_status sl__plan_stats_fold(struct sl__put_state *ps, const struct sl_block *block,
                               struct sl_error *err);
+
+/* ---- the end of a run (pyramid_omero.c) ------------------------------------------- */
+
+/*
+ * After a run of `plan` that ended with `run`: write the OME omero metadata
+ * of every pyramid of the plan that asked for it (only when `run` is SL_OK),
+ * recording each outcome for sl_plan_pyramid_omero.  Called by sl_plan_run
+ * before it returns.
+ * @return `run` when it failed; else SL_OK or the first write's failure,
+ * in `err`.
+ */
+sl_status sl__pyramid_omero_commit(sl_plan *plan, sl_status run, struct sl_error *err);
 
 /* ---- run journals (journal.c) ---------------------------------------------------- */
 

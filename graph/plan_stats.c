@@ -69,6 +69,12 @@ sl__plan_stats_init(sl_plan *plan, struct sl__put_state *ps, struct sl_error *er
         if (r->sets[k] == NULL)
             return sl__node_fail(err, n->name, err != NULL ? err->code : SL_ENOMEM);
     }
+    if (spec->omero != NULL) {
+        ps->omero = sl_alloc(&plan->alloc, sizeof(*ps->omero), 0);
+        if (ps->omero == NULL)
+            return sl_error_set(err, SL_ENOMEM, NULL, "no memory for stats \"%s\"", n->name);
+        *ps->omero = SL_ERROR_INIT;
+    }
     return SL_OK;
 }
 
@@ -78,12 +84,18 @@ sl__plan_stats_reset(struct sl__put_state *ps)
     struct sl__stats_run *r = ps->stats;
     for (uint64_t k = 0; r != NULL && k < r->spec->n_sets; k++)
         sl_stats_reset(r->sets[k]);
+    if (ps->omero != NULL) {
+        *ps->omero = SL_ERROR_INIT;
+        sl_error_set(ps->omero, SL_ESTATE, NULL, "the plan has not run");
+    }
 }
 
 void
 sl__plan_stats_fini(sl_plan *plan, struct sl__put_state *ps)
 {
     struct sl__stats_run *r = ps->stats;
+    sl_free(&plan->alloc, ps->omero, sizeof(*ps->omero));
+    ps->omero = NULL;
     if (r == NULL)
         return;
     for (uint64_t k = 0; k < r->spec->n_sets; k++) {
@@ -217,6 +229,7 @@ sl_plan_stats_info(const sl_plan *plan, uint32_t node, struct sl_stats_info *out
     memcpy(out->per_extent, r->spec->per_extent, sizeof(out->per_extent));
     out->n_percentiles = r->spec->opts.n_percentiles;
     memcpy(out->percentile_q, r->spec->opts.percentiles, sizeof(out->percentile_q));
+    out->omero = r->spec->omero != NULL;
     return SL_OK;
 }
 

@@ -181,6 +181,10 @@ pyr_axes(struct sl__pyramid_layout *l, const struct sl_pyramid_opts *o, struct s
                                     " are both named \"%s\"",
                                     e, d, a->name);
     }
+    l->channel_axis = UINT32_MAX;
+    for (uint32_t d = 0; d < l->rank; d++)
+        if (strcmp(l->axes[d].type, "channel") == 0)
+            l->channel_axis = d;
     if (pyr_axis_order_ok(l->axes, l->rank))
         return SL_OK;
     /* The types as a list, cut with "..." to leave the rest of the message
@@ -225,6 +229,19 @@ pyr_coordinates(struct sl__pyramid_layout *l, const struct sl_pyramid_opts *o, s
     return SL_OK;
 }
 
+/* The omero percentiles, when asked for: 0 <= lo < hi <= 100. */
+static sl_status
+pyr_omero_check(const struct sl_pyramid_opts *o, struct sl_error *err)
+{
+    const double lo = o->omero_percentiles[0], hi = o->omero_percentiles[1];
+    if (!o->omero || (lo >= 0 && lo < hi && hi <= 100))
+        return SL_OK;
+    return sl_error_set(err, SL_EINVAL, NULL,
+                        "pyramid: omero percentiles %g and %g; the window's start and end need "
+                        "0 <= start < end <= 100",
+                        lo, hi);
+}
+
 sl_status
 sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint32_t rank,
                    const uint64_t *shape, const uint64_t *in_chunk,
@@ -249,6 +266,7 @@ sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint32_t rank,
     SL_TRY(pyr_shapes(l, shape, err));
     SL_TRY(pyr_chunks(l, in_chunk, &opts->level, err));
     SL_TRY(pyr_axes(l, opts, err));
+    SL_TRY(pyr_omero_check(opts, err));
     return pyr_coordinates(l, opts, err);
 }
 
@@ -392,7 +410,8 @@ pyr_node_names(const char *name, uint32_t k, char put[64], char get[64], char op
 
 /* Refuse names that are taken before anything is written. */
 static sl_status
-pyr_check_names(const sl_graph *g, const char *name, uint32_t n_levels, struct sl_error *err)
+pyr_check_names(const sl_graph *g, const char *name, uint32_t n_levels, bool omero,
+                struct sl_error *err)
 {
     size_t len = name != NULL ? strlen(name) : 0;
     if (len == 0 || len > PYR_NAME_MAX)
@@ -408,12 +427,55 @@ pyr_check_names(const sl_graph *g, const char *name, uint32_t n_levels, struct s
             SL_TRY(sl__graph_check_new_node(g, op, err));
         }
     }
+    if (!omero)
+        return SL_OK;
+    snprintf(put, sizeof(put), "%s.omero", name);
+    return sl__graph_check_new_node(g, put, err);
+}
+
+/*
+ * The omero stats node "<name>.omero" over `input`: one set per channel,
+ * the window's two percentiles, and where its sets go after a run.
+ */
+static sl_status
+pyr_add_omero(sl_graph *g, const char *name, uint32_t input, const struct sl__pyramid_layout *l,
+              const struct sl_pyramid_opts *o, sl_store *store, const char *group,
+              struct sl_error *err)
+{
+    struct sl_stats_desc desc = {.opts = SL_STATS_OPTS_DEFAULT};
+    desc.opts.n_percentiles = 2;
+    desc.opts.percentiles[0] = o->omero_percentiles[0];
+    desc.opts.percentiles[1] = o->omero_percentiles[1];
+    uint32_t per = l->channel_axis;
+    if (per != UINT32_MAX) {
+        desc.per = &per;
+        desc.n_per = 1;
+    }
+    if (strlen(group) >= SL_STORE_KEY_MAX)
+        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: group path of %zu bytes is too long",
+                            strlen(group));
+    char id_name[64];
+    snprintf(id_name, sizeof(id_name), "%s.omero", name);
+    uint32_t id;
+    SL_TRY(sl_graph_add_stats(g, id_name, input, &desc, &id, err));
+    struct sl__node *n = sl__graph_node(g, id);
+    struct sl__omero_target *t = sl_alloc_zeroed(&g->alloc, 1, sizeof(*t), 0);
+    if (t == NULL) {
+        sl__graph_pop_node(g);
+        return sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for node \"%s\"", id_name);
+    }
+    sl_store_ref(store);
+    t->store = store;
+    sl__strlcpy(t->group, group, sizeof(t->group));
+    t->zarr_format = l->zarr_format;
+    n->stats->omero = t;
     return SL_OK;
 }
 
 /* Add every level's nodes; on failure remove those added. */
 static sl_status
 pyr_add_nodes(sl_graph *g, const char *name, uint32_t input, const struct sl__pyramid_layout *l,
+              const struct sl_pyramid_opts *o, sl_store *store, const char *group,
               sl_array **arrays, uint32_t *level_puts, struct sl_error *err)
 {
     uint32_t n0 = g->n_nodes;
@@ -438,6 +500,8 @@ pyr_add_nodes(sl_graph *g, const char *name, uint32_t input, const struct sl__py
         if (st == SL_OK)
             st = sl_graph_add_put(g, put, reduced, arrays[k], &ids[k], err);
     }
+    if (st == SL_OK && o->omero)
+        st = pyr_add_omero(g, name, input, l, o, store, group, err);
     if (st != SL_OK) {
         while (g->n_nodes > n0)
             sl__graph_pop_node(g);
@@ -460,7 +524,7 @@ sl_graph_add_pyramid(sl_graph *g, const char *name, uint32_t input, sl_store *st
         return sl_error_set(err, SL_ESTATE, NULL, "graph is sealed; cannot add pyramid \"%s\"",
                             name != NULL ? name : "");
     SL_TRY(pyr_check_names(g, name, opts->n_levels <= SL_PYRAMID_MAX_LEVELS ? opts->n_levels : 0,
-                           err));
+                           opts->omero, err));
     SL_TRY(sl__graph_check_input(g, name, input, err));
     const struct sl__node *in = sl__graph_node(g, input);
     struct sl__pyramid_layout *l = sl_alloc(&g->alloc, sizeof(*l), 0);
@@ -470,10 +534,11 @@ sl_graph_add_pyramid(sl_graph *g, const char *name, uint32_t input, sl_store *st
     sl_status st =
         sl__pyramid_layout(l, in->dtype, in->grid.rank, in->grid.shape,
                            sl_grid_is_regular(&in->grid) ? in->grid.chunk : NULL, opts, err);
+    const char *at = group != NULL ? group : "";
     if (st == SL_OK)
-        st = pyr_write_store(l, store, group != NULL ? group : "", opts, in->dtype, arrays, err);
+        st = pyr_write_store(l, store, at, opts, in->dtype, arrays, err);
     if (st == SL_OK)
-        st = pyr_add_nodes(g, name, input, l, arrays, level_puts, err);
+        st = pyr_add_nodes(g, name, input, l, opts, store, at, arrays, level_puts, err);
     for (uint32_t k = 0; k < SL_PYRAMID_MAX_LEVELS; k++)
         sl_array_unref(arrays[k]);
     sl_free(&g->alloc, l, sizeof(*l));

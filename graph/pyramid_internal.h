@@ -2,8 +2,9 @@
 /*
  * Private declarations of the pyramid builder: the layout it derives from
  * the input and the options before it touches the store or the graph, and
- * the OME-Zarr metadata written from that layout.  Shared by pyramid.c,
- * pyramid_ome.c and the graph tests.
+ * the OME-Zarr metadata written from that layout and, after a run, from
+ * the channels' statistics.  Shared by pyramid.c, pyramid_ome.c,
+ * pyramid_omero.c and the graph tests.
  */
 #ifndef SL_PYRAMID_INTERNAL_H
 #define SL_PYRAMID_INTERNAL_H
@@ -26,6 +27,7 @@ struct sl__pyramid_layout {
     uint64_t shard[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];     /* shard shape, all 0 if unsharded */
     double scale[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];       /* OME scale per level */
     double translation[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK]; /* OME translation per level */
+    uint32_t channel_axis; /* the axis of type "channel", or UINT32_MAX when none */
 };
 
 /*
@@ -52,5 +54,24 @@ sl_status sl__pyramid_layout(struct sl__pyramid_layout *l, sl_dtype dtype, uint3
 sl_status sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name,
                                const char *user, const char *base, char **out,
                                struct sl_error *err);
+
+/* One channel's OME "omero" window. */
+struct sl__omero_window {
+    double min, max;   /* the channel's smallest and largest value */
+    double start, end; /* the window shown: the two percentiles */
+};
+
+/*
+ * Group attributes `attrs` (JSON object text) with an "omero" block of
+ * `n` channels (`w`, n >= 1) in place of any older one: inside "ome" for
+ * Zarr v3 (`zarr_format` 3, OME-Zarr 0.5), at the top for v2 (0.4).
+ * @return SL_OK with compact JSON text in `*out` (release with free());
+ * SL_EPARSE (`attrs` is no JSON object, or v3 without an "ome" object);
+ * SL_EINVAL (a window value that is not finite, naming the channel);
+ * SL_ENOMEM.
+ */
+sl_status sl__pyramid_omero_json(const char *attrs, int zarr_format,
+                                 const struct sl__omero_window *w, uint64_t n, char **out,
+                                 struct sl_error *err);
 
 #endif /* SL_PYRAMID_INTERNAL_H */

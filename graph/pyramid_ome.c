@@ -4,8 +4,12 @@
  * groups: attributes {"ome": {"version": "0.5", "multiscales": [...]}}) or
  * 0.4 (Zarr v2 groups: attributes {"multiscales": [{"version": "0.4",
  * ...}]}).  Each level is a dataset "k" with one scale and one translation
- * transformation, in that order, as both versions require.
+ * transformation, in that order, as both versions require.  And the
+ * "omero" block of channel windows written after a run: inside "ome" in
+ * 0.5, beside "multiscales" in 0.4.
  */
+#include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,5 +214,85 @@ sl__pyramid_ome_json(const struct sl__pyramid_layout *l, const char *name, const
     json_decref(root);
     if (*out == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the OME-Zarr metadata");
+    return SL_OK;
+}
+
+/* Channel colours when there are several, in turn (one channel: white). */
+static const char *const omero_colors[] = {"FF0000", "00FF00", "0000FF",
+                                           "FF00FF", "00FFFF", "FFFF00"};
+
+/* One channel of the omero block. */
+static json_t *
+omero_channel(const struct sl__omero_window *w, uint64_t k, uint64_t n)
+{
+    char label[32];
+    snprintf(label, sizeof(label), "channel %" PRIu64, k);
+    json_t *win = json_object();
+    bool ok = put(win, "min", json_real(w->min)) && put(win, "max", json_real(w->max)) &&
+              put(win, "start", json_real(w->start)) && put(win, "end", json_real(w->end));
+    json_t *c = json_object();
+    ok = put(c, "active", json_true()) && ok;
+    ok = put(c, "coefficient", json_real(1.0)) && ok;
+    ok = put(c, "color",
+             json_string(n == 1 ? "FFFFFF" : omero_colors[k % SL_ARRAY_LEN(omero_colors)])) &&
+         ok;
+    ok = put(c, "family", json_string("linear")) && ok;
+    ok = put(c, "inverted", json_false()) && ok;
+    ok = put(c, "label", json_string(label)) && ok;
+    ok = put(c, "window", keep_if(ok, win)) && ok;
+    return keep_if(ok, c);
+}
+
+/* The omero block of `n` channels, after checking every value is finite. */
+static sl_status
+omero_block(const struct sl__omero_window *w, uint64_t n, json_t **out, struct sl_error *err)
+{
+    for (uint64_t k = 0; k < n; k++) {
+        const double v[4] = {w[k].min, w[k].max, w[k].start, w[k].end};
+        for (size_t i = 0; i < 4; i++)
+            if (!isfinite(v[i]))
+                return sl_error_set(err, SL_EINVAL, NULL,
+                                    "channel %" PRIu64 " has window min %g, max %g, start %g, "
+                                    "end %g; OME's window needs finite numbers (the channel "
+                                    "holds %s)",
+                                    k, w[k].min, w[k].max, w[k].start, w[k].end,
+                                    isnan(v[i]) ? "only NaN" : "infinities");
+    }
+    json_t *channels = json_array();
+    bool ok = channels != NULL;
+    for (uint64_t k = 0; k < n && ok; k++)
+        ok = push(channels, omero_channel(&w[k], k, n));
+    json_t *rdefs = json_object();
+    ok = put(rdefs, "model", json_string(n == 1 ? "greyscale" : "color")) && ok;
+    json_t *omero = json_object();
+    ok = put(omero, "channels", keep_if(ok, channels)) && ok;
+    ok = put(omero, "rdefs", keep_if(ok, rdefs)) && ok;
+    *out = keep_if(ok, omero);
+    if (*out == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the omero metadata");
+    return SL_OK;
+}
+
+sl_status
+sl__pyramid_omero_json(const char *attrs, int zarr_format, const struct sl__omero_window *w,
+                       uint64_t n, char **out, struct sl_error *err)
+{
+    *out = NULL;
+    json_t *omero = NULL;
+    SL_TRY(omero_block(w, n, &omero, err));
+    json_t *root = json_loads(attrs, JSON_REJECT_DUPLICATES, NULL);
+    json_t *at = zarr_format == 3 ? json_object_get(root, "ome") : root;
+    if (!json_is_object(root) || !json_is_object(at)) {
+        json_decref(omero);
+        json_decref(root);
+        return sl_error_set(err, SL_EPARSE, NULL,
+                            "the group's attributes hold no %s object to add \"omero\" to",
+                            zarr_format == 3 ? "\"ome\"" : "JSON");
+    }
+    bool ok = put(at, "omero", omero);
+    *out = ok ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    if (*out == NULL)
+        return sl_error_set(err, SL_ENOMEM, NULL, "pyramid: no memory for the omero metadata");
     return SL_OK;
 }

@@ -3,7 +3,8 @@
  * The run report as JSON: the summary, for every put its counts and every
  * failed chunk with coordinates, code and message (null where the message
  * was dropped past max_errors; the code is always kept), and the results of
- * every stats node (or why there are none).
+ * every stats node (or why there are none; for a pyramid's omero node,
+ * whether the run wrote the channel windows).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include <sluice/plan.h>
+#include <sluice/pyramid.h>
 #include <sluice/remote.h>
 
 #include "core_internal.h"
@@ -227,8 +229,18 @@ report_stats(const sl_plan *plan, uint32_t node, FILE *out)
     for (uint32_t k = 0; k < info.n_per; k++)
         fprintf(out, "%s%" PRIu32, k ? ", " : "", info.per[k]);
     fputs("]", out);
-    struct sl_stats_result r;
     struct sl_error err = SL_ERROR_INIT;
+    if (info.omero) {
+        bool written = sl_plan_pyramid_omero(plan, node, &err) == SL_OK;
+        fprintf(out, ", \"omero\": {\"written\": %s", written ? "true" : "false");
+        if (!written) {
+            fputs(", \"error\": ", out);
+            json_string(out, err.text);
+        }
+        fputc('}', out);
+        err = SL_ERROR_INIT;
+    }
+    struct sl_stats_result r;
     if (sl_plan_stats(plan, node, 0, &r, &err) != SL_OK) {
         fputs(", \"error\": ", out);
         json_string(out, err.text);

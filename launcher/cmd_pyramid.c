@@ -62,7 +62,13 @@ const struct cmd cmd_pyramid = {
         "                       are kept and get the multiscales (SRC's attributes only\n"
         "                       where DSTGROUP lacks the key); a level already there is\n"
         "                       refused unless --overwrite; the levels take DSTGROUP's\n"
-        "                       Zarr format; consolidated metadata is rewritten\n" ARRAY_OPTS_HELP,
+        "                       Zarr format; consolidated metadata is rewritten\n"
+        "  --omero              write OME \"omero\" metadata too: per channel (index of\n"
+        "                       the channel axis; without one, one channel) a window of\n"
+        "                       its min, max and 0.1 and 99.9 percentiles, taken in the\n"
+        "                       read of SRC that writes level 0; only if no chunk fails\n"
+        "  --omero-percentiles LO,HI\n"
+        "                       --omero, the window from percentile LO to HI\n" ARRAY_OPTS_HELP,
     .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
@@ -91,6 +97,9 @@ struct pyramid_args {
     double scale[SL_MAX_RANK];       /* --scale */
     uint32_t n_translation;          /* entries in translation */
     double translation[SL_MAX_RANK]; /* --translation */
+    bool omero;                      /* --omero or --omero-percentiles */
+    uint32_t n_omero;                /* entries in omero_percentiles: 0 (defaults) or 2 */
+    double omero_percentiles[SL_MAX_RANK]; /* --omero-percentiles LO,HI */
 };
 
 static bool
@@ -139,12 +148,14 @@ parse_doubles(const char *text, double *out, uint32_t *n)
 static int
 pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
 {
-    if (strcmp(argv[*i], "--into") == 0) {
-        a->into = true;
+    if (strcmp(argv[*i], "--into") == 0 || strcmp(argv[*i], "--omero") == 0) {
+        a->into |= argv[*i][2] == 'i';
+        a->omero |= argv[*i][2] == 'o';
         return 1;
     }
-    static const char *const names[] = {"--levels", "--name",  "--axes",        "--axis-types",
-                                        "--units",  "--scale", "--translation", "--member"};
+    static const char *const names[] = {"--levels",      "--name",   "--axes",
+                                        "--axis-types",  "--units",  "--scale",
+                                        "--translation", "--member", "--omero-percentiles"};
     const size_t n_names = sizeof(names) / sizeof(names[0]);
     size_t which = 0;
     while (which < n_names && strcmp(argv[*i], names[which]) != 0)
@@ -181,16 +192,23 @@ pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
     case 6:
         ok = parse_doubles(v, a->translation, &a->n_translation);
         break;
-    default:
+    case 7:
         a->member = v;
         ok = v[0] != '\0' && strchr(v, '/') == NULL && strcmp(v, ".") != 0 &&
              strcmp(v, "..") != 0 && strlen(v) < 256;
+        break;
+    default:
+        a->omero = true;
+        ok = parse_doubles(v, a->omero_percentiles, &a->n_omero) && a->n_omero == 2 &&
+             a->omero_percentiles[0] >= 0 && a->omero_percentiles[0] < a->omero_percentiles[1] &&
+             a->omero_percentiles[1] <= 100;
         break;
     }
     if (!ok)
         return cmd_usage_error(&cmd_pyramid, "%s: \"%s\" is not %s", names[which], v,
                                which == 0   ? "a level count from 1 to 64"
                                : which == 7 ? "a member name (one path component, not . or ..)"
+                               : which == 8 ? "two percentiles LO,HI with 0 <= LO < HI <= 100"
                                : which <= 1 ? "a name"
                                : which <= 4 ? "a comma-separated list of at most 16 words"
                                             : "a comma-separated list of finite numbers");
@@ -229,6 +247,12 @@ pyramid_parse_all(struct pyramid_args *a, struct downsample_opts *dso, struct ar
         return cmd_usage_error(&cmd_pyramid,
                                "--member and --into: give one (a new member of DSTGROUP, or "
                                "the levels straight into DSTGROUP)");
+    if (a->omero && dist_size() > 1)
+        return cmd_usage_error(&cmd_pyramid,
+                               "--omero needs the statistics of every chunk in one process; "
+                               "across %d processes each sees only its part: run without "
+                               "mpirun, or without --omero",
+                               dist_size());
     if (a->into && (ro->resume || ro->rerun_failed != NULL))
         return cmd_usage_error(&cmd_pyramid,
                                "--into writes in place and cannot be resumed: drop %s, or use "
@@ -287,6 +311,9 @@ pyramid_opts_make(const struct pyramid_args *a, const struct downsample_opts *ds
         return rc;
     o->n_levels = a->levels;
     memcpy(o->factor, dso->factors, sizeof(o->factor));
+    o->omero = a->omero;
+    if (a->n_omero == 2)
+        memcpy(o->omero_percentiles, a->omero_percentiles, sizeof(o->omero_percentiles));
     struct sl_error err = SL_ERROR_INIT;
     if (dso->method != NULL &&
         sl_downsample_method_from_name(dso->method, &o->method, &err) != SL_OK)

@@ -425,8 +425,9 @@ print_stats_set(const char *name, const struct sl_node_info *in, const struct sl
     putchar('\n');
 }
 
-/* Every stats node's results on stdout, or on stderr why there are none;
- * 1 when some are missing. */
+/* Every stats node's results on stdout, or on stderr why there are none
+ * (for a pyramid's omero node, why it wrote no channel windows); 1 when
+ * some are missing. */
 static int
 print_stats(const struct cmd *c, const sl_plan *plan)
 {
@@ -441,6 +442,13 @@ print_stats(const struct cmd *c, const sl_plan *plan)
         struct sl_node_info in;
         if (sl_graph_node_info(g, info.inputs[0], &in, NULL) != SL_OK)
             continue;
+        struct sl_error oerr = SL_ERROR_INIT;
+        if (si.omero && sl_plan_pyramid_omero(plan, id, &oerr) != SL_OK) {
+            /* Its reason names the chunk the statistics lack, if any. */
+            fprintf(stderr, "sluice %s: %s\n", c->name, oerr.text);
+            rc = 1;
+            continue;
+        }
         for (uint64_t k = 0; k < si.n_sets; k++) {
             struct sl_stats_result r;
             struct sl_error err = SL_ERROR_INIT;

@@ -422,5 +422,7 @@ sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
     sl_free(&plan->alloc, dr.needs.coords, dr.needs.cap * SL_MAX_RANK * sizeof(uint64_t));
     st = exec_finish(&ex, st, &run_err, err);
     exec_fini(&ex);
-    return st;
+    /* The pyramids' omero windows, from this run's statistics, before the
+     * run returns (pyramid_omero.c, DESIGN). */
+    return sl__pyramid_omero_commit(plan, st, err);
 }

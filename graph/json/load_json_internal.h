@@ -164,6 +164,9 @@ struct sl__jpyramid {
     uint32_t n_translation;             /* "translation" entries; 0: all 0 */
     double translation[SL_MAX_RANK];    /* level 0's offset */
     uint8_t fill[16];                   /* the levels' fill value, parsed when built */
+    bool omero;                         /* "omero": write OME omero channel windows */
+    double omero_percentiles[2];        /* "omero": {"percentiles": [lo, hi]}; else the
+                                           defaults of SL_PYRAMID_OPTS_DEFAULT */
 };
 
 /* One entry of a copy node's "members": a member array's own layout. */

@@ -24,8 +24,8 @@ static const char *const rechunk_keys[] = {"op", "id", "input", "chunks", "comme
 static const char *const map_keys[] = {"op", "id", "input", "comment", NULL};
 static const char *const regrid_keys[] = {"op", "id", "input", "chunks", "comment", NULL};
 static const char *const pyramid_keys[] = {
-    "op",   "id",   "input", "group",       "levels",    "factors", "method", "create",
-    "name", "axes", "scale", "translation", "overwrite", "comment", NULL};
+    "op",   "id",   "input", "group",       "levels",    "factors", "method",  "create",
+    "name", "axes", "scale", "translation", "overwrite", "omero",   "comment", NULL};
 
 static const char *const expr_keys[] = {"op",      "id",     "inputs",  "expr", "dtype",
                                         "compute", "chunks", "comment", NULL};

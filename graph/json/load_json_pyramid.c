@@ -3,7 +3,8 @@
  * Pyramid nodes of graph files: a multiscale pyramid of the input written
  * as a group of levels, with the fields of sl_graph_add_pyramid (levels,
  * factors, method, how each level is stored, the OME-Zarr name, axes,
- * scale and translation) and a group path under the rules of array paths.
+ * scale and translation, the OME omero channel windows) and a group path
+ * under the rules of array paths.
  * Every field is checked when parsed; building hands them to
  * sl_graph_add_pyramid over a memory store in the first pass (so its own
  * checks run before anything reaches disk) and over the group's directory
@@ -24,6 +25,7 @@
 static const char *const pyramid_create_keys[] = {"format", "chunks",     "shards",
                                                   "codec",  "fill_value", NULL};
 static const char *const axis_keys[] = {"name", "type", "unit", NULL};
+static const char *const omero_keys[] = {"percentiles", NULL};
 
 /* "axes": one object {name, type, unit} per dimension, each field optional. */
 static void
@@ -57,6 +59,68 @@ pyramid_parse_axes(sl_graph_json *doc, struct sl__jpyramid *p, const json_t *v, 
                 (void)sl__jget_string(d, f, fat, fields[k]);
         }
     }
+}
+
+/* "percentiles" of "omero": [lo, hi] with 0 <= lo < hi <= 100. */
+static void
+pyramid_parse_omero_percentiles(sl_graph_json *doc, struct sl__jpyramid *p, const json_t *v,
+                                const char *ptr)
+{
+    struct sl__jdiag *d = &doc->diag;
+    if (!json_is_array(v) || json_array_size(v) != 2) {
+        sl__jdiag_add(d, SL_EINVAL, ptr,
+                      "expected [start, end]: the two percentiles of the window, found %s",
+                      json_is_array(v) ? "a list of another length" : sl__json_type_name(v));
+        return;
+    }
+    double q[2];
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *e = json_array_get(v, i);
+        char at[SL__JPTR_MAX];
+        sl__jptr_index(at, ptr, i);
+        if (!json_is_number(e)) {
+            sl__jdiag_add(d, SL_EINVAL, at, "expected a number in [0, 100], found %s",
+                          sl__json_type_name(e));
+            return;
+        }
+        q[i] = json_number_value(e);
+        if (!(q[i] >= 0 && q[i] <= 100)) {
+            sl__jdiag_add(d, SL_EINVAL, at, "expected a number in [0, 100], found %g", q[i]);
+            return;
+        }
+    }
+    if (q[0] >= q[1]) {
+        sl__jdiag_add(d, SL_EINVAL, ptr, "the window's start percentile %g is not below its end %g",
+                      q[0], q[1]);
+        return;
+    }
+    memcpy(p->omero_percentiles, q, sizeof(q));
+}
+
+/* "omero": true, false or {"percentiles": [start, end]}. */
+static void
+pyramid_parse_omero(sl_graph_json *doc, struct sl__jpyramid *p, const json_t *v, const char *ptr)
+{
+    struct sl__jdiag *d = &doc->diag;
+    p->omero_percentiles[0] = SL_PYRAMID_OMERO_START;
+    p->omero_percentiles[1] = SL_PYRAMID_OMERO_END;
+    if (json_is_boolean(v)) {
+        p->omero = json_is_true(v);
+        return;
+    }
+    if (!json_is_object(v)) {
+        sl__jdiag_add(d, SL_EINVAL, ptr,
+                      "expected true, false or {\"percentiles\": [start, end]}, found %s",
+                      sl__json_type_name(v));
+        return;
+    }
+    p->omero = true;
+    sl__jcheck_keys(d, v, ptr, "\"omero\"", omero_keys, NULL);
+    const json_t *q = json_object_get(v, "percentiles");
+    char at[SL__JPTR_MAX];
+    sl__jptr_key(at, ptr, "percentiles");
+    if (q != NULL)
+        pyramid_parse_omero_percentiles(doc, p, q, at);
 }
 
 /* A list of one number per dimension: positive ones for "scale". */
@@ -151,6 +215,9 @@ pyramid_parse_fields(sl_graph_json *doc, struct sl__jnode *n)
     sl__jptr_key(at, n->ptr, "overwrite");
     if ((v = json_object_get(n->obj, "overwrite")) != NULL)
         (void)sl__jget_overwrite(d, v, at, &p->overwrite, &p->in_place);
+    sl__jptr_key(at, n->ptr, "omero");
+    if ((v = json_object_get(n->obj, "omero")) != NULL)
+        pyramid_parse_omero(doc, p, v, at);
 }
 
 /* Where the group is written: at "group", with the document's S3 settings. */
@@ -221,6 +288,9 @@ pyramid_opts(sl_graph_json *doc, struct sl__jnode *n, sl_dtype dtype, uint32_t r
     if (c->has_codec)
         o->level.codec = c->codec;
     o->level.overwrite = p->overwrite;
+    o->omero = p->omero;
+    if (p->omero)
+        memcpy(o->omero_percentiles, p->omero_percentiles, sizeof(o->omero_percentiles));
     if (c->fill_value != NULL) {
         char at[SL__JPTR_MAX], cat[SL__JPTR_MAX];
         sl__jptr_key(cat, n->ptr, "create");

@@ -210,6 +210,9 @@ SL_API void sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out);
  * code, with its message in `err` (the status arrays and sl_plan_errors
  * hold every failure).  SL_EBUDGET when the budget cannot hold what must
  * be alive to go on; SL_ENOMEM when the run's own structures do not fit.
+ * A run whose every chunk succeeded then writes the OME "omero" metadata
+ * of the pyramids that asked for it (sl_plan_pyramid_omero); when that
+ * fails, its code and message.
  * Thread-safety: one run per plan at a time; the pool may run other work.
  */
 SL_API SL_NODISCARD sl_status sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err);
@@ -285,6 +288,8 @@ struct sl_stats_info {
                                          index of (i_0, ..., i_{n_per-1}) over these */
     size_t n_percentiles;             /* percentiles asked for */
     double percentile_q[SL_STATS_MAX_PERCENTILES]; /* which, in [0, 100] */
+    bool omero; /* a pyramid's omero node: each successful run writes its sets as the
+                   group's OME "omero" channel windows (sl_plan_pyramid_omero) */
 };
 
 /**

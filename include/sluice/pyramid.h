@@ -20,6 +20,7 @@
 #include <sluice/error.h>
 #include <sluice/graph.h>
 #include <sluice/ops.h>
+#include <sluice/plan.h>
 #include <sluice/status.h>
 #include <sluice/store.h>
 
@@ -30,6 +31,10 @@ extern "C" {
 /* The most levels a pyramid may have (a factor of 2 halves a 2^64 extent
  * to 1 in 64 steps). */
 #define SL_PYRAMID_MAX_LEVELS 64
+
+/* The default percentiles of the OME "omero" window's start and end. */
+#define SL_PYRAMID_OMERO_START 0.1
+#define SL_PYRAMID_OMERO_END 99.9
 
 /* One OME-Zarr axis.  NULL fields take the defaults sl_graph_add_pyramid
  * documents. */
@@ -75,13 +80,21 @@ struct sl_pyramid_opts {
                                      must take its Zarr format.  Its consolidated
                                      metadata is not rewritten: call
                                      sl_group_consolidate after the run */
+    bool omero;                   /* also write OME "omero" channel metadata, from a
+                                     stats node over the input (see sl_graph_add_pyramid) */
+    double omero_percentiles[2];  /* with omero: the percentiles (0 <= lo < hi <= 100) of
+                                     each channel's values that become its window's start
+                                     and end; SL_PYRAMID_OPTS_DEFAULT sets 0.1 and 99.9 */
 };
 /* clang-format off */
 #define SL_PYRAMID_OPTS_DEFAULT                                          \
     ((struct sl_pyramid_opts){.n_levels = 1,                             \
                               .method = SL_DOWNSAMPLE_MEAN,              \
                               .level = SL_ARRAY_SPEC_DEFAULT,            \
-                              .name = NULL})
+                              .name = NULL,                              \
+                              .omero = false,                            \
+                              .omero_percentiles = {SL_PYRAMID_OMERO_START, \
+                                                    SL_PYRAMID_OMERO_END}})
 /* clang-format on */
 
 /**
@@ -111,6 +124,22 @@ struct sl_pyramid_opts {
  * every method but stride (the centre of a block of f pixels) and t_{k+1}
  * = t_k for stride (a block's first pixel).
  *
+ * OME "omero" metadata (opts->omero): the pyramid adds a stats node
+ * "<name>.omero" over `input`, with one set per index of the channel axis
+ * (the axis of type "channel"; without one, a single channel over the
+ * whole image) and the two percentiles of opts->omero_percentiles.  It
+ * shares the read of each input chunk with level 0's put, so the input is
+ * read once.  When a run of the plan succeeds, every chunk included, the
+ * plan writes the group's metadata again with an "omero" block (0.5:
+ * inside "ome"; 0.4: beside "multiscales"): per channel "window" {"min",
+ * "max", "start", "end"} = the channel's min, max and the two percentiles
+ * (sl_stats_result: exact for integers up to 16 bits, within its
+ * rank_error otherwise), "active": true, "coefficient": 1, "family":
+ * "linear", "inverted": false, "label" "channel K", "color" "FFFFFF" for
+ * one channel, else red, green, blue, magenta, cyan, yellow in turn; and
+ * "rdefs" {"model": "greyscale" or "color"}.  A run that failed or left
+ * a chunk out writes no omero block; sl_plan_pyramid_omero says why.
+ *
  * @param name        prefix of the node names: "<name>.0" is level 0's put,
  *                    "<name>.K.get", "<name>.K.downsample" and "<name>.K"
  *                    level K's nodes; at most 48 characters.
@@ -122,7 +151,7 @@ struct sl_pyramid_opts {
  * @return SL_OK; SL_EINVAL (a bad option, naming it, the dimension and the
  * values: rank outside 2..5, a factor of 0, too many levels, axes against
  * the rules, a non-finite or negative scale, group_attributes not a JSON
- * object); SL_EUNSUPPORTED (the method
+ * object, omero percentiles outside 0 <= lo < hi <= 100); SL_EUNSUPPORTED (the method
  * is not defined for the input's dtype, sharding in Zarr v2); SL_EEXIST
  * (something is at `group` or at a level's path and overwrite is false;
  * with into_group only a level's path counts, and overwrite deletes the
@@ -139,6 +168,23 @@ SL_API SL_NODISCARD sl_status sl_graph_add_pyramid(sl_graph *g, const char *name
                                                    sl_store *store, const char *group,
                                                    const struct sl_pyramid_opts *opts,
                                                    uint32_t *level_puts, struct sl_error *err);
+
+/**
+ * Whether the last run of `plan` wrote the OME "omero" metadata of the
+ * pyramid whose stats node is `node` (find it with sl_graph_find as
+ * "<name>.omero"; sl_plan_stats gives its sets, one per channel).
+ * @return SL_OK (written); SL_EINVAL (NULL plan, or `node` is no pyramid's
+ * omero node); SL_ESTATE (the plan has not run); otherwise why not, in
+ * `err`: SL_EUPSTREAM (an input chunk failed or did not run, named),
+ * SL_EUNSUPPORTED (a run split across processes), the code of the run's
+ * first failure (another chunk failed), SL_EINVAL (a channel whose min,
+ * max or window is not finite: only NaN values, or infinities), SL_EPARSE
+ * (the group's attributes are unreadable) or the store's error writing
+ * the group's metadata.
+ * Thread-safety: any thread, not while the plan runs.
+ */
+SL_API SL_NODISCARD sl_status sl_plan_pyramid_omero(const sl_plan *plan, uint32_t node,
+                                                    struct sl_error *err);
 
 #ifdef __cplusplus
 }

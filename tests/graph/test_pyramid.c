@@ -691,3 +691,98 @@ Test(graph_pyramid, into_an_existing_group_keeps_its_members_and_attributes)
     sl_array_unref(src);
     sl_store_unref(s);
 }
+
+/* numpy's linear percentile `p` of the `n` values at `v` (sorted in place). */
+static double
+ref_percentile(uint16_t *v, size_t n, double p)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint16_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    double r = (double)(n - 1) * p / 100, lo = floor(r);
+    size_t i = (size_t)lo, k = i + 1 < n ? i + 1 : i;
+    return v[i] + (r - lo) * ((double)v[k] - v[i]);
+}
+
+/* The omero windows after a run, one per channel, match the reference;
+ * after a failed chunk there are none, and the plan says why. */
+Test(graph_pyramid, omero_windows_per_channel_only_after_a_whole_run)
+{
+    sl_pool *pool = sl_test_pool(2);
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {3, 20, 24}, chunk[] = {1, 8, 8};
+    uint16_t *data;
+    sl_array *src = make_input(s, "src", 3, shape, chunk, &data);
+    struct sl_pyramid_opts o = SL_PYRAMID_OPTS_DEFAULT;
+    o.n_levels = 2;
+    o.factor[0] = 1;
+    o.factor[1] = o.factor[2] = 2;
+    o.axes[0].name = "c";
+    o.omero = true;
+    o.omero_percentiles[0] = 5;
+    o.omero_percentiles[1] = 95;
+    uint32_t puts[2], node;
+    sl_plan *plan;
+    struct sl_error err = SL_ERROR_INIT;
+    struct sl_plan_opts po = SL_PLAN_OPTS_DEFAULT;
+    cr_assert_eq(run_pyramid(pool, src, s, "img", &o, &po, &plan, puts, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_eq(sl_graph_find(sl_plan_graph(plan), "pyr.omero", &node, &err), SL_OK, "%s",
+                 err.text);
+    cr_assert_eq(sl_plan_pyramid_omero(plan, node, &err), SL_OK, "%s", err.text);
+    json_t *attrs = group_attrs(s, "img/zarr.json", true);
+    const json_t *ch =
+        json_object_get(json_object_get(json_object_get(attrs, "ome"), "omero"), "channels");
+    cr_assert_eq(json_array_size(ch), 3);
+    const size_t n = 20 * 24;
+    for (size_t c = 0; c < 3; c++) {
+        uint16_t *v = data + c * n;
+        const json_t *w = json_object_get(json_array_get(ch, c), "window");
+        double got[4], want[4];
+        const char *keys[] = {"min", "max", "start", "end"};
+        for (int k = 0; k < 4; k++)
+            got[k] = json_real_value(json_object_get(w, keys[k]));
+        want[2] = ref_percentile(v, n, 5);
+        want[3] = ref_percentile(v, n, 95);
+        want[0] = v[0];
+        want[1] = v[n - 1];
+        for (int k = 0; k < 4; k++)
+            cr_assert_float_eq(got[k], want[k], 1e-9, "channel %zu %s: %g, want %g", c, keys[k],
+                               got[k], want[k]);
+    }
+    json_decref(attrs);
+    sl_plan_destroy(plan);
+    /* A corrupt chunk of channel 1: the run fails, the windows are not written. */
+    cr_assert_eq(sl_store_set(s, "src/c/1/1/2", "garbage", 7, &err), SL_OK, "%s", err.text);
+    o.level.overwrite = true;
+    err = SL_ERROR_INIT;
+    cr_assert_eq(run_pyramid(pool, src, s, "img", &o, &po, &plan, puts, &err), SL_ECORRUPT, "%s",
+                 err.text);
+    cr_assert_eq(sl_graph_find(sl_plan_graph(plan), "pyr.omero", &node, NULL), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_plan_pyramid_omero(plan, node, &err), SL_EUPSTREAM, "%s", err.text);
+    cr_assert_not_null(strstr(err.text, "chunk [1, 1, 2]"), "%s", err.text);
+    attrs = group_attrs(s, "img/zarr.json", true);
+    cr_assert_null(json_object_get(json_object_get(attrs, "ome"), "omero"));
+    cr_assert_not_null(json_object_get(json_object_get(attrs, "ome"), "multiscales"));
+    json_decref(attrs);
+    sl_plan_destroy(plan);
+    /* Percentiles out of order are refused before anything is built. */
+    o.omero_percentiles[0] = 50;
+    o.omero_percentiles[1] = 10;
+    sl_graph *g = sl_graph_create(NULL, NULL);
+    uint32_t get;
+    cr_assert_eq(sl_graph_add_get(g, "src", src, &get, NULL), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_graph_add_pyramid(g, "pyr", get, s, "img2", &o, NULL, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "omero percentiles 50 and 10"), "%s", err.text);
+    cr_assert_eq(sl_graph_node_count(g), 1);
+    sl_graph_unref(g);
+    free(data);
+    sl_array_unref(src);
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
