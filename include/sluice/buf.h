@@ -40,6 +40,16 @@ struct sl_buf {
 SL_API SL_NODISCARD sl_status sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err);
 
 /**
+ * sl_buf_reserve, but a buffer that must grow gets exactly `n` bytes rather
+ * than the next doubling: for a buffer sized once to a known bound (a
+ * codec's worst case), which then holds no unused half.
+ * @return SL_OK or SL_ENOMEM (the buffer is unchanged).
+ * Thread-safety: one thread per buffer at a time.
+ */
+SL_API SL_NODISCARD sl_status sl_buf_reserve_exact(struct sl_buf *b, size_t n,
+                                                   struct sl_error *err);
+
+/**
  * Append `n` bytes.  @return SL_OK, SL_ENOMEM or SL_EOVERFLOW.
  * Thread-safety: one thread per buffer at a time.
  */

@@ -28,7 +28,7 @@ sl__zstd_encode(const struct sl__codec *c, sl_codec_ctx *ctx, const uint8_t *in,
     size_t bound = ZSTD_compressBound(n);
     if (ZSTD_isError(bound))
         return zstd_fail(err, SL_EOVERFLOW, "bound", bound);
-    SL_TRY(sl_buf_reserve(out, bound, err));
+    SL_TRY(sl_buf_reserve_exact(out, bound, err)); /* the bound, not its doubling */
     size_t rc = ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
     if (!ZSTD_isError(rc))
         rc = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, c->u.zstd.level);

@@ -18,14 +18,10 @@
 
 /* ---- buffers -------------------------------------------------------------- */
 
-sl_status
-sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
+/* Grow `b` to exactly `cap` (> its capacity) bytes, keeping its contents. */
+static sl_status
+buf_grow(struct sl_buf *b, size_t cap, struct sl_error *err)
 {
-    if (n <= b->capacity)
-        return SL_OK;
-    size_t cap = b->capacity < 256 ? 256 : b->capacity;
-    while (cap < n)
-        cap = cap > SIZE_MAX / 2 ? n : cap * 2;
     const struct sl_allocator *a = b->alloc.alloc != NULL ? &b->alloc : NULL;
     /* Large buffers start on a page, so the filesystem store can hand
      * them to the device directly (O_DIRECT). */
@@ -38,6 +34,23 @@ sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
     b->data = p;
     b->capacity = cap;
     return SL_OK;
+}
+
+sl_status
+sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
+{
+    if (n <= b->capacity)
+        return SL_OK;
+    size_t cap = b->capacity < 256 ? 256 : b->capacity;
+    while (cap < n)
+        cap = cap > SIZE_MAX / 2 ? n : cap * 2;
+    return buf_grow(b, cap, err);
+}
+
+sl_status
+sl_buf_reserve_exact(struct sl_buf *b, size_t n, struct sl_error *err)
+{
+    return n <= b->capacity ? SL_OK : buf_grow(b, n, err);
 }
 
 sl_status

@@ -43,10 +43,22 @@ sl__txn_chunk_encode_keep(const sl_txn *t, struct sl__txn_chunk *c, const uint8_
         sl_buf_fini(&c->enc); /* it counts nothing: it holds nothing */
         return SL_OK;
     }
-    /* Copied into a buffer of its size, not traded for the context's
-     * scratch (sized for the worst case): staged memory is then what the
-     * chunk compressed to.  Large ones start on a page, as sl_buf's do,
-     * so that the filesystem store can write them directly. */
+    /* Traded for the context's scratch when the encoding fills at least
+     * half of it (the scratch is sized for the worst case): no copy, and
+     * the record's old buffer, warm from an earlier chunk, becomes the
+     * scratch, so buffers go round without page faults.  Staged memory is
+     * then at most twice what the chunk compressed to; an encoding that
+     * fills less is copied into a buffer of its size.  Large buffers
+     * start on a page, as sl_buf's do, so that the filesystem store can
+     * write them directly. */
+    struct sl_buf *held = sl__ctx_scratch_holding(ctx, v.data);
+    if (held != NULL && v.size >= held->capacity / 2) {
+        struct sl_buf mine = c->enc;
+        c->enc = *held;
+        c->enc.size = v.size;
+        *held = mine;
+        return SL_OK;
+    }
     if (c->enc.capacity < v.size || c->enc.capacity / 2 > v.size) {
         sl_buf_fini(&c->enc);
         c->enc.alloc = t->alloc; /* defensive: bare records only ever hold t's */
