@@ -43,24 +43,21 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import warnings
 
-from launcher_util import SLUICE, SOURCE, expect, finish, run, skip_without, tree
+from launcher_util import (OUT_CREATE, RUN, SLUICE, SOURCE, Graph, expect, expect_refused, explain,
+                           finish, leftovers, read_zarr, run, scratch_dir, skip_without, tree,
+                           write_graph, write_zarr)
 
 skip_without("numpy", "zarr")
 import numpy as np  # noqa: E402
-import zarr  # noqa: E402
-from numcodecs import Zstd  # noqa: E402
 
 SEED = int(os.environ.get("SL_REDUCE_SEED", "20240613"))
 N_CASES = int(os.environ.get("SL_REDUCE_CASES", "40"))
-RUN = ("run", "--no-progress")
 os.environ.setdefault("MALLOC_PERTURB_", "165")  # read by the sluice processes started
-OUT_CREATE = {"format": 2, "codec": "zstd:1"}  # Zarr v2, so that zarr-python 2 reads it
 SCHEMA = os.path.join(SOURCE, "docs", "report.schema.json")
 EPS = np.finfo(np.float64).eps
 
@@ -71,31 +68,7 @@ METHODS = ["sum", "prod", "mean", "min", "max", "std", "var", "any", "all", "cou
 # Methods whose float results carry rounding error.
 INEXACT = {"sum", "prod", "mean", "std", "var", "nansum", "nanmean"}
 
-# ---- files and graphs -----------------------------------------------------------
-
-
-def write_zarr(path, data, chunks):
-    z = zarr.open_array(path, mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
-                        compressor=Zstd(level=1))
-    z[...] = data
-
-
-def read_zarr(path):
-    """(values, dtype, chunk shape) of a stored array."""
-    z = zarr.open_array(path, mode="r")
-    return z[...], z.dtype, tuple(z.chunks)
-
-
-def write_graph(d, doc, name="graph.json"):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-    return path
-
-
-def leftovers(d, out_names):
-    """What a refused graph wrongly left in `d`: outputs or staging."""
-    return sorted(e for e in os.listdir(d) if e in out_names or e.startswith(".sluice-tmp"))
+# ---- reports -------------------------------------------------------------------
 
 
 def load_report(path, what):
@@ -118,53 +91,6 @@ def load_report(path, what):
     expect(not problems, f"{what}: the report validates against docs/report.schema.json: "
                          f"{problems[:3]}")
     return rep
-
-
-NODE_LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+(.*?)\s+(\S+)\s+shape \[([^\]]*)\] "
-                       r"chunks \[([^\]]*)\] grid \[([^\]]*)\]$", re.MULTILINE)
-EDGE_LINE = re.compile(r"^\s+(\S+ -> \S+): (.*)$", re.MULTILINE)
-
-
-def explain(graph, what):
-    """({node id: (kind, op, dtype, shape)}, {"a -> b": what explain says}, text)."""
-    rc, out, err = run("explain", graph)
-    expect(rc == 0, f"{what}: sluice explain exits {rc}: {out}{err}")
-    nodes = {m.group(1): (m.group(2), m.group(3), m.group(4),
-                          [int(v) for v in m.group(5).split(",") if v.strip()])
-             for m in NODE_LINE.finditer(out)}
-    return nodes, {m.group(1): m.group(2) for m in EDGE_LINE.finditer(out)}, out
-
-
-class Graph:
-    """A graph file being written in directory `d`: inputs stored with
-    zarr-python as they are added, outputs created as Zarr v2."""
-
-    def __init__(self, d):
-        self.d = d
-        os.makedirs(d, exist_ok=True)
-        self.arrays, self.nodes, self.n_outs = {}, {}, 0
-
-    def get(self, name, data, chunks):
-        write_zarr(os.path.join(self.d, f"{name}.zarr"), data, chunks)
-        self.arrays[name] = {"path": f"{name}.zarr"}
-        self.nodes[f"g{name}"] = {"op": "get", "array": name}
-        return f"g{name}"
-
-    def add(self, nid, node):
-        assert nid not in self.nodes
-        self.nodes[nid] = node
-        return nid
-
-    def put(self, nid):
-        """Write node `nid` into a new array o<k>.zarr; its path."""
-        k = self.n_outs
-        self.n_outs += 1
-        self.arrays[f"o{k}"] = {"path": f"o{k}.zarr", "create": dict(OUT_CREATE)}
-        self.nodes[f"w{k}"] = {"op": "put", "input": nid, "array": f"o{k}"}
-        return os.path.join(self.d, f"o{k}.zarr")
-
-    def write(self):
-        return write_graph(self.d, {"sluice": 1, "arrays": self.arrays, "nodes": self.nodes})
 
 
 # ---- numpy's reductions and sluice's cast rules ---------------------------------------
@@ -1051,24 +977,12 @@ def check_errors(tmp):
                 g.get(name, rng.integers(0, 100, (4, 6, 10)).astype(dt), (2, 3, 5))
         g.nodes.update(nodes)
         g.arrays["o"] = {"path": "o.zarr", "create": dict(OUT_CREATE)}
-        graph = g.write()
         pointer = words[1].split(":")[0].replace("at ", "")
-        for cmd in (RUN, ("validate",)):
-            rc, out, err = run(*cmd, graph)
-            expect(rc == 2, f"{what}: sluice {cmd[0]} exits {rc}, not 2: {out}{err}")
-            line = next((ln for ln in err.splitlines() if f"at {pointer}:" in ln), "")
-            missing = [w for w in words if w not in line]
-            expect(not missing, f"{what}: sluice {cmd[0]}'s error at {pointer} lacks {missing}: "
-                                f"{err}")
-            if cmd == RUN:
-                expect("nothing was run" in err, f"{what}: sluice run says nothing ran: {err}")
-            expect(not leftovers(g.d, ["o.zarr"]),
-                   f"{what}: sluice {cmd[0]} left {leftovers(g.d, ['o.zarr'])}")
+        expect_refused(what, g.write(), g.d, ["o.zarr"], words, line_with=f"at {pointer}:")
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="sluice-reduce-")
-    try:
+    with scratch_dir("sluice-reduce-") as tmp:
         check_random(tmp)
         check_stats(tmp)
         data = flatfield_inputs()
@@ -1077,11 +991,6 @@ def main():
         check_memory(tmp)
         check_resume(tmp)
         check_errors(tmp)
-    finally:
-        if os.environ.get("SL_KEEP_TMP") == "1":
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return finish("check_reduce_stats")
 
 
