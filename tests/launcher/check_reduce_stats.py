@@ -55,18 +55,15 @@ from launcher_util import (OUT_CREATE, RUN, SLUICE, SOURCE, Graph, expect, expec
 skip_without("numpy", "zarr")
 import numpy as np  # noqa: E402
 
+# numpy's reductions and sluice's cast rules, shared with tests/ops/check_reduce_numpy.py.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
+from numpy_reference import (DTYPES, EPS, INEXACT, METHODS, cast_rules, close,  # noqa: E402
+                             default_dtype, error_bound, reference, same)
+
 SEED = int(os.environ.get("SL_REDUCE_SEED", "20240613"))
 N_CASES = int(os.environ.get("SL_REDUCE_CASES", "40"))
 os.environ.setdefault("MALLOC_PERTURB_", "165")  # read by the sluice processes started
 SCHEMA = os.path.join(SOURCE, "docs", "report.schema.json")
-EPS = np.finfo(np.float64).eps
-
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64"]
-METHODS = ["sum", "prod", "mean", "min", "max", "std", "var", "any", "all", "count_nonzero",
-           "nansum", "nanmean", "nanmin", "nanmax"]
-# Methods whose float results carry rounding error.
-INEXACT = {"sum", "prod", "mean", "std", "var", "nansum", "nanmean"}
 
 # ---- reports -------------------------------------------------------------------
 
@@ -94,110 +91,6 @@ def load_report(path, what):
 
 
 # ---- numpy's reductions and sluice's cast rules ---------------------------------------
-
-
-def default_dtype(method, dt):
-    """numpy's result dtype (reduce.h, sl_reduce_default_dtype)."""
-    dt = np.dtype(dt)
-    if method in ("sum", "prod", "nansum"):
-        if dt.kind == "f":
-            return dt
-        return np.dtype(np.uint64) if dt.kind == "u" else np.dtype(np.int64)
-    if method in ("mean", "std", "var", "nanmean"):
-        return dt if dt.kind == "f" else np.dtype(np.float64)
-    if method in ("any", "all"):
-        return np.dtype(bool)
-    if method == "count_nonzero":
-        return np.dtype(np.int64)
-    return dt
-
-
-def natural_dtype(method, dt):
-    """The dtype the reference is computed in: float64 for float results."""
-    d = default_dtype(method, dt)
-    return np.dtype(np.float64) if d.kind == "f" else d
-
-
-def reference(method, x, axes, ddof):
-    """numpy's result for `method` along `axes` (keepdims), in the natural
-    dtype; float sums and moments of x.astype(float64), as sluice computes
-    them in double whatever the input (ops/README.md)."""
-    f = x.astype(np.float64) if x.dtype.kind == "f" else x
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        if method in ("std", "var"):
-            r = getattr(np, method)(f, axis=axes, ddof=ddof, keepdims=True)
-        elif method == "count_nonzero":
-            r = np.count_nonzero(x, axis=axes, keepdims=True)
-        elif method in ("sum", "prod", "nansum", "mean", "nanmean"):
-            r = getattr(np, method)(f, axis=axes, keepdims=True)
-        else:
-            r = getattr(np, method)(x, axis=axes, keepdims=True)
-    return np.asarray(r).astype(natural_dtype(method, x.dtype))
-
-
-def error_bound(method, x, axes, ref):
-    """What rounding may make numpy's float64 result differ from the exact
-    one (tests/ops/check_reduce_numpy.py): pairwise summation grows about
-    log2(n) eps sum|x|; for var and std, a bound on the variance."""
-    f = x.astype(np.float64)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        n = max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
-        grow = 4 * (math.ceil(math.log2(n + 1)) + 2) * EPS
-        if method in ("sum", "nansum"):
-            return grow * np.nansum(np.abs(f), axis=axes, keepdims=True)
-        if method in ("mean", "nanmean"):
-            return grow * np.nanmean(np.abs(f), axis=axes, keepdims=True)
-        if method in ("var", "std"):
-            return 4 * grow * np.mean(f * f, axis=axes, keepdims=True)
-        return n * 4 * EPS * np.abs(ref)  # prod: n roundings
-
-
-def close(got, want, bound, method, rel):
-    """Floats within `rel` relative, 1e-300 absolute or `bound` (of the
-    variance, for std: compared squared); NaN and infinities exact."""
-    got, want = got.astype(np.float64), want.astype(np.float64)
-    if method == "std":  # sqrt magnifies errors near 0: compare variances
-        got, want = got * got, want * want
-        rel = 2 * rel
-    with np.errstate(all="ignore"):
-        diff = np.abs(got - want)
-        tol = rel * np.abs(want) + 1e-300 + np.where(np.isfinite(bound), bound, 0)
-        ok = (got == want) | (np.isfinite(want) & np.isfinite(got) & (diff <= tol))
-    return ok | (np.isnan(got) & np.isnan(want))
-
-
-def cast_rules(x, dtype):
-    """sluice's cast rules: bool is nonzero (NaN true); integers from floats
-    round half to even, NaN gives 0; integers saturate; floats round."""
-    od = np.dtype(dtype)
-    if od == np.bool_:
-        return x != 0
-    if od.kind == "f":
-        with np.errstate(all="ignore"):
-            return x.astype(od)
-    info = np.iinfo(od)
-    if x.dtype.kind in "biu":
-        vals = [min(max(int(v), info.min), info.max) for v in x.ravel()]
-        return np.array(vals, dtype=od).reshape(x.shape)
-    bits = od.itemsize * 8
-    r = np.rint(x.astype(np.float64))
-    r = np.where(np.isnan(r), 0.0, r)
-    lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if od.kind == "i" else (0.0, 2.0 ** bits)
-    below, above = r < lo, r >= hi
-    with np.errstate(all="ignore"):
-        out = np.where(below | above, 0.0, r).astype(od)
-    out[below] = info.min
-    out[above] = info.max
-    return out
-
-
-def same(a, b):
-    """Equal values, NaN equal to NaN (-0.0 equal to 0.0)."""
-    if a.dtype.kind == "f" and b.dtype.kind == "f":
-        return (a == b) | (np.isnan(a) & np.isnan(b))
-    return a == b
 
 
 def reduce_ok(got, want, method, x, axes, out_dtype):
