@@ -186,7 +186,7 @@ bench_round(const struct env *e, const char *graph, const struct flatfield_spec 
         die("the dask peer failed");
     r->dask[i] = (struct bench_proc_cost){bench_proc_value(&l, "dask_flatfield_wall"),
                                           bench_proc_value(&l, "dask_flatfield_cpu"),
-                                          bench_proc_value(&l, "dask_flatfield_peak_rss")};
+                                          bench_proc_value(&l, "dask_flatfield_peak_rss"), -1};
 }
 
 /* Print `prefix`_{wall,cpu} and, when known, `prefix`_peak_rss. */

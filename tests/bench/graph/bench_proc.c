@@ -97,6 +97,7 @@ bench_proc_spawn(char *const argv[], struct bench_proc_lines *out, struct bench_
     c->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
     c->rss_mib = (double)ru.ru_maxrss / 1024.0;
+    c->faults = (double)ru.ru_minflt + (double)ru.ru_majflt;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -143,11 +144,11 @@ bench_proc_median(double *v, int n)
 struct bench_proc_cost
 bench_proc_median_cost(const struct bench_proc_cost *c, int n)
 {
-    double w[16], u[16], r[16];
+    double w[16], u[16], r[16], f[16];
     for (int i = 0; i < n; i++)
-        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib;
+        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib, f[i] = c[i].faults;
     return (struct bench_proc_cost){bench_proc_median(w, n), bench_proc_median(u, n),
-                                    bench_proc_median(r, n)};
+                                    bench_proc_median(r, n), bench_proc_median(f, n)};
 }
 
 static int

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the graph benchmarks that time `sluice run` and Python peers as
- * child processes share (bench_graph_expr, bench_graph_reduce): running a
+ * child processes share (bench_graph_downsample, bench_graph_expr,
+ * bench_graph_reduce): running a
  * child with its stdout captured and its wall time, CPU time and peak RSS
  * taken by wait4(); reading its `name: value unit` and `#` lines; medians
  * of rounds; removing an earlier output; and the 5-D demo input, made once
@@ -18,6 +19,7 @@ struct bench_proc_cost {
     double wall_s;  /* wall time */
     double cpu_s;   /* user + system time */
     double rss_mib; /* peak resident set; < 0 when not measured */
+    double faults;  /* page faults, minor and major; < 0 when not measured */
 };
 
 /* Captured stdout of a child. */
