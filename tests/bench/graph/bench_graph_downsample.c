@@ -113,19 +113,6 @@ bench_round(const struct env *e, const char *kind, const char *factors,
     }
 }
 
-/* Print `prefix`_{wall,cpu,peak_rss} of `c`. */
-static void
-report_cost(const char *prefix, const struct bench_proc_cost *c)
-{
-    char name[160];
-    snprintf(name, sizeof(name), "%s_wall", prefix);
-    sl_bench_report(name, c->wall_s, "s");
-    snprintf(name, sizeof(name), "%s_cpu", prefix);
-    sl_bench_report(name, c->cpu_s, "s");
-    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
-    sl_bench_report(name, c->rss_mib, "MiB");
-}
-
 /* Check that sluice's and dask's outputs agree up to rounding. */
 static void
 compare_outputs(const struct env *e, const char *kind)
@@ -336,13 +323,13 @@ bench_case(const struct env *e, const char *kind, const char *factors, struct pi
     char name[128];
     struct bench_proc_cost s = bench_proc_median_cost(sl, reps), best = {-1, -1, -1, -1};
     snprintf(name, sizeof(name), "sluice_%s", kind);
-    report_cost(name, &s);
+    bench_proc_report_cost(name, &s);
     snprintf(name, sizeof(name), "sluice_%s_input_rate", kind);
     sl_bench_report(name, raw_mb / s.wall_s, "MB/s");
     for (int v = 0; v < N_VARIANTS; v++) {
         struct bench_proc_cost d = bench_proc_median_cost(dask[v], reps);
         snprintf(name, sizeof(name), "dask_%s_%s", kind, dask_variants[v]);
-        report_cost(name, &d);
+        bench_proc_report_cost(name, &d);
         best.wall_s = best.wall_s < 0 || d.wall_s < best.wall_s ? d.wall_s : best.wall_s;
         best.cpu_s = best.cpu_s < 0 || d.cpu_s < best.cpu_s ? d.cpu_s : best.cpu_s;
         best.rss_mib = best.rss_mib < 0 || d.rss_mib < best.rss_mib ? d.rss_mib : best.rss_mib;

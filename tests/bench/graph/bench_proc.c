@@ -151,6 +151,28 @@ bench_proc_median_cost(const struct bench_proc_cost *c, int n)
                                     bench_proc_median(r, n), bench_proc_median(f, n)};
 }
 
+void
+bench_proc_report_cost(const char *prefix, const struct bench_proc_cost *c)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "%s_wall", prefix);
+    sl_bench_report(name, c->wall_s, "s");
+    snprintf(name, sizeof(name), "%s_cpu", prefix);
+    sl_bench_report(name, c->cpu_s, "s");
+    if (c->rss_mib < 0)
+        return;
+    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
+    sl_bench_report(name, c->rss_mib, "MiB");
+}
+
+int
+bench_proc_reps(int argc, char **argv, int max)
+{
+    const char *reps_env = getenv("REPS");
+    int reps = argc > 1 ? atoi(argv[1]) : reps_env != NULL ? atoi(reps_env) : 3;
+    return reps < 1 || reps > max ? 3 : reps;
+}
+
 static int
 rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

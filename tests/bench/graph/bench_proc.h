@@ -5,7 +5,7 @@
  * bench_graph_reduce): running a
  * child with its stdout captured and its wall time, CPU time and peak RSS
  * taken by wait4(); reading its `name: value unit` and `#` lines; medians
- * of rounds; removing an earlier output; and the 5-D demo input, made once
+ * of rounds and their report; removing an earlier output; and the 5-D demo input, made once
  * by `sluice generate`.  Every failure prints "<program>: <what>" and
  * exits 1.
  */
@@ -50,6 +50,13 @@ double bench_proc_median(double *v, int n);
 
 /* The median of each field over `n` (1 ... 16) costs. */
 struct bench_proc_cost bench_proc_median_cost(const struct bench_proc_cost *c, int n);
+
+/* Print `prefix`_wall and `prefix`_cpu of `c` and, when measured,
+ * `prefix`_peak_rss (sl_bench_report). */
+void bench_proc_report_cost(const char *prefix, const struct bench_proc_cost *c);
+
+/* The rounds to run: argv[1], else $REPS, else 3; 3 when outside 1 ... max. */
+int bench_proc_reps(int argc, char **argv, int max);
 
 /* Remove the tree at `path` if there is one. */
 void bench_proc_rm_tree(const char *path);
