@@ -26,18 +26,15 @@ import random
 import re
 import shutil
 import sys
-import tempfile
 
-from launcher_util import expect, finish, run, skip_without, tree
+from launcher_util import (OUT_CREATE, RUN, expect, expect_refused, finish, leftovers, read_zarr,
+                           run, scratch_dir, skip_without, tree, write_graph, write_zarr)
 
 skip_without("numpy", "zarr")
 import numpy as np  # noqa: E402
-import zarr  # noqa: E402
-from numcodecs import Zstd  # noqa: E402
 
 SEED = int(os.environ.get("SL_EXPR_SEED", "20240611"))
 N_CASES = int(os.environ.get("SL_EXPR_CASES", "30"))
-RUN = ("run", "--no-progress")
 
 # ---- numpy's semantics of the expression language ---------------------------------
 
@@ -175,34 +172,6 @@ def mismatches(got, want, approx, zero_sign, inputs):
     return out
 
 
-# ---- files ----------------------------------------------------------------------
-
-
-def write_zarr(path, data, chunks):
-    z = zarr.open_array(path, mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
-                        compressor=Zstd(level=1))
-    z[...] = data
-
-
-def read_zarr(path):
-    z = zarr.open_array(path, mode="r")
-    return z[...], z.dtype
-
-
-def write_graph(d, doc, name="graph.json"):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-    return path
-
-
-def leftovers(d, out_names):
-    """What a refused graph wrongly left in `d`: outputs or staging."""
-    return sorted(e for e in os.listdir(d) if e in out_names or e.startswith(".sluice-tmp"))
-
-
-OUT_CREATE = {"format": 2, "codec": "zstd:1"}  # Zarr v2, so that zarr-python 2 reads it
-
 # ---- 1. the flat-field ----------------------------------------------------------
 
 FF_SHAPE, FF_CHUNKS, YX_CHUNKS = (2, 2, 6, 40, 48), (1, 1, 6, 16, 16), (16, 16)
@@ -263,7 +232,7 @@ def check_flatfield(tmp, data):
     expect(rc == 0, f"flat-field: sluice run exits {rc}: {out}{err}")
     if rc != 0:
         return
-    got, dtype = read_zarr(os.path.join(d, "out.zarr"))
+    got, dtype, _ = read_zarr(os.path.join(d, "out.zarr"))
     want = flatfield_want(data)
     expect(dtype == np.float32 and got.shape == FF_SHAPE,
            f"flat-field: out.zarr is float32 {FF_SHAPE}: {dtype} {got.shape}")
@@ -278,7 +247,7 @@ def check_flatfield(tmp, data):
     rc, out, err = run(*RUN, graph64)
     expect(rc == 0, f"flat-field in float64: sluice run exits {rc}: {out}{err}")
     if rc == 0:
-        got, dtype = read_zarr(os.path.join(d64, "out.zarr"))
+        got, dtype, _ = read_zarr(os.path.join(d64, "out.zarr"))
         raw, dark, flat = data
         with np.errstate(all="ignore"):
             want = (raw.astype(np.float64) - dark.astype(np.float64)) / \
@@ -316,7 +285,7 @@ def check_chain(tmp, data):
         h = sl_cast(np.rint(ff / np.float32(7)), "uint8")
         k = sl_cast(h.astype(np.float32) + np.float32(0.5), "float32")
     for name, want in (("g", g), ("k", k)):
-        got, dtype = read_zarr(os.path.join(d, f"out_{name}.zarr"))
+        got, dtype, _ = read_zarr(os.path.join(d, f"out_{name}.zarr"))
         bad = mismatches(got, want, False, True, {}) if got.shape == want.shape else ["shape"]
         expect(dtype == want.dtype and not bad,
                f"chain: {name} ({nodes[name]['expr']}) read back {dtype}, want {want.dtype}: "
@@ -490,9 +459,8 @@ class Cases:
         with np.errstate(all="ignore"):
             env = {t: data[n].astype(w) for t, n in zip("abc", reads)}
         want = sl_cast(np.broadcast_to(evaluate(text, env, w), shape), dtype or compute)
-        got, got_dtype = read_zarr(os.path.join(d, f"out{e}.zarr"))
+        got, got_dtype, stored = read_zarr(os.path.join(d, f"out{e}.zarr"))
         if chunks is not None:
-            stored = zarr.open_array(os.path.join(d, f"out{e}.zarr"), mode="r").chunks
             expect(list(stored) == chunks, f"{desc}: e{e}'s \"chunks\" {chunks}: stored {stored}")
         what = (f"{desc}: e{e} = {text!r} over {dict(zip('abc', reads))} "
                 f"({', '.join(str(data[n].dtype) + str(list(data[n].shape)) for n in reads)}), "
@@ -565,13 +533,7 @@ def check_errors(tmp, data):
     del cases[6][1]["nodes"]["ff"]["inputs"]
     for k, (name, doc, dark_shape, words) in enumerate(cases):
         d, graph = flatfield_dir(tmp, f"error{k}", data, doc, dark_shape)
-        for cmd in (RUN, ("validate",)):
-            rc, out, err = run(*cmd, graph)
-            expect(rc == 2, f"{name}: sluice {cmd[0]} exits {rc}, not 2: {out}{err}")
-            missing = [w for w in words if w not in err]
-            expect(not missing, f"{name}: sluice {cmd[0]}'s stderr lacks {missing}: {err}")
-            expect(not leftovers(d, ["out.zarr"]),
-                   f"{name}: sluice {cmd[0]} left {leftovers(d, ['out.zarr'])}")
+        expect_refused(name, graph, d, ["out.zarr"], words)
 
 
 # ---- 4. explain -----------------------------------------------------------------
@@ -622,7 +584,7 @@ def check_corrupt(tmp, data, array, key, failed, what):
     if not os.path.exists(os.path.join(d, "out.zarr")):
         expect(False, f"{what}: no out.zarr after a run with failed chunks")
         return
-    got, _ = read_zarr(os.path.join(d, "out.zarr"))
+    got, _, _ = read_zarr(os.path.join(d, "out.zarr"))
     want = flatfield_want(data)
     good = np.ones(FF_SHAPE, bool)
     for c in failed:
@@ -663,7 +625,7 @@ def check_resume(tmp, data):
             s = json.load(f)["summary"]
         expect(s["objects_written"] == 1 and s["resumed"] == s["chunks"] - 1,
                f"resume: only the failed unit is written again: {s}")
-        got, _ = read_zarr(os.path.join(d, "out.zarr"))
+        got, _, _ = read_zarr(os.path.join(d, "out.zarr"))
         expect(np.array_equal(got, flatfield_want(data), equal_nan=True),
                "resume: the resumed output is numpy's")
     # An uninterrupted journaled run, then --resume of the same graph.
@@ -700,8 +662,7 @@ def check_resume(tmp, data):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="sluice-expr-")
-    try:
+    with scratch_dir("sluice-expr-") as tmp:
         data = flatfield_inputs()
         check_flatfield(tmp, data)
         check_chain(tmp, data)
@@ -710,11 +671,6 @@ def main():
         check_explain(tmp, data)
         check_failed_chunks(tmp, data)
         check_resume(tmp, data)
-    finally:
-        if os.environ.get("SL_KEEP_TMP") == "1":
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return finish("check_expr")
 
 

@@ -32,80 +32,19 @@ import json
 import os
 import random
 import re
-import shutil
 import sys
-import tempfile
 
-from launcher_util import expect, finish, run, skip_without
+from launcher_util import (RUN, Graph, expect, expect_refused, explain, finish, leftovers,
+                           read_zarr, run, scratch_dir, skip_without)
 
 skip_without("numpy", "zarr")
 import numpy as np  # noqa: E402
-import zarr  # noqa: E402
-from numcodecs import Zstd  # noqa: E402
 
 SEED = int(os.environ.get("SL_LAYOUT_SEED", "20240612"))
 N_CASES = int(os.environ.get("SL_LAYOUT_CASES", "40"))
-RUN = ("run", "--no-progress")
 os.environ.setdefault("MALLOC_PERTURB_", "165")  # read by the sluice processes started
-OUT_CREATE = {"format": 2, "codec": "zstd:1"}  # Zarr v2, so that zarr-python 2 reads it
 
-# ---- files and graphs -----------------------------------------------------------
-
-
-def write_zarr(path, data, chunks):
-    z = zarr.open_array(path, mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
-                        compressor=Zstd(level=1))
-    z[...] = data
-
-
-def read_zarr(path):
-    """(values, dtype, chunk shape) of a stored array."""
-    z = zarr.open_array(path, mode="r")
-    return z[...], z.dtype, tuple(z.chunks)
-
-
-def write_graph(d, doc, name="graph.json"):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-    return path
-
-
-def leftovers(d, out_names):
-    """What a refused graph wrongly left in `d`: outputs or staging."""
-    return sorted(e for e in os.listdir(d) if e in out_names or e.startswith(".sluice-tmp"))
-
-
-class Graph:
-    """A graph file being written in directory `d`: inputs stored with
-    zarr-python as they are added, outputs created as Zarr v2."""
-
-    def __init__(self, d):
-        self.d = d
-        os.makedirs(d, exist_ok=True)
-        self.arrays, self.nodes, self.outs = {}, {}, []
-
-    def get(self, name, data, chunks):
-        write_zarr(os.path.join(self.d, f"{name}.zarr"), data, chunks)
-        self.arrays[name] = {"path": f"{name}.zarr"}
-        self.nodes[f"g{name}"] = {"op": "get", "array": name}
-        return f"g{name}"
-
-    def add(self, nid, node):
-        assert nid not in self.nodes
-        self.nodes[nid] = node
-        return nid
-
-    def put(self, nid, what=None):
-        """Write node `nid` into a new array; its path."""
-        k = len(self.outs)
-        self.arrays[f"o{k}"] = {"path": f"o{k}.zarr", "create": dict(OUT_CREATE)}
-        self.nodes[f"w{k}"] = {"op": "put", "input": nid, "array": f"o{k}"}
-        self.outs.append((nid, what))
-        return os.path.join(self.d, f"o{k}.zarr")
-
-    def write(self):
-        return write_graph(self.d, {"sluice": 1, "arrays": self.arrays, "nodes": self.nodes})
+# ---- values and how they compare ------------------------------------------------
 
 
 def random_values(rng, dtype, shape, specials=True):
@@ -560,14 +499,6 @@ def check_random(tmp):
 # ---- 3. explain -----------------------------------------------------------------
 
 
-def explain_edges(what, graph):
-    """{"from -> to": what `sluice explain` says of the edge}."""
-    rc, out, err = run("explain", graph)
-    expect(rc == 0, f"explain {what}: exits {rc}: {out}{err}")
-    return {m.group(1): m.group(2) for m in
-            re.finditer(r"^\s+(\S+ -> \S+): (.*)$", out, re.MULTILINE)}, out
-
-
 def check_explain(tmp):
     rng = np.random.default_rng(SEED + 3)
     # Equal grids under a stack, and concatenated inputs whose extents along
@@ -581,7 +512,7 @@ def check_explain(tmp):
     g.put(g.add("s", {"op": "stack", "inputs": ["ga", "gb"], "axis": 1}))
     g.put(g.add("cc", {"op": "concat", "inputs": ["gc", "gd", "ge"], "axis": 0}))
     graph = g.write()
-    edges, out = explain_edges("fused", graph)
+    _, edges, out = explain(graph, "explain fused")
     want = ["ga -> s", "gb -> s", "s -> w0", "gc -> cc", "gd -> cc", "ge -> cc", "cc -> w1"]
     expect(sorted(edges) == sorted(want), f"explain lists the edges {want}: {out}")
     not_fused = {e: r for e, r in edges.items() if r != "fused"}
@@ -600,7 +531,7 @@ def check_explain(tmp):
     g.put(g.add("s", {"op": "stack", "inputs": ["ga", "gb"], "axis": 0}))
     g.put(g.add("cc", {"op": "concat", "inputs": ["gc", "gd"], "axis": 0}))
     graph = g.write()
-    edges, out = explain_edges("not fused", graph)
+    _, edges, out = explain(graph, "explain not fused")
     several = "not fused (an output chunk needs several producer chunks"
     expect(edges.get("ga -> s") == "fused", f"explain: the first input's edge fuses: {out}")
     reason = edges.get("gb -> s", "")
@@ -687,17 +618,7 @@ def check_errors(tmp):
             if f'"g{name}"' in text:
                 g.get(name, random_values(rng, dtype, shape), shape)
         g.put(g.add("v", node))
-        graph = g.write()
-        for cmd in (RUN, ("validate",)):
-            rc, out, err = run(*cmd, graph)
-            expect(rc == 2, f"{what}: sluice {cmd[0]} exits {rc}, not 2: {out}{err}")
-            line = next((ln for ln in err.splitlines() if "/nodes/v/" in ln), "")
-            missing = [w for w in words if w not in line]
-            expect(not missing, f"{what}: sluice {cmd[0]}'s error lacks {missing}: {err}")
-            if cmd == RUN:
-                expect("nothing was run" in err, f"{what}: sluice run says nothing ran: {err}")
-            expect(not leftovers(g.d, ["o0.zarr"]),
-                   f"{what}: sluice {cmd[0]} left {leftovers(g.d, ['o0.zarr'])}")
+        expect_refused(what, g.write(), g.d, ["o0.zarr"], words, line_with="/nodes/v/")
 
 
 # ---- 5. a corrupt chunk under a stack -------------------------------------------
@@ -815,19 +736,13 @@ def check_growth(tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="sluice-layout-")
-    try:
+    with scratch_dir("sluice-layout-") as tmp:
         check_basic(tmp)
         check_random(tmp)
         check_explain(tmp)
         check_errors(tmp)
         check_failed_chunks(tmp)
         check_growth(tmp)
-    finally:
-        if os.environ.get("SL_KEEP_TMP") == "1":
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return finish("check_layout")
 
 

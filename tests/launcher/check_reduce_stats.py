@@ -43,59 +43,29 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import warnings
 
-from launcher_util import SLUICE, SOURCE, expect, finish, run, skip_without, tree
+from launcher_util import (OUT_CREATE, RUN, SLUICE, SOURCE, Graph, expect, expect_refused, explain,
+                           finish, leftovers, read_zarr, run, scratch_dir, skip_without, tree,
+                           write_graph, write_zarr)
 
 skip_without("numpy", "zarr")
 import numpy as np  # noqa: E402
-import zarr  # noqa: E402
-from numcodecs import Zstd  # noqa: E402
+
+# numpy's reductions and sluice's cast rules, shared with tests/ops/check_reduce_numpy.py.
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ops"))
+from numpy_reference import (DTYPES, EPS, INEXACT, METHODS, cast_rules, close,  # noqa: E402
+                             default_dtype, error_bound, reference, same)
 
 SEED = int(os.environ.get("SL_REDUCE_SEED", "20240613"))
 N_CASES = int(os.environ.get("SL_REDUCE_CASES", "40"))
-RUN = ("run", "--no-progress")
 os.environ.setdefault("MALLOC_PERTURB_", "165")  # read by the sluice processes started
-OUT_CREATE = {"format": 2, "codec": "zstd:1"}  # Zarr v2, so that zarr-python 2 reads it
 SCHEMA = os.path.join(SOURCE, "docs", "report.schema.json")
-EPS = np.finfo(np.float64).eps
 
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64"]
-METHODS = ["sum", "prod", "mean", "min", "max", "std", "var", "any", "all", "count_nonzero",
-           "nansum", "nanmean", "nanmin", "nanmax"]
-# Methods whose float results carry rounding error.
-INEXACT = {"sum", "prod", "mean", "std", "var", "nansum", "nanmean"}
-
-# ---- files and graphs -----------------------------------------------------------
-
-
-def write_zarr(path, data, chunks):
-    z = zarr.open_array(path, mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
-                        compressor=Zstd(level=1))
-    z[...] = data
-
-
-def read_zarr(path):
-    """(values, dtype, chunk shape) of a stored array."""
-    z = zarr.open_array(path, mode="r")
-    return z[...], z.dtype, tuple(z.chunks)
-
-
-def write_graph(d, doc, name="graph.json"):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-    return path
-
-
-def leftovers(d, out_names):
-    """What a refused graph wrongly left in `d`: outputs or staging."""
-    return sorted(e for e in os.listdir(d) if e in out_names or e.startswith(".sluice-tmp"))
+# ---- reports -------------------------------------------------------------------
 
 
 def load_report(path, what):
@@ -120,158 +90,7 @@ def load_report(path, what):
     return rep
 
 
-NODE_LINE = re.compile(r"^\s+(\S+)\s+(\S+)\s+(.*?)\s+(\S+)\s+shape \[([^\]]*)\] "
-                       r"chunks \[([^\]]*)\] grid \[([^\]]*)\]$", re.MULTILINE)
-EDGE_LINE = re.compile(r"^\s+(\S+ -> \S+): (.*)$", re.MULTILINE)
-
-
-def explain(graph, what):
-    """({node id: (kind, op, dtype, shape)}, {"a -> b": what explain says}, text)."""
-    rc, out, err = run("explain", graph)
-    expect(rc == 0, f"{what}: sluice explain exits {rc}: {out}{err}")
-    nodes = {m.group(1): (m.group(2), m.group(3), m.group(4),
-                          [int(v) for v in m.group(5).split(",") if v.strip()])
-             for m in NODE_LINE.finditer(out)}
-    return nodes, {m.group(1): m.group(2) for m in EDGE_LINE.finditer(out)}, out
-
-
-class Graph:
-    """A graph file being written in directory `d`: inputs stored with
-    zarr-python as they are added, outputs created as Zarr v2."""
-
-    def __init__(self, d):
-        self.d = d
-        os.makedirs(d, exist_ok=True)
-        self.arrays, self.nodes, self.n_outs = {}, {}, 0
-
-    def get(self, name, data, chunks):
-        write_zarr(os.path.join(self.d, f"{name}.zarr"), data, chunks)
-        self.arrays[name] = {"path": f"{name}.zarr"}
-        self.nodes[f"g{name}"] = {"op": "get", "array": name}
-        return f"g{name}"
-
-    def add(self, nid, node):
-        assert nid not in self.nodes
-        self.nodes[nid] = node
-        return nid
-
-    def put(self, nid):
-        """Write node `nid` into a new array o<k>.zarr; its path."""
-        k = self.n_outs
-        self.n_outs += 1
-        self.arrays[f"o{k}"] = {"path": f"o{k}.zarr", "create": dict(OUT_CREATE)}
-        self.nodes[f"w{k}"] = {"op": "put", "input": nid, "array": f"o{k}"}
-        return os.path.join(self.d, f"o{k}.zarr")
-
-    def write(self):
-        return write_graph(self.d, {"sluice": 1, "arrays": self.arrays, "nodes": self.nodes})
-
-
 # ---- numpy's reductions and sluice's cast rules ---------------------------------------
-
-
-def default_dtype(method, dt):
-    """numpy's result dtype (reduce.h, sl_reduce_default_dtype)."""
-    dt = np.dtype(dt)
-    if method in ("sum", "prod", "nansum"):
-        if dt.kind == "f":
-            return dt
-        return np.dtype(np.uint64) if dt.kind == "u" else np.dtype(np.int64)
-    if method in ("mean", "std", "var", "nanmean"):
-        return dt if dt.kind == "f" else np.dtype(np.float64)
-    if method in ("any", "all"):
-        return np.dtype(bool)
-    if method == "count_nonzero":
-        return np.dtype(np.int64)
-    return dt
-
-
-def natural_dtype(method, dt):
-    """The dtype the reference is computed in: float64 for float results."""
-    d = default_dtype(method, dt)
-    return np.dtype(np.float64) if d.kind == "f" else d
-
-
-def reference(method, x, axes, ddof):
-    """numpy's result for `method` along `axes` (keepdims), in the natural
-    dtype; float sums and moments of x.astype(float64), as sluice computes
-    them in double whatever the input (ops/README.md)."""
-    f = x.astype(np.float64) if x.dtype.kind == "f" else x
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        if method in ("std", "var"):
-            r = getattr(np, method)(f, axis=axes, ddof=ddof, keepdims=True)
-        elif method == "count_nonzero":
-            r = np.count_nonzero(x, axis=axes, keepdims=True)
-        elif method in ("sum", "prod", "nansum", "mean", "nanmean"):
-            r = getattr(np, method)(f, axis=axes, keepdims=True)
-        else:
-            r = getattr(np, method)(x, axis=axes, keepdims=True)
-    return np.asarray(r).astype(natural_dtype(method, x.dtype))
-
-
-def error_bound(method, x, axes, ref):
-    """What rounding may make numpy's float64 result differ from the exact
-    one (tests/ops/check_reduce_numpy.py): pairwise summation grows about
-    log2(n) eps sum|x|; for var and std, a bound on the variance."""
-    f = x.astype(np.float64)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        n = max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
-        grow = 4 * (math.ceil(math.log2(n + 1)) + 2) * EPS
-        if method in ("sum", "nansum"):
-            return grow * np.nansum(np.abs(f), axis=axes, keepdims=True)
-        if method in ("mean", "nanmean"):
-            return grow * np.nanmean(np.abs(f), axis=axes, keepdims=True)
-        if method in ("var", "std"):
-            return 4 * grow * np.mean(f * f, axis=axes, keepdims=True)
-        return n * 4 * EPS * np.abs(ref)  # prod: n roundings
-
-
-def close(got, want, bound, method, rel):
-    """Floats within `rel` relative, 1e-300 absolute or `bound` (of the
-    variance, for std: compared squared); NaN and infinities exact."""
-    got, want = got.astype(np.float64), want.astype(np.float64)
-    if method == "std":  # sqrt magnifies errors near 0: compare variances
-        got, want = got * got, want * want
-        rel = 2 * rel
-    with np.errstate(all="ignore"):
-        diff = np.abs(got - want)
-        tol = rel * np.abs(want) + 1e-300 + np.where(np.isfinite(bound), bound, 0)
-        ok = (got == want) | (np.isfinite(want) & np.isfinite(got) & (diff <= tol))
-    return ok | (np.isnan(got) & np.isnan(want))
-
-
-def cast_rules(x, dtype):
-    """sluice's cast rules: bool is nonzero (NaN true); integers from floats
-    round half to even, NaN gives 0; integers saturate; floats round."""
-    od = np.dtype(dtype)
-    if od == np.bool_:
-        return x != 0
-    if od.kind == "f":
-        with np.errstate(all="ignore"):
-            return x.astype(od)
-    info = np.iinfo(od)
-    if x.dtype.kind in "biu":
-        vals = [min(max(int(v), info.min), info.max) for v in x.ravel()]
-        return np.array(vals, dtype=od).reshape(x.shape)
-    bits = od.itemsize * 8
-    r = np.rint(x.astype(np.float64))
-    r = np.where(np.isnan(r), 0.0, r)
-    lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if od.kind == "i" else (0.0, 2.0 ** bits)
-    below, above = r < lo, r >= hi
-    with np.errstate(all="ignore"):
-        out = np.where(below | above, 0.0, r).astype(od)
-    out[below] = info.min
-    out[above] = info.max
-    return out
-
-
-def same(a, b):
-    """Equal values, NaN equal to NaN (-0.0 equal to 0.0)."""
-    if a.dtype.kind == "f" and b.dtype.kind == "f":
-        return (a == b) | (np.isnan(a) & np.isnan(b))
-    return a == b
 
 
 def reduce_ok(got, want, method, x, axes, out_dtype):
@@ -1051,24 +870,12 @@ def check_errors(tmp):
                 g.get(name, rng.integers(0, 100, (4, 6, 10)).astype(dt), (2, 3, 5))
         g.nodes.update(nodes)
         g.arrays["o"] = {"path": "o.zarr", "create": dict(OUT_CREATE)}
-        graph = g.write()
         pointer = words[1].split(":")[0].replace("at ", "")
-        for cmd in (RUN, ("validate",)):
-            rc, out, err = run(*cmd, graph)
-            expect(rc == 2, f"{what}: sluice {cmd[0]} exits {rc}, not 2: {out}{err}")
-            line = next((ln for ln in err.splitlines() if f"at {pointer}:" in ln), "")
-            missing = [w for w in words if w not in line]
-            expect(not missing, f"{what}: sluice {cmd[0]}'s error at {pointer} lacks {missing}: "
-                                f"{err}")
-            if cmd == RUN:
-                expect("nothing was run" in err, f"{what}: sluice run says nothing ran: {err}")
-            expect(not leftovers(g.d, ["o.zarr"]),
-                   f"{what}: sluice {cmd[0]} left {leftovers(g.d, ['o.zarr'])}")
+        expect_refused(what, g.write(), g.d, ["o.zarr"], words, line_with=f"at {pointer}:")
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="sluice-reduce-")
-    try:
+    with scratch_dir("sluice-reduce-") as tmp:
         check_random(tmp)
         check_stats(tmp)
         data = flatfield_inputs()
@@ -1077,11 +884,6 @@ def main():
         check_memory(tmp)
         check_resume(tmp)
         check_errors(tmp)
-    finally:
-        if os.environ.get("SL_KEEP_TMP") == "1":
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
     return finish("check_reduce_stats")
 
 

@@ -1,23 +1,30 @@
 # SPDX-License-Identifier: MIT
 """What the launcher checks (check_*.py beside this file) share: where the
 sluice program and the source tree are, running sluice, collecting failed
-expectations, `sluice checksum`, and reading stores with zarrita
+expectations, `sluice checksum`, reading stores with zarrita
 (tests/tools/zarr_read.mjs; zarr_read.py, zarr-python's reading, imports
-once this module is imported).  A script imports it as `launcher_util`
-(Python puts the script's own directory first on sys.path).
+once this module is imported), and what the checks of graph files against
+numpy share (writing inputs and graphs, reading outputs, `sluice explain`,
+refused graphs; these import zarr when called, so a script calls
+skip_without("numpy", "zarr") first).  A script imports it as
+`launcher_util` (Python puts the script's own directory first on sys.path).
 
     SL_SLUICE_EXE       the sluice program (meson sets it); run by hand,
                         build/launcher/sluice of this tree, else PATH
     SL_SOURCE_ROOT      the source tree (meson sets it); else two folders up
     SL_REQUIRE_ZARRITA  1: a missing node or zarrita fails instead of skipping
+    SL_KEEP_TMP         1: scratch_dir() keeps its directory and prints where it is
 """
+import contextlib
 import hashlib
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 SOURCE = os.environ.get("SL_SOURCE_ROOT",
                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -166,3 +173,121 @@ def pyramid_trusted(root, units, factors=(1, 2, 2)):
             if all((k - 1, b) in trusted for b in below):
                 trusted.add((k, u))
     return trusted
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix):
+    """A new temporary directory, removed afterwards (kept, and its path
+    printed, with SL_KEEP_TMP=1)."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp
+    finally:
+        if os.environ.get("SL_KEEP_TMP") == "1":
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- graph files checked against numpy ------------------------------------------
+
+RUN = ("run", "--no-progress")
+OUT_CREATE = {"format": 2, "codec": "zstd:1"}  # Zarr v2, so that zarr-python 2 reads it
+
+
+def write_zarr(path, data, chunks):
+    """Store numpy array `data` at `path` with zarr-python: Zarr v2 in
+    `chunks`, zstd level 1."""
+    import zarr
+    from numcodecs import Zstd
+    z = zarr.open_array(path, mode="w", shape=data.shape, chunks=chunks, dtype=data.dtype,
+                        compressor=Zstd(level=1))
+    z[...] = data
+
+
+def read_zarr(path):
+    """(values, dtype, chunk shape) of a stored array."""
+    import zarr
+    z = zarr.open_array(path, mode="r")
+    return z[...], z.dtype, tuple(z.chunks)
+
+
+def write_graph(d, doc, name="graph.json"):
+    """Write graph document `doc` as `d`/`name`; its path."""
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return path
+
+
+def leftovers(d, out_names):
+    """What a refused graph wrongly left in `d`: outputs or staging."""
+    return sorted(e for e in os.listdir(d) if e in out_names or e.startswith(".sluice-tmp"))
+
+
+class Graph:
+    """A graph file being written in directory `d`: inputs stored with
+    zarr-python as they are added, outputs o<k>.zarr created as Zarr v2."""
+
+    def __init__(self, d):
+        self.d = d
+        os.makedirs(d, exist_ok=True)
+        self.arrays, self.nodes, self.outs = {}, {}, []
+
+    def get(self, name, data, chunks):
+        """Store `data` as `name`.zarr and read it with node g<name>; its id."""
+        write_zarr(os.path.join(self.d, f"{name}.zarr"), data, chunks)
+        self.arrays[name] = {"path": f"{name}.zarr"}
+        self.nodes[f"g{name}"] = {"op": "get", "array": name}
+        return f"g{name}"
+
+    def add(self, nid, node):
+        assert nid not in self.nodes
+        self.nodes[nid] = node
+        return nid
+
+    def put(self, nid, what=None):
+        """Write node `nid` into a new array o<k>.zarr (`what` it should
+        hold kept in self.outs); its path."""
+        k = len(self.outs)
+        self.arrays[f"o{k}"] = {"path": f"o{k}.zarr", "create": dict(OUT_CREATE)}
+        self.nodes[f"w{k}"] = {"op": "put", "input": nid, "array": f"o{k}"}
+        self.outs.append((nid, what))
+        return os.path.join(self.d, f"o{k}.zarr")
+
+    def write(self):
+        return write_graph(self.d, {"sluice": 1, "arrays": self.arrays, "nodes": self.nodes})
+
+
+EXPLAIN_NODE = re.compile(r"^\s+(\S+)\s+(\S+)\s+(.*?)\s+(\S+)\s+shape \[([^\]]*)\] "
+                          r"chunks \[([^\]]*)\] grid \[([^\]]*)\]$", re.MULTILINE)
+EXPLAIN_EDGE = re.compile(r"^\s+(\S+ -> \S+): (.*)$", re.MULTILINE)
+
+
+def explain(graph, what):
+    """`sluice explain GRAPH`: ({node id: (kind, op, dtype, shape)},
+    {"a -> b": what it says of the edge}, its text); a failure when it fails."""
+    rc, out, err = run("explain", graph)
+    expect(rc == 0, f"{what}: sluice explain exits {rc}: {out}{err}")
+    nodes = {m.group(1): (m.group(2), m.group(3), m.group(4),
+                          [int(v) for v in m.group(5).split(",") if v.strip()])
+             for m in EXPLAIN_NODE.finditer(out)}
+    return nodes, {m.group(1): m.group(2) for m in EXPLAIN_EDGE.finditer(out)}, out
+
+
+def expect_refused(what, graph, d, out_names, words, line_with=None):
+    """`sluice run` and `sluice validate` of `graph` both exit 2, saying
+    every one of `words` (on the line of stderr holding `line_with`, or
+    anywhere), run saying that nothing was run, and leave none of
+    `out_names` nor staging in `d`."""
+    for cmd in (RUN, ("validate",)):
+        rc, out, err = run(*cmd, graph)
+        expect(rc == 2, f"{what}: sluice {cmd[0]} exits {rc}, not 2: {out}{err}")
+        said = err if line_with is None else \
+            next((ln for ln in err.splitlines() if line_with in ln), "")
+        missing = [w for w in words if w not in said]
+        expect(not missing, f"{what}: sluice {cmd[0]}'s error lacks {missing}: {err}")
+        if cmd == RUN:
+            expect("nothing was run" in err, f"{what}: sluice run says nothing ran: {err}")
+        left = leftovers(d, out_names)
+        expect(not left, f"{what}: sluice {cmd[0]} left {left}")

@@ -30,131 +30,20 @@ min, max, nanmin and nanmax of an empty extent must fail, as numpy raises.
 Run by meson test: check_reduce_numpy.py REDUCE_NUMPY.  Exits 77 (skipped)
 with a message when numpy is not installed.  Fixed seed; a few seconds.
 """
-import math
 import os
 import subprocess
 import sys
-import tempfile
 import warnings
 
-try:
-    import numpy as np
-except ImportError as e:
-    print(f"skipped: python3-numpy is not installed ({e}); tests/deps.sh lists it")
-    sys.exit(77)
+# numpy_reference exits 77 (skipped) without numpy.
+from numpy_reference import (DTYPES, INEXACT, METHODS, cast_rules, close, error_bound,
+                             natural_dtype, read_raw, reference, run_cases, same, shape_arg,
+                             write_raw)
+import numpy as np
 
 DRIVER = sys.argv[1]
 N_CASES = 500
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float32", "float64"]
-METHODS = ["sum", "prod", "mean", "min", "max", "std", "var", "any", "all", "count_nonzero",
-           "nansum", "nanmean", "nanmin", "nanmax"]
-# Methods whose float results carry rounding error, and which of them are moments.
-INEXACT = {"sum", "prod", "mean", "std", "var", "nansum", "nanmean"}
 EMPTY_FAILS = {"min", "max", "nanmin", "nanmax"}
-EPS = np.finfo(np.float64).eps
-
-
-def default_dtype(method, dt):
-    dt = np.dtype(dt)
-    if method in ("sum", "prod", "nansum"):
-        if dt.kind == "f":
-            return dt
-        return np.dtype(np.uint64) if dt.kind == "u" else np.dtype(np.int64)
-    if method in ("mean", "std", "var", "nanmean"):
-        return dt if dt.kind == "f" else np.dtype(np.float64)
-    if method in ("any", "all"):
-        return np.dtype(bool)
-    if method == "count_nonzero":
-        return np.dtype(np.int64)
-    return dt
-
-
-def natural_dtype(method, dt):
-    d = default_dtype(method, dt)
-    return np.dtype(np.float64) if d.kind == "f" else d
-
-
-def reference(method, x, axes, ddof):
-    """numpy's result for `method`, in the natural dtype."""
-    f = x.astype(np.float64) if x.dtype.kind == "f" else x
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        if method in ("std", "var"):
-            r = getattr(np, method)(f if x.dtype.kind == "f" else x, axis=axes, ddof=ddof,
-                                    keepdims=True)
-        elif method == "count_nonzero":
-            r = np.count_nonzero(x, axis=axes, keepdims=True)
-        elif method in ("sum", "prod", "nansum") and x.dtype.kind == "f":
-            r = getattr(np, method)(f, axis=axes, keepdims=True)
-        elif method in ("sum", "prod", "nansum"):
-            r = getattr(np, method)(x, axis=axes, keepdims=True)
-        elif method in ("mean", "nanmean"):
-            r = getattr(np, method)(f, axis=axes, keepdims=True)
-        else:
-            r = getattr(np, method)(x, axis=axes, keepdims=True)
-    return np.asarray(r).astype(natural_dtype(method, x.dtype))
-
-
-def error_bound(method, x, axes, ref):
-    """What rounding may make numpy's float64 result differ from the exact one."""
-    f = x.astype(np.float64)
-    with np.errstate(all="ignore"):
-        n = max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
-        grow = 4 * (math.ceil(math.log2(n + 1)) + 2) * EPS
-        if method in ("sum", "nansum"):
-            return grow * np.nansum(np.abs(f), axis=axes, keepdims=True)
-        if method in ("mean", "nanmean"):
-            return grow * np.nanmean(np.abs(f), axis=axes, keepdims=True)
-        if method in ("var", "std"):
-            # Deviations from a mean with error grow * mean|x| make squares
-            # with error about 2 grow mean|x| |x - mean|; bounded by mean(x^2).
-            return 4 * grow * np.mean(f * f, axis=axes, keepdims=True)
-        return n * 4 * EPS * np.abs(ref)  # prod: n roundings
-
-
-def close(got, want, bound, method):
-    """Floats within 1e-12 relative, 1e-300 absolute or `bound`; NaN, inf exact."""
-    if method == "std":  # compare variances: sqrt magnifies errors near 0
-        got, want = got * got, want * want
-    both_nan = np.isnan(got) & np.isnan(want)
-    with np.errstate(all="ignore"):
-        diff = np.abs(got - want)
-        tol = 1e-12 * np.abs(want) + 1e-300 + np.where(np.isfinite(bound), bound, 0)
-        ok = (got == want) | (np.isfinite(want) & np.isfinite(got) & (diff <= tol))
-    return both_nan | ok
-
-
-def cast_rules(x, dtype):
-    """sluice's cast rules: bool is nonzero (NaN true); integers from floats
-    round half to even, NaN gives 0; integers saturate; floats round."""
-    od = np.dtype(dtype)
-    if od == np.bool_:
-        return x != 0
-    if od.kind == "f":
-        with np.errstate(all="ignore"):
-            return x.astype(od)
-    info = np.iinfo(od)
-    if x.dtype.kind in "biu":
-        vals = [min(max(int(v), info.min), info.max) for v in x.ravel()]
-        return np.array(vals, dtype=od).reshape(x.shape)
-    bits = od.itemsize * 8
-    r = np.rint(x.astype(np.float64))
-    r = np.where(np.isnan(r), 0.0, r)
-    lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if od.kind == "i" else (0.0, 2.0 ** bits)
-    below, above = r < lo, r >= hi
-    with np.errstate(all="ignore"):
-        out = np.where(below | above, 0.0, r).astype(od)
-    out[below] = info.min
-    out[above] = info.max
-    return out
-
-
-def same(a, b):
-    """Equal values, NaN equal to NaN (-0.0 equals 0.0)."""
-    if a.dtype.kind == "f":
-        return (a == b) | (np.isnan(a) & np.isnan(b))
-    return a == b
 
 
 def values(dtype, shape, method, rng):
@@ -202,15 +91,6 @@ def draw_shape(rng):
     return tuple(shape)
 
 
-def shape_arg(shape):
-    return "x".join(str(d) for d in shape) if shape else "-"
-
-
-def read(path, dtype, shape):
-    a = np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<"))
-    return a.astype(dtype).reshape(shape)
-
-
 def first_bad(ok, got, want, what):
     idx = tuple(int(i) for i in np.argwhere(~ok)[0])
     return (f"{what}: {int((~ok).sum())} elements differ, first at {idx}: "
@@ -230,7 +110,7 @@ def run_case(tmp, case, rng):
     x = values(dtype, shape, method, rng)
     stored = np.flip(x, [a for a in range(rank) if flips >> a & 1]) if flips else x
     files = [os.path.join(tmp, n) for n in ("in", "direct", "natural", "state", "state_nat")]
-    np.ascontiguousarray(stored).astype(np.dtype(dtype).newbyteorder("<")).tofile(files[0])
+    write_raw(files[0], stored, dtype)
     args = [DRIVER, method, dtype, out_dtype, shape_arg(shape), str(mask), str(flips), str(ddof),
             str(int(rng.integers(1, 2 ** 62)))] + files
     what = (f"case {case}: {method} of {dtype} {shape} along {axes} (flips {flips}, ddof {ddof})"
@@ -245,8 +125,8 @@ def run_case(tmp, case, rng):
         return f"{what}: reduce_numpy exited {p.returncode}: {p.stdout}{p.stderr}"
     oshape = tuple(1 if a in axes else shape[a] for a in range(rank))
     nat = natural_dtype(method, dtype)
-    direct, natural = read(files[1], out_dtype, oshape), read(files[2], nat, oshape)
-    state, state_nat = read(files[3], out_dtype, oshape), read(files[4], nat, oshape)
+    direct, natural = read_raw(files[1], out_dtype, oshape), read_raw(files[2], nat, oshape)
+    state, state_nat = read_raw(files[3], out_dtype, oshape), read_raw(files[4], nat, oshape)
     want = reference(method, x, axes, ddof)
     inexact = method in INEXACT and nat.kind == "f"
     if inexact:
@@ -271,16 +151,7 @@ def run_case(tmp, case, rng):
 
 def main():
     warnings.simplefilter("ignore")  # numpy's "Mean of empty slice" and the like
-    rng = np.random.default_rng(20240612)
-    failures = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in range(N_CASES):
-            msg = run_case(tmp, case, rng)
-            if msg:
-                failures.append(msg)
-                print("FAILED:", msg, flush=True)
-    print(f"{N_CASES - len(failures)} of {N_CASES} cases agree with numpy")
-    return 1 if failures else 0
+    return run_cases(N_CASES, 20240612, run_case)
 
 
 if __name__ == "__main__":

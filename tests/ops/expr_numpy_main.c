@@ -18,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sluice.h>
+
+#include "numpy_driver.h"
+
+const char driver_name[] = "expr_numpy";
 
 /* One input as the command line gives it. */
 struct input {
@@ -32,100 +35,33 @@ struct input {
     void *data;
 };
 
-static void
-die(const char *what, const struct sl_error *err)
-{
-    fprintf(stderr, "expr_numpy: %s: %s\n", what, err != NULL ? err->text : "");
-    exit(2);
-}
-
-static uint32_t
-parse_shape(const char *s, uint64_t *shape)
-{
-    uint32_t rank = 0;
-    if (strcmp(s, "-") == 0)
-        return 0;
-    while (rank < SL_MAX_RANK) {
-        char *end;
-        shape[rank++] = strtoull(s, &end, 10);
-        if (end == s || (*end != 'x' && *end != '\0'))
-            die("bad shape", NULL);
-        if (*end == '\0')
-            break;
-        s = end + 1;
-    }
-    return rank;
-}
-
-static uint64_t
-shape_count(uint32_t rank, const uint64_t *shape)
-{
-    uint64_t n = 1;
-    for (uint32_t d = 0; d < rank; d++)
-        n *= shape[d];
-    return n;
-}
-
-static void *
-read_file(const char *path, size_t want)
-{
-    void *p = malloc(want > 0 ? want : 1);
-    FILE *f = fopen(path, "rb");
-    if (p == NULL || f == NULL)
-        die(path, NULL);
-    if (fread(p, 1, want, f) != want || fgetc(f) != EOF)
-        die("input file size differs from its shape", NULL);
-    fclose(f);
-    return p;
-}
-
-/* The view of `in` broadcast to the output's shape, as numpy broadcasts. */
+/* The view of `in` broadcast to the output's shape, as numpy broadcasts:
+ * its own view (axes flipped), with stride 0 along the axes it lacks or
+ * has extent 1 in. */
 static void
 input_view(const struct input *in, uint32_t rank, const uint64_t *shape, struct sl_view *v)
 {
+    struct sl_view own;
+    driver_view_flipped(&own, in->dtype, in->rank, in->shape, in->flips, in->data);
     memset(v, 0, sizeof *v);
     v->dtype = in->dtype;
     v->rank = rank;
-    int64_t own[SL_MAX_RANK];
-    int64_t s = 1;
-    for (uint32_t a = in->rank; a-- > 0;) {
-        own[a] = s;
-        s *= (int64_t)in->shape[a];
-    }
-    unsigned char *p = in->data;
-    for (uint32_t a = 0; a < in->rank; a++) {
-        if (in->flips & (1u << a) && in->shape[a] > 0) {
-            p += (int64_t)(in->shape[a] - 1) * own[a] * (int64_t)sl_dtype_size(in->dtype);
-            own[a] = -own[a];
-        }
-    }
-    v->data = p;
+    v->data = own.data;
     for (uint32_t d = 0; d < rank; d++) {
         v->shape[d] = shape[d];
         const int64_t a = (int64_t)d - (int64_t)(rank - in->rank);
         if (a < 0 || (in->shape[a] == 1 && shape[d] != 1))
             v->stride[d] = 0;
         else
-            v->stride[d] = own[a];
+            v->stride[d] = own.stride[a];
     }
-}
-
-static double
-now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 int
 main(int argc, char **argv)
 {
-    int repeat = 1, a = 1;
-    if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
-        repeat = atoi(argv[2]);
-        a = 3;
-    }
+    int a;
+    const int repeat = driver_repeat_opt(argc, argv, &a);
     if (argc - a < 5 || (argc - a - 5) % 5 != 0 || (argc - a - 5) / 5 > SL_EXPR_MAX_INPUTS) {
         fprintf(stderr, "usage: expr_numpy [--repeat N] EXPR COMPUTE OUT_DTYPE OUT_SHAPE "
                         "OUT_FILE [NAME DTYPE SHAPE FLIPS FILE]...\n");
@@ -137,8 +73,8 @@ main(int argc, char **argv)
     uint64_t shape[SL_MAX_RANK];
     if (sl_dtype_from_name(argv[a + 1], &compute, &err) != SL_OK ||
         sl_dtype_from_name(argv[a + 2], &out_dtype, &err) != SL_OK)
-        die("dtype", &err);
-    const uint32_t rank = parse_shape(argv[a + 3], shape);
+        driver_die("dtype", &err);
+    const uint32_t rank = driver_shape_parse(argv[a + 3], shape);
     const size_t n_in = (size_t)(argc - a - 5) / 5;
     struct input in[SL_EXPR_MAX_INPUTS];
     const char *names[SL_EXPR_MAX_INPUTS];
@@ -148,12 +84,12 @@ main(int argc, char **argv)
         char **f = argv + a + 5 + 5 * i;
         in[i].name = names[i] = f[0];
         if (sl_dtype_from_name(f[1], &in[i].dtype, &err) != SL_OK)
-            die("dtype", &err);
+            driver_die("dtype", &err);
         dtypes[i] = in[i].dtype;
-        in[i].rank = parse_shape(f[2], in[i].shape);
+        in[i].rank = driver_shape_parse(f[2], in[i].shape);
         in[i].flips = (unsigned)strtoul(f[3], NULL, 0);
-        in[i].data =
-            read_file(f[4], shape_count(in[i].rank, in[i].shape) * sl_dtype_size(in[i].dtype));
+        in[i].data = driver_file_read(f[4], driver_shape_count(in[i].rank, in[i].shape) *
+                                                sl_dtype_size(in[i].dtype));
         input_view(&in[i], rank, shape, &views[i]);
     }
     sl_expr *e;
@@ -161,24 +97,22 @@ main(int argc, char **argv)
         printf("%s\n", err.text);
         return 3;
     }
-    const size_t out_bytes = shape_count(rank, shape) * sl_dtype_size(out_dtype);
-    void *out_data = calloc(out_bytes > 0 ? out_bytes : 1, 1);
+    const size_t out_bytes = driver_shape_count(rank, shape) * sl_dtype_size(out_dtype);
+    void *out_data = driver_calloc(out_bytes);
     struct sl_view out;
-    if (out_data == NULL || sl_view_init(&out, out_dtype, rank, shape, out_data, &err) != SL_OK)
-        die("output view", &err);
+    if (sl_view_init(&out, out_dtype, rank, shape, out_data, &err) != SL_OK)
+        driver_die("output view", &err);
     double best = 1e300;
     for (int r = 0; r < repeat; r++) {
-        const double t0 = now_s();
+        const double t0 = driver_now_s();
         if (sl_expr_eval(e, views, &out, &err) != SL_OK)
-            die("eval", &err);
-        const double t = now_s() - t0;
+            driver_die("eval", &err);
+        const double t = driver_now_s() - t0;
         best = t < best ? t : best;
     }
     if (repeat > 1)
         fprintf(stderr, "%.6f\n", best);
-    FILE *f = fopen(out_file, "wb");
-    if (f == NULL || fwrite(out_data, 1, out_bytes, f) != out_bytes || fclose(f) != 0)
-        die(out_file, NULL);
+    driver_file_write(out_file, out_data, out_bytes);
     char canon[SL_EXPR_TEXT_MAX * 2];
     sl_expr_format(e, canon, sizeof canon);
     printf("%s\n", canon);

@@ -23,95 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sluice.h>
 #include <sluice/reduce.h>
 
+#include "numpy_driver.h"
+
 /* Pieces per reduced axis at most. */
 #define MAX_PIECES 4
 
-static void
-die(const char *what, const struct sl_error *err)
-{
-    fprintf(stderr, "reduce_numpy: %s: %s\n", what, err != NULL ? err->text : "");
-    exit(2);
-}
-
-static uint32_t
-parse_shape(const char *s, uint64_t *shape)
-{
-    uint32_t rank = 0;
-    if (strcmp(s, "-") == 0)
-        return 0;
-    while (rank < SL_MAX_RANK) {
-        char *end;
-        shape[rank++] = strtoull(s, &end, 10);
-        if (end == s || (*end != 'x' && *end != '\0'))
-            die("bad shape", NULL);
-        if (*end == '\0')
-            break;
-        s = end + 1;
-    }
-    return rank;
-}
-
-static uint64_t
-shape_count(uint32_t rank, const uint64_t *shape)
-{
-    uint64_t n = 1;
-    for (uint32_t d = 0; d < rank; d++)
-        n *= shape[d];
-    return n;
-}
-
-static void *
-xcalloc(size_t n)
-{
-    void *p = calloc(n > 0 ? n : 1, 1);
-    if (p == NULL)
-        die("out of memory", NULL);
-    return p;
-}
-
-static void *
-read_file(const char *path, size_t want)
-{
-    void *p = xcalloc(want);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        die(path, NULL);
-    if (fread(p, 1, want, f) != want || fgetc(f) != EOF)
-        die("input file size differs from its shape", NULL);
-    fclose(f);
-    return p;
-}
-
-static void
-write_file(const char *path, const void *data, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (f == NULL || fwrite(data, 1, n, f) != n || fclose(f) != 0)
-        die(path, NULL);
-}
-
-/* The view of C-order `data` with the axes in `flips` reversed. */
-static void
-flipped_view(struct sl_view *v, sl_dtype dt, uint32_t rank, const uint64_t *shape, unsigned flips,
-             void *data)
-{
-    struct sl_error err = SL_ERROR_INIT;
-    if (sl_view_init(v, dt, rank, shape, data, &err) != SL_OK)
-        die("input view", &err);
-    unsigned char *p = data;
-    for (uint32_t a = 0; a < rank; a++) {
-        if (flips & (1u << a) && shape[a] > 0) {
-            p += (int64_t)(shape[a] - 1) * v->stride[a] * (int64_t)sl_dtype_size(dt);
-            v->stride[a] = -v->stride[a];
-        }
-    }
-    v->data = p;
-}
+const char driver_name[] = "reduce_numpy";
 
 static uint64_t rng_state, rng_seed;
 
@@ -162,9 +83,9 @@ state_alloc(struct sl_view *v, const struct sl_reduce_params *p, const uint64_t 
     uint64_t shape[SL_MAX_RANK];
     memcpy(shape, ext, p->rank * sizeof *ext);
     shape[p->rank] = sl_reduce_state_words(p);
-    void *data = xcalloc(shape_count(p->rank + 1, shape) * sizeof(uint64_t));
+    void *data = driver_calloc(driver_shape_count(p->rank + 1, shape) * sizeof(uint64_t));
     if (sl_view_init(v, SL_DTYPE_U64, p->rank + 1, shape, data, &err) != SL_OK)
-        die("state view", &err);
+        driver_die("state view", &err);
 }
 
 /* The region of state view `v` with [lo, hi) on axis `axis` and everything
@@ -262,14 +183,6 @@ reduce_by_states(const struct sl_reduce_params *p, const struct sl_view *in, str
     return st;
 }
 
-static double
-now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* An output view of `dt` for input shape `shape`: extent 1 on reduced axes. */
 static void
 out_alloc(struct sl_view *v, const struct sl_reduce_params *p, sl_dtype dt, const uint64_t *shape)
@@ -278,15 +191,15 @@ out_alloc(struct sl_view *v, const struct sl_reduce_params *p, sl_dtype dt, cons
     uint64_t ext[SL_MAX_RANK];
     for (uint32_t a = 0; a < p->rank; a++)
         ext[a] = p->reduced[a] ? 1 : shape[a];
-    void *data = xcalloc(shape_count(p->rank, ext) * sl_dtype_size(dt));
+    void *data = driver_calloc(driver_shape_count(p->rank, ext) * sl_dtype_size(dt));
     if (sl_view_init(v, dt, p->rank, ext, data, &err) != SL_OK)
-        die("output view", &err);
+        driver_die("output view", &err);
 }
 
 static size_t
 view_bytes(const struct sl_view *v)
 {
-    return shape_count(v->rank, v->shape) * sl_dtype_size(v->dtype);
+    return driver_shape_count(v->rank, v->shape) * sl_dtype_size(v->dtype);
 }
 
 /* Reduce `in` directly and by states with out dtype `dt`, writing both. */
@@ -305,9 +218,9 @@ reduce_both(struct sl_reduce_params p, sl_dtype dt, const struct sl_view *in, co
     }
     rng_state = rng_seed; /* the same split for every output dtype */
     if (reduce_by_states(&p, in, &b, &err) != SL_OK)
-        die("states", &err);
-    write_file(direct, a.data, view_bytes(&a));
-    write_file(state, b.data, view_bytes(&b));
+        driver_die("states", &err);
+    driver_file_write(direct, a.data, view_bytes(&a));
+    driver_file_write(state, b.data, view_bytes(&b));
     free(a.data);
     free(b.data);
 }
@@ -315,11 +228,8 @@ reduce_both(struct sl_reduce_params p, sl_dtype dt, const struct sl_view *in, co
 int
 main(int argc, char **argv)
 {
-    int repeat = 1, a = 1;
-    if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
-        repeat = atoi(argv[2]);
-        a = 3;
-    }
+    int a;
+    const int repeat = driver_repeat_opt(argc, argv, &a);
     if (argc - a != 13) {
         fprintf(stderr, "usage: reduce_numpy [--repeat N] METHOD IN_DTYPE OUT_DTYPE SHAPE REDUCED "
                         "FLIPS DDOF SEED IN_FILE DIRECT NATURAL STATE STATE_NATURAL\n");
@@ -334,28 +244,29 @@ main(int argc, char **argv)
         sl_dtype_from_name(arg[1], &p.in_dtype, &err) != SL_OK ||
         sl_dtype_from_name(arg[2], &p.out_dtype, &err) != SL_OK ||
         sl_reduce_default_dtype(p.method, p.in_dtype, &natural, &err) != SL_OK)
-        die("arguments", &err);
+        driver_die("arguments", &err);
     if (sl_dtype_is_float(natural))
         natural = SL_DTYPE_F64;
-    p.rank = parse_shape(arg[3], shape);
+    p.rank = driver_shape_parse(arg[3], shape);
     const unsigned reduced = (unsigned)strtoul(arg[4], NULL, 0);
     for (uint32_t d = 0; d < p.rank; d++)
         p.reduced[d] = (reduced >> d) & 1;
     const unsigned flips = (unsigned)strtoul(arg[5], NULL, 0);
     p.ddof = strtod(arg[6], NULL);
     rng_seed = strtoull(arg[7], NULL, 0);
-    void *data = read_file(arg[8], shape_count(p.rank, shape) * sl_dtype_size(p.in_dtype));
+    void *data =
+        driver_file_read(arg[8], driver_shape_count(p.rank, shape) * sl_dtype_size(p.in_dtype));
     struct sl_view in;
-    flipped_view(&in, p.in_dtype, p.rank, shape, flips, data);
+    driver_view_flipped(&in, p.in_dtype, p.rank, shape, flips, data);
     if (repeat > 1) {
         struct sl_view o;
         out_alloc(&o, &p, p.out_dtype, shape);
         double best = 1e300;
         for (int r = 0; r < repeat; r++) {
-            const double t0 = now_s();
+            const double t0 = driver_now_s();
             if (sl_reduce_block(&p, &in, &o, &err) != SL_OK)
-                die("reduce", &err);
-            const double t = now_s() - t0;
+                driver_die("reduce", &err);
+            const double t = driver_now_s() - t0;
             best = t < best ? t : best;
         }
         fprintf(stderr, "%.6f\n", best);

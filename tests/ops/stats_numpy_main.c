@@ -20,19 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sluice/stats.h>
 #include <sluice/view.h>
 
+#include "numpy_driver.h"
+
 #define MAX_ACC 64
 
-static void
-die(const char *what, const struct sl_error *err)
-{
-    fprintf(stderr, "stats_numpy: %s: %s\n", what, err != NULL ? err->text : "");
-    exit(2);
-}
+const char driver_name[] = "stats_numpy";
 
 static void
 parse_opts(char **arg, struct sl_stats_opts *o)
@@ -47,7 +43,7 @@ parse_opts(char **arg, struct sl_stats_opts *o)
     for (char *p = arg[3]; strcmp(arg[3], "-") != 0 && *p != '\0';) {
         char *end;
         if (o->n_percentiles == SL_STATS_MAX_PERCENTILES)
-            die("too many percentiles", NULL);
+            driver_die("too many percentiles", NULL);
         o->percentiles[o->n_percentiles++] = strtod(p, &end);
         p = *end == ',' ? end + 1 : end;
     }
@@ -58,12 +54,12 @@ read_all(const char *path, size_t *bytes)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL || fseek(f, 0, SEEK_END) != 0)
-        die(path, NULL);
+        driver_die(path, NULL);
     *bytes = (size_t)ftell(f);
     rewind(f);
     void *p = malloc(*bytes > 0 ? *bytes : 1);
     if (p == NULL || fread(p, 1, *bytes, f) != *bytes)
-        die(path, NULL);
+        driver_die(path, NULL);
     fclose(f);
     return p;
 }
@@ -74,7 +70,7 @@ print_result(const sl_stats *s)
     struct sl_error err = SL_ERROR_INIT;
     struct sl_stats_result r;
     if (sl_stats_result(s, &r, &err) != SL_OK)
-        die("result", &err);
+        driver_die("result", &err);
     printf("count %" PRIu64 "\nnan_count %" PRIu64 "\n", r.count, r.nan_count);
     printf("min %.17g\nmax %.17g\nsum %.17g\n", r.min, r.max, r.sum);
     printf("mean %.17g\nstd %.17g\n", r.mean, r.std);
@@ -93,7 +89,7 @@ run_check(char **argv)
     struct sl_error err = SL_ERROR_INIT;
     sl_dtype dt;
     if (sl_dtype_from_name(argv[0], &dt, &err) != SL_OK)
-        die("dtype", &err);
+        driver_die("dtype", &err);
     struct sl_stats_opts o;
     parse_opts(argv + 2, &o);
     size_t bytes;
@@ -109,13 +105,13 @@ run_check(char **argv)
         end += reversed;
         p = *end == ',' ? end + 1 : end;
         if (a >= MAX_ACC || (at + len) * es > bytes)
-            die("bad piece", NULL);
+            driver_die("bad piece", NULL);
         if (acc[a] == NULL && (acc[a] = sl_stats_create(dt, &o, NULL, &err)) == NULL)
-            die("create", &err);
+            driver_die("create", &err);
         struct sl_view v = {.dtype = dt, .rank = 1, .shape = {len}, .stride = {reversed ? -1 : 1}};
         v.data = data + (at + (reversed && len > 0 ? len - 1 : 0)) * es;
         if (sl_stats_add(acc[a], &v, &err) != SL_OK)
-            die("add", &err);
+            driver_die("add", &err);
         at += len;
     }
     for (char *p = argv[7]; strcmp(argv[7], "-") != 0 && *p != '\0';) {
@@ -123,25 +119,17 @@ run_check(char **argv)
         const unsigned long a = strtoul(p, &end, 10), b = strtoul(end + 1, &end, 10);
         p = *end == ',' ? end + 1 : end;
         if (a >= MAX_ACC || b >= MAX_ACC || acc[a] == NULL || acc[b] == NULL)
-            die("bad merge", NULL);
+            driver_die("bad merge", NULL);
         if (sl_stats_merge(acc[a], acc[b], &err) != SL_OK)
-            die("merge", &err);
+            driver_die("merge", &err);
     }
     if (acc[0] == NULL)
-        die("accumulator 0 has no pieces", NULL);
+        driver_die("accumulator 0 has no pieces", NULL);
     print_result(acc[0]);
     for (int i = 0; i < MAX_ACC; i++)
         sl_stats_free(acc[i]);
     free(data);
     return 0;
-}
-
-static double
-now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static int
@@ -150,7 +138,7 @@ run_bench(char **argv)
     struct sl_error err = SL_ERROR_INIT;
     sl_dtype dt;
     if (sl_dtype_from_name(argv[0], &dt, &err) != SL_OK)
-        die("dtype", &err);
+        driver_die("dtype", &err);
     const uint64_t n = strtoull(argv[1], NULL, 10);
     struct sl_stats_opts o;
     parse_opts(argv + 2, &o);
@@ -158,7 +146,7 @@ run_bench(char **argv)
     const size_t es = sl_dtype_size(dt);
     unsigned char *data = malloc(n * es);
     if (data == NULL)
-        die("out of memory", NULL);
+        driver_die("out of memory", NULL);
     uint64_t state = 1;
     for (uint64_t i = 0; i < n; i++) {
         state = state * 6364136223846793005u + 1442695040888963407u;
@@ -172,17 +160,17 @@ run_bench(char **argv)
     }
     sl_stats *s = sl_stats_create(dt, &o, NULL, &err);
     if (s == NULL)
-        die("create", &err);
+        driver_die("create", &err);
     struct sl_view v;
     if (sl_view_init(&v, dt, 1, &n, data, &err) != SL_OK)
-        die("view", &err);
+        driver_die("view", &err);
     double best = 1e300;
     for (int r = 0; r < repeat; r++) {
         sl_stats_reset(s);
-        const double t0 = now_s();
+        const double t0 = driver_now_s();
         if (sl_stats_add(s, &v, &err) != SL_OK)
-            die("add", &err);
-        const double t = now_s() - t0;
+            driver_die("add", &err);
+        const double t = driver_now_s() - t0;
         best = t < best ? t : best;
     }
     fprintf(stderr, "%s: %" PRIu64 " elements in %.4f s: %.3g elements/s (%zu bytes held)\n",

@@ -186,22 +186,7 @@ bench_round(const struct env *e, const char *graph, const struct flatfield_spec 
         die("the dask peer failed");
     r->dask[i] = (struct bench_proc_cost){bench_proc_value(&l, "dask_flatfield_wall"),
                                           bench_proc_value(&l, "dask_flatfield_cpu"),
-                                          bench_proc_value(&l, "dask_flatfield_peak_rss")};
-}
-
-/* Print `prefix`_{wall,cpu} and, when known, `prefix`_peak_rss. */
-static void
-report_cost(const char *prefix, const struct bench_proc_cost *c)
-{
-    char name[160];
-    snprintf(name, sizeof(name), "%s_wall", prefix);
-    sl_bench_report(name, c->wall_s, "s");
-    snprintf(name, sizeof(name), "%s_cpu", prefix);
-    sl_bench_report(name, c->cpu_s, "s");
-    if (c->rss_mib < 0)
-        return;
-    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
-    sl_bench_report(name, c->rss_mib, "MiB");
+                                          bench_proc_value(&l, "dask_flatfield_peak_rss"), -1};
 }
 
 /* The floor's output against sluice's, chunk file by chunk file: the bench
@@ -252,11 +237,11 @@ report_flatfield(const struct env *e, const struct flatfield_spec *fs, const str
     struct bench_proc_cost s = bench_proc_median_cost(r->sl, reps),
                            p = bench_proc_median_cost(r->floor, reps);
     p.rss_mib = -1;
-    report_cost("sluice_flatfield", &s);
+    bench_proc_report_cost("sluice_flatfield", &s);
     const double raw_mb = 2.0 * 2 * 32 * 1024 * 1024 * 2 / 1e6;
     sl_bench_report("sluice_flatfield_input_rate", raw_mb / s.wall_s, "MB/s");
     sl_bench_report("sluice_flatfield_threads", threads, "count");
-    report_cost("pipeline_floor_flatfield", &p);
+    bench_proc_report_cost("pipeline_floor_flatfield", &p);
     for (int k = 0; k < FLATFIELD_PHASES; k++) {
         double v[16];
         char name[128];
@@ -274,14 +259,14 @@ report_flatfield(const struct env *e, const struct flatfield_spec *fs, const str
                     "thread-s");
     struct bench_proc_cost q = bench_proc_median_cost(r->synced, reps);
     q.rss_mib = -1;
-    report_cost("pipeline_floor_synced_flatfield", &q);
+    bench_proc_report_cost("pipeline_floor_synced_flatfield", &q);
     sl_bench_report("flatfield_wall_over_synced_pipeline_floor", s.wall_s / q.wall_s, "x");
     if (!dask) {
         printf("# flatfield_speedup_vs_dask: not measured (no dask)\n");
         return;
     }
     struct bench_proc_cost d = bench_proc_median_cost(r->dask, reps);
-    report_cost("dask_flatfield", &d);
+    bench_proc_report_cost("dask_flatfield", &d);
     sl_bench_report("flatfield_speedup_vs_dask", d.wall_s / s.wall_s, "x");
     sl_bench_report("flatfield_dask_over_sluice_cpu", d.cpu_s / s.cpu_s, "x");
     sl_bench_report("flatfield_sluice_over_dask_peak_rss", s.rss_mib / d.rss_mib, "x");
@@ -438,10 +423,7 @@ main(int argc, char **argv)
      * fork: large buffers always mmapped and freed memory trimmed after
      * each floor, so that stays small (see bench_graph_downsample.c). */
     mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-    const char *reps_env = getenv("REPS");
-    int reps = argc > 1 ? atoi(argv[1]) : reps_env != NULL ? atoi(reps_env) : 3;
-    if (reps < 1 || reps > 15)
-        reps = 3;
+    const int reps = bench_proc_reps(argc, argv, 15);
     struct env e;
     e.sluice = getenv("SL_SLUICE_EXE");
     const char *root = getenv("SL_BENCH_SOURCE_ROOT"), *data = getenv("SL_BENCH_DATA");

@@ -239,19 +239,6 @@ bench_round(const struct env *e, int dask, int i, struct rounds *r)
     }
 }
 
-/* Print `prefix`_{wall,cpu,peak_rss}. */
-static void
-report_cost(const char *prefix, const struct bench_proc_cost *c)
-{
-    char name[160];
-    snprintf(name, sizeof(name), "%s_wall", prefix);
-    sl_bench_report(name, c->wall_s, "s");
-    snprintf(name, sizeof(name), "%s_cpu", prefix);
-    sl_bench_report(name, c->cpu_s, "s");
-    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
-    sl_bench_report(name, c->rss_mib, "MiB");
-}
-
 /* sluice's side of `what` (mip, stats): medians, the run's own elapsed
  * time and whether the peak RSS stayed below the budget. */
 static struct bench_proc_cost
@@ -260,7 +247,7 @@ report_sluice(const char *what, const struct bench_proc_cost *c, double *run_s, 
     char name[128];
     struct bench_proc_cost s = bench_proc_median_cost(c, reps);
     snprintf(name, sizeof(name), "sluice_%s", what);
-    report_cost(name, &s);
+    bench_proc_report_cost(name, &s);
     snprintf(name, sizeof(name), "sluice_%s_run_elapsed", what);
     sl_bench_report(name, bench_proc_median(run_s, reps), "s");
     snprintf(name, sizeof(name), "sluice_%s_rss_within_budget", what);
@@ -339,7 +326,7 @@ report_dask(const struct rounds *r, int reps, const struct bench_proc_cost *sl_m
             const struct bench_proc_cost *sl_stats)
 {
     struct bench_proc_cost d = bench_proc_median_cost(r->dask_mip, reps), v[STATS_VARIANTS];
-    report_cost("dask_mip", &d);
+    bench_proc_report_cost("dask_mip", &d);
     sl_bench_report("mip_speedup_vs_dask", d.wall_s / sl_mip->wall_s, "x");
     sl_bench_report("mip_dask_over_sluice_cpu", d.cpu_s / sl_mip->cpu_s, "x");
     int best = 0;
@@ -347,12 +334,12 @@ report_dask(const struct rounds *r, int reps, const struct bench_proc_cost *sl_m
         char name[64];
         v[k] = bench_proc_median_cost(r->dask_stats[k], reps);
         snprintf(name, sizeof(name), "dask_stats_%s", variant_names[k]);
-        report_cost(name, &v[k]);
+        bench_proc_report_cost(name, &v[k]);
         best = v[k].wall_s < v[best].wall_s ? k : best;
     }
     printf("# dask_stats: the %s variant, the faster (median wall %.3g s against %.3g s)\n",
            variant_names[best], v[best].wall_s, v[1 - best].wall_s);
-    report_cost("dask_stats", &v[best]);
+    bench_proc_report_cost("dask_stats", &v[best]);
     sl_bench_report("stats_speedup_vs_dask", v[best].wall_s / sl_stats->wall_s, "x");
     sl_bench_report("stats_dask_over_sluice_cpu", v[best].cpu_s / sl_stats->cpu_s, "x");
 }
@@ -375,10 +362,7 @@ bench_setup(const struct env *e)
 int
 main(int argc, char **argv)
 {
-    const char *reps_env = getenv("REPS");
-    int reps = argc > 1 ? atoi(argv[1]) : reps_env != NULL ? atoi(reps_env) : 3;
-    if (reps < 1 || reps > MAX_REPS)
-        reps = 3;
+    const int reps = bench_proc_reps(argc, argv, MAX_REPS);
     struct env e;
     e.sluice = getenv("SL_SLUICE_EXE");
     const char *root = getenv("SL_BENCH_SOURCE_ROOT"), *data = getenv("SL_BENCH_DATA");

@@ -97,6 +97,7 @@ bench_proc_spawn(char *const argv[], struct bench_proc_lines *out, struct bench_
     c->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
                (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
     c->rss_mib = (double)ru.ru_maxrss / 1024.0;
+    c->faults = (double)ru.ru_minflt + (double)ru.ru_majflt;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -143,11 +144,33 @@ bench_proc_median(double *v, int n)
 struct bench_proc_cost
 bench_proc_median_cost(const struct bench_proc_cost *c, int n)
 {
-    double w[16], u[16], r[16];
+    double w[16], u[16], r[16], f[16];
     for (int i = 0; i < n; i++)
-        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib;
+        w[i] = c[i].wall_s, u[i] = c[i].cpu_s, r[i] = c[i].rss_mib, f[i] = c[i].faults;
     return (struct bench_proc_cost){bench_proc_median(w, n), bench_proc_median(u, n),
-                                    bench_proc_median(r, n)};
+                                    bench_proc_median(r, n), bench_proc_median(f, n)};
+}
+
+void
+bench_proc_report_cost(const char *prefix, const struct bench_proc_cost *c)
+{
+    char name[160];
+    snprintf(name, sizeof(name), "%s_wall", prefix);
+    sl_bench_report(name, c->wall_s, "s");
+    snprintf(name, sizeof(name), "%s_cpu", prefix);
+    sl_bench_report(name, c->cpu_s, "s");
+    if (c->rss_mib < 0)
+        return;
+    snprintf(name, sizeof(name), "%s_peak_rss", prefix);
+    sl_bench_report(name, c->rss_mib, "MiB");
+}
+
+int
+bench_proc_reps(int argc, char **argv, int max)
+{
+    const char *reps_env = getenv("REPS");
+    int reps = argc > 1 ? atoi(argv[1]) : reps_env != NULL ? atoi(reps_env) : 3;
+    return reps < 1 || reps > max ? 3 : reps;
 }
 
 static int

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the graph benchmarks that time `sluice run` and Python peers as
- * child processes share (bench_graph_expr, bench_graph_reduce): running a
+ * child processes share (bench_graph_downsample, bench_graph_expr,
+ * bench_graph_reduce): running a
  * child with its stdout captured and its wall time, CPU time and peak RSS
  * taken by wait4(); reading its `name: value unit` and `#` lines; medians
- * of rounds; removing an earlier output; and the 5-D demo input, made once
+ * of rounds and their report; removing an earlier output; and the 5-D demo input, made once
  * by `sluice generate`.  Every failure prints "<program>: <what>" and
  * exits 1.
  */
@@ -18,6 +19,7 @@ struct bench_proc_cost {
     double wall_s;  /* wall time */
     double cpu_s;   /* user + system time */
     double rss_mib; /* peak resident set; < 0 when not measured */
+    double faults;  /* page faults, minor and major; < 0 when not measured */
 };
 
 /* Captured stdout of a child. */
@@ -48,6 +50,13 @@ double bench_proc_median(double *v, int n);
 
 /* The median of each field over `n` (1 ... 16) costs. */
 struct bench_proc_cost bench_proc_median_cost(const struct bench_proc_cost *c, int n);
+
+/* Print `prefix`_wall and `prefix`_cpu of `c` and, when measured,
+ * `prefix`_peak_rss (sl_bench_report). */
+void bench_proc_report_cost(const char *prefix, const struct bench_proc_cost *c);
+
+/* The rounds to run: argv[1], else $REPS, else 3; 3 when outside 1 ... max. */
+int bench_proc_reps(int argc, char **argv, int max);
 
 /* Remove the tree at `path` if there is one. */
 void bench_proc_rm_tree(const char *path);

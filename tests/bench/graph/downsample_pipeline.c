@@ -23,6 +23,7 @@
 #include <zstd.h>
 
 #include "bench.h"
+#include "chunk_files.h"
 
 /* The geometry every thread shares. */
 struct pipeline_geo {
@@ -34,63 +35,6 @@ struct pipeline_geo {
     uint64_t n_blocks;    /* input chunks per output chunk */
     unsigned shift;       /* log2 of the elements one mean sums */
 };
-
-/* Advance the row-major index `k` within `ext` over the first `nd`
- * dimensions; false once it wraps to zero. */
-static bool
-index_next(uint64_t *k, const uint64_t *ext, int nd)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        if (++k[d] < ext[d])
-            return true;
-        k[d] = 0;
-    }
-    return false;
-}
-
-/* The chunk key "i.j.k" of chunk index `idx` under `dir`. */
-static void
-chunk_path(char *out, size_t size, const char *dir, const uint64_t *idx, int rank)
-{
-    int n = snprintf(out, size, "%s/", dir);
-    for (int d = 0; d < rank && n > 0 && (size_t)n < size; d++)
-        n += snprintf(out + n, size - (size_t)n, d == 0 ? "%llu" : ".%llu",
-                      (unsigned long long)idx[d]);
-}
-
-/* Read the file at `path` whole into *buf (grown as needed): its length,
- * or -1 after a message. */
-static ssize_t
-read_whole(const char *path, unsigned char **buf, size_t *cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        fprintf(stderr, "bench_graph_downsample: cannot open %s: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    if (n > *cap) {
-        free(*buf);
-        *buf = malloc(n);
-        *cap = *buf != NULL ? n : 0;
-    }
-    while (*buf != NULL && got < n) {
-        ssize_t r = pread(fd, *buf + got, n - got, (off_t)got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got != n) {
-        fprintf(stderr, "bench_graph_downsample: short read of %s (%zu of %zu bytes)\n", path, got,
-                n);
-        return -1;
-    }
-    return (ssize_t)n;
-}
 
 /* Reduce the decoded input chunk `in` into its block of the output chunk
  * `out`, the block's first element at `at` (per dimension); `acc` holds
@@ -123,7 +67,7 @@ reduce_block(const struct pipeline_geo *g, const uint16_t *in, uint16_t *out, co
                 for (uint64_t j = 0; j < nx; j++)
                     for (uint64_t i = 0; i < fx; i++)
                         acc[j] += row[j * fx + i];
-        } while (index_next(k, p->factor, last));
+        } while (chunk_index_next(k, p->factor, last));
         uint64_t off = at[last];
         for (int d = 0; d < last; d++)
             off += (at[d] + o[d]) * stride[d];
@@ -133,7 +77,7 @@ reduce_block(const struct pipeline_geo *g, const uint16_t *in, uint16_t *out, co
             const uint32_t q = acc[j] >> g->shift, r = acc[j] & mask;
             orow[j] = (uint16_t)(q + (r > half || (r == half && half != 0 && (q & 1))));
         }
-    } while (index_next(o, g->sub, last));
+    } while (chunk_index_next(o, g->sub, last));
 }
 
 /* One thread: output chunks taken from the shared counter until none are
@@ -145,34 +89,6 @@ struct pipeline_job {
     double phase_s[PIPELINE_PHASES];
 };
 
-/* This thread's CPU seconds. */
-static double
-thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Add the thread CPU time since *t to phase `k` of `phase_s`; *t moves on. */
-static void
-phase_end(double *phase_s, int k, double *t)
-{
-    double now = thread_cpu();
-    phase_s[k] += now - *t;
-    *t = now;
-}
-
-/* The grid coordinates `oc` of output chunk `c` (linear index). */
-static void
-out_coords(const struct pipeline_geo *g, uint64_t c, uint64_t *oc)
-{
-    for (int d = g->p->rank - 1; d >= 0; d--) {
-        oc[d] = c % g->grid[d];
-        c /= g->grid[d];
-    }
-}
-
 /* Make output chunk `c` (linear index): read, decode and reduce each of
  * its input chunks, then encode and write it.  0 or -1. */
 static int
@@ -180,10 +96,10 @@ pipeline_chunk(const struct pipeline_geo *g, uint64_t c, ZSTD_DCtx *dctx, ZSTD_C
                unsigned char **file, size_t *file_cap, uint16_t *raw, uint16_t *out,
                unsigned char *packed, size_t packed_cap, uint32_t *acc, double *phase_s)
 {
-    double t = thread_cpu();
+    double t = phase_clock_now();
     const struct pipeline_spec *p = g->p;
     uint64_t oc[5];
-    out_coords(g, c, oc);
+    chunk_coords(g->grid, g->p->rank, c, oc);
     char path[4200];
     const size_t chunk_bytes = g->chunk_elems * sizeof(uint16_t);
     uint64_t k[5] = {0};
@@ -193,38 +109,28 @@ pipeline_chunk(const struct pipeline_geo *g, uint64_t c, ZSTD_DCtx *dctx, ZSTD_C
             ic[d] = oc[d] * p->factor[d] + k[d];
             at[d] = k[d] * g->sub[d];
         }
-        chunk_path(path, sizeof(path), p->in_dir, ic, p->rank);
-        ssize_t n = read_whole(path, file, file_cap);
+        chunk_file_path(path, sizeof(path), p->in_dir, ic, p->rank);
+        ssize_t n = chunk_file_read(path, file, file_cap);
         if (n < 0)
             return -1;
-        phase_end(phase_s, PIPELINE_READ, &t);
+        phase_clock_end(phase_s, PIPELINE_READ, &t);
         size_t got = ZSTD_decompressDCtx(dctx, raw, chunk_bytes, *file, (size_t)n);
         if (ZSTD_isError(got) || got != chunk_bytes) {
             fprintf(stderr, "bench_graph_downsample: %s is not a whole zstd chunk\n", path);
             return -1;
         }
-        phase_end(phase_s, PIPELINE_DECODE, &t);
+        phase_clock_end(phase_s, PIPELINE_DECODE, &t);
         reduce_block(g, raw, out, at, acc);
-        phase_end(phase_s, PIPELINE_REDUCE, &t);
-    } while (index_next(k, p->factor, p->rank));
+        phase_clock_end(phase_s, PIPELINE_REDUCE, &t);
+    } while (chunk_index_next(k, p->factor, p->rank));
     size_t packed_n = ZSTD_compressCCtx(cctx, packed, packed_cap, out, chunk_bytes, 1);
     if (ZSTD_isError(packed_n))
         return -1;
-    phase_end(phase_s, PIPELINE_ENCODE, &t);
-    chunk_path(path, sizeof(path), p->out_dir, oc, p->rank);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    size_t put = 0;
-    while (fd >= 0 && put < packed_n) {
-        ssize_t w = write(fd, packed + put, packed_n - put);
-        if (w <= 0)
-            break;
-        put += (size_t)w;
-    }
-    if (fd < 0 || close(fd) != 0 || put != packed_n) {
-        fprintf(stderr, "bench_graph_downsample: cannot write %s\n", path);
+    phase_clock_end(phase_s, PIPELINE_ENCODE, &t);
+    chunk_file_path(path, sizeof(path), p->out_dir, oc, p->rank);
+    if (chunk_file_write(path, packed, packed_n) != 0)
         return -1;
-    }
-    phase_end(phase_s, PIPELINE_WRITE, &t);
+    phase_clock_end(phase_s, PIPELINE_WRITE, &t);
     return 0;
 }
 
@@ -259,12 +165,12 @@ pipeline_hint_thread(void *arg)
         if (atomic_load(ph->next) >= g->n_out)
             break;
         uint64_t oc[5], k[5] = {0};
-        out_coords(g, c, oc);
+        chunk_coords(g->grid, g->p->rank, c, oc);
         do {
             uint64_t ic[5];
             for (int d = 0; d < p->rank; d++)
                 ic[d] = oc[d] * p->factor[d] + k[d];
-            chunk_path(path, sizeof(path), p->in_dir, ic, p->rank);
+            chunk_file_path(path, sizeof(path), p->in_dir, ic, p->rank);
             int fd = open(path, O_RDONLY | O_CLOEXEC);
             struct stat st;
             if (fd >= 0 && fstat(fd, &st) == 0)
@@ -272,7 +178,7 @@ pipeline_hint_thread(void *arg)
                     (void)posix_fadvise(fd, off, 256 << 10, POSIX_FADV_WILLNEED);
             if (fd >= 0)
                 close(fd);
-        } while (index_next(k, p->factor, p->rank));
+        } while (chunk_index_next(k, p->factor, p->rank));
     }
     return NULL;
 }
@@ -397,24 +303,5 @@ pipeline_compare(const struct pipeline_spec *p, const char *a, const char *b, ui
     struct pipeline_geo g;
     if (pipeline_geometry(p, &g) != 0)
         return -1;
-    unsigned char *x = NULL, *y = NULL;
-    size_t x_cap = 0, y_cap = 0;
-    uint64_t idx[5] = {0};
-    *n_equal = *n_chunks = 0;
-    int rc = 0;
-    do {
-        char pa[4200], pb[4200];
-        chunk_path(pa, sizeof(pa), a, idx, p->rank);
-        chunk_path(pb, sizeof(pb), b, idx, p->rank);
-        ssize_t nx = read_whole(pa, &x, &x_cap), ny = read_whole(pb, &y, &y_cap);
-        if (nx < 0 || ny < 0) {
-            rc = -1;
-            break;
-        }
-        *n_equal += nx == ny && memcmp(x, y, (size_t)nx) == 0;
-        ++*n_chunks;
-    } while (index_next(idx, g.grid, p->rank));
-    free(x);
-    free(y);
-    return rc;
+    return chunk_files_compare(a, b, g.grid, p->rank, n_equal, n_chunks, NULL, 0);
 }

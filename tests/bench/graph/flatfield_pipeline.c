@@ -30,6 +30,7 @@
 #include <zstd.h>
 
 #include "bench.h"
+#include "chunk_files.h"
 
 const char *const flatfield_phase_names[FLATFIELD_PHASES] = {"load",    "read",   "decode",
                                                              "compute", "encode", "write"};
@@ -43,96 +44,6 @@ struct flatfield_geo {
     const float *dark;    /* the dark plane, shape[3] x shape[4] */
     const float *divisor; /* max(flat, 1), same plane */
 };
-
-/* This thread's CPU seconds. */
-static double
-ff_thread_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Add the thread CPU time since *t to phase `k`; *t moves on. */
-static void
-ff_phase_end(double *phase_s, int k, double *t)
-{
-    double now = ff_thread_cpu();
-    phase_s[k] += now - *t;
-    *t = now;
-}
-
-/* The key "i.j..." of chunk `idx` (rank entries) under `dir`. */
-static void
-ff_chunk_path(char *out, size_t size, const char *dir, const uint64_t *idx, int rank)
-{
-    int n = snprintf(out, size, "%s/", dir);
-    for (int d = 0; d < rank && n > 0 && (size_t)n < size; d++)
-        n += snprintf(out + n, size - (size_t)n, d == 0 ? "%llu" : ".%llu",
-                      (unsigned long long)idx[d]);
-}
-
-/* The grid coordinates of chunk `c` (linear, C order) of `grid`. */
-static void
-ff_coords(const uint64_t *grid, int rank, uint64_t c, uint64_t *idx)
-{
-    for (int d = rank - 1; d >= 0; d--) {
-        idx[d] = c % grid[d];
-        c /= grid[d];
-    }
-}
-
-/* Read the file at `path` whole into *buf (grown as needed): its length,
- * or -1 after a message. */
-static ssize_t
-ff_read_whole(const char *path, unsigned char **buf, size_t *cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        fprintf(stderr, "bench_graph_expr: cannot open %s: %s\n", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    if (n > *cap) {
-        free(*buf);
-        *buf = malloc(n);
-        *cap = *buf != NULL ? n : 0;
-    }
-    while (*buf != NULL && got < n) {
-        ssize_t r = pread(fd, *buf + got, n - got, (off_t)got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got != n) {
-        fprintf(stderr, "bench_graph_expr: short read of %s (%zu of %zu bytes)\n", path, got, n);
-        return -1;
-    }
-    return (ssize_t)n;
-}
-
-/* Write `n` bytes at `data` as the file at `path`.  0, or -1 after a message. */
-static int
-ff_write_file(const char *path, const void *data, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    size_t put = 0;
-    while (fd >= 0 && put < n) {
-        ssize_t w = write(fd, (const char *)data + put, n - put);
-        if (w <= 0)
-            break;
-        put += (size_t)w;
-    }
-    if (fd < 0 || close(fd) != 0 || put != n) {
-        fprintf(stderr, "bench_graph_expr: cannot write %s\n", path);
-        return -1;
-    }
-    return 0;
-}
 
 /* Write `n` bytes at `data` (4096-byte aligned) as the file `key` of
  * `dir` as sluice's filesystem store does (see flatfield_run).  0, or -1
@@ -188,8 +99,8 @@ ff_load_plane(const struct flatfield_spec *s, const char *dir, float *plane, ZST
         for (uint64_t ix = 0; rc == 0 && ix < nx / cx; ix++) {
             char path[4200];
             const uint64_t idx[2] = {iy, ix};
-            ff_chunk_path(path, sizeof(path), dir, idx, 2);
-            ssize_t n = ff_read_whole(path, &file, &cap);
+            chunk_file_path(path, sizeof(path), dir, idx, 2);
+            ssize_t n = chunk_file_read(path, &file, &cap);
             size_t got = n < 0 ? 0 : ZSTD_decompressDCtx(dctx, tile, chunk_bytes, file, (size_t)n);
             if (n < 0 || ZSTD_isError(got) || got != chunk_bytes) {
                 fprintf(stderr, "bench_graph_expr: %s is not a whole zstd chunk\n", path);
@@ -266,35 +177,35 @@ ff_encode(struct flatfield_bufs *b, const void *in, size_t n)
 static int
 ff_chunk(const struct flatfield_geo *g, uint64_t c, struct flatfield_bufs *b, double *phase_s)
 {
-    double t = ff_thread_cpu();
+    double t = phase_clock_now();
     const struct flatfield_spec *s = g->s;
     uint64_t idx[5];
-    ff_coords(g->grid, 5, c, idx);
+    chunk_coords(g->grid, 5, c, idx);
     char path[4200];
-    ff_chunk_path(path, sizeof(path), s->raw_dir, idx, 5);
-    ssize_t n = ff_read_whole(path, &b->file, &b->file_cap);
+    chunk_file_path(path, sizeof(path), s->raw_dir, idx, 5);
+    ssize_t n = chunk_file_read(path, &b->file, &b->file_cap);
     if (n < 0)
         return -1;
-    ff_phase_end(phase_s, FLATFIELD_READ, &t);
+    phase_clock_end(phase_s, FLATFIELD_READ, &t);
     const size_t raw_bytes = g->chunk_elems * sizeof(uint16_t);
     size_t got = ZSTD_decompressDCtx(b->dctx, b->raw, raw_bytes, b->file, (size_t)n);
     if (ZSTD_isError(got) || got != raw_bytes) {
         fprintf(stderr, "bench_graph_expr: %s is not a whole zstd chunk\n", path);
         return -1;
     }
-    ff_phase_end(phase_s, FLATFIELD_DECODE, &t);
+    phase_clock_end(phase_s, FLATFIELD_DECODE, &t);
     ff_compute(g, idx, b->raw, b->out);
-    ff_phase_end(phase_s, FLATFIELD_COMPUTE, &t);
+    phase_clock_end(phase_s, FLATFIELD_COMPUTE, &t);
     size_t packed_n = ff_encode(b, b->out, g->chunk_elems * sizeof(float));
     if (packed_n == 0)
         return -1;
-    ff_phase_end(phase_s, FLATFIELD_ENCODE, &t);
-    ff_chunk_path(path, sizeof(path), s->out_dir, idx, 5);
+    phase_clock_end(phase_s, FLATFIELD_ENCODE, &t);
+    chunk_file_path(path, sizeof(path), s->out_dir, idx, 5);
     if (s->synced
             ? ff_write_synced(s->out_dir, path + strlen(s->out_dir) + 1, b->packed, packed_n) != 0
-            : ff_write_file(path, b->packed, packed_n) != 0)
+            : chunk_file_write(path, b->packed, packed_n) != 0)
         return -1;
-    ff_phase_end(phase_s, FLATFIELD_WRITE, &t);
+    phase_clock_end(phase_s, FLATFIELD_WRITE, &t);
     return 0;
 }
 
@@ -384,7 +295,7 @@ ff_write_meta(const struct flatfield_spec *s)
                      (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)c[3],
                      (unsigned long long)c[4]);
     snprintf(path, sizeof(path), "%s/.zarray", s->out_dir);
-    return ff_write_file(path, meta, (size_t)n);
+    return chunk_file_write(path, meta, (size_t)n);
 }
 
 int
@@ -399,13 +310,13 @@ flatfield_run(const struct flatfield_spec *s, int threads, double *wall_s, doubl
     for (int i = 0; i < FLATFIELD_PHASES; i++)
         phase_s[i] = 0;
     const size_t plane = (size_t)(s->shape[3] * s->shape[4]);
-    double w0 = sl_bench_now(), c0 = sl_bench_cpu(), t = ff_thread_cpu();
+    double w0 = sl_bench_now(), c0 = sl_bench_cpu(), t = phase_clock_now();
     float *dark = malloc(plane * sizeof(float)), *divisor = malloc(plane * sizeof(float));
     int failed = dark == NULL || divisor == NULL || ff_load(s, dark, divisor) != 0 ||
                  (mkdir(s->out_dir, 0755) != 0 && errno != EEXIST);
     g.dark = dark;
     g.divisor = divisor;
-    ff_phase_end(phase_s, FLATFIELD_LOAD, &t);
+    phase_clock_end(phase_s, FLATFIELD_LOAD, &t);
     pthread_t tid[16];
     struct flatfield_job jobs[16];
     _Atomic uint64_t next = 0;
@@ -423,9 +334,9 @@ flatfield_run(const struct flatfield_spec *s, int threads, double *wall_s, doubl
         for (int i = 0; i < FLATFIELD_PHASES; i++)
             phase_s[i] += jobs[k].phase_s[i];
     }
-    t = ff_thread_cpu();
+    t = phase_clock_now();
     failed = failed || ff_write_meta(s) != 0;
-    ff_phase_end(phase_s, FLATFIELD_WRITE, &t);
+    phase_clock_end(phase_s, FLATFIELD_WRITE, &t);
     *wall_s = sl_bench_now() - w0;
     *cpu_s = sl_bench_cpu() - c0;
     free(dark);
@@ -440,29 +351,5 @@ flatfield_compare(const struct flatfield_spec *s, const char *a, const char *b, 
     struct flatfield_geo g;
     if (ff_geometry(s, &g) != 0)
         return -1;
-    unsigned char *x = NULL, *y = NULL;
-    size_t x_cap = 0, y_cap = 0;
-    *n_equal = *n_chunks = 0;
-    first_diff[0] = '\0';
-    int rc = 0;
-    for (uint64_t c = 0; c < g.n_chunks; c++) {
-        uint64_t idx[5];
-        char pa[4200], pb[4200];
-        ff_coords(g.grid, 5, c, idx);
-        ff_chunk_path(pa, sizeof(pa), a, idx, 5);
-        ff_chunk_path(pb, sizeof(pb), b, idx, 5);
-        ssize_t nx = ff_read_whole(pa, &x, &x_cap), ny = ff_read_whole(pb, &y, &y_cap);
-        if (nx < 0 || ny < 0) {
-            rc = -1;
-            break;
-        }
-        bool same = nx == ny && memcmp(x, y, (size_t)nx) == 0;
-        *n_equal += same;
-        if (!same && first_diff[0] == '\0')
-            snprintf(first_diff, size, "%s (%zd bytes) vs %s (%zd bytes)", pa, nx, pb, ny);
-        ++*n_chunks;
-    }
-    free(x);
-    free(y);
-    return rc;
+    return chunk_files_compare(a, b, g.grid, 5, n_equal, n_chunks, first_diff, size);
 }
