@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Explaining a plan to people: a text dump of nodes, stages and every edge
- * with the planner's verdict (what `sluice explain` prints and the golden
- * fusion tests compare), and Graphviz DOT with one cluster per stage.
+ * Explaining a plan to people: a text dump of nodes, stages, every edge
+ * with the planner's verdict and the programs elementwise chains were
+ * composed into (what `sluice explain` prints and the golden fusion tests
+ * compare), and Graphviz DOT with one cluster per stage.
  */
 #include <inttypes.h>
 #include <string.h>
 
 #include <sluice/checked.h>
+#include <sluice/expr.h>
 #include <sluice/graph_node.h>
 
 #include "core_internal.h"
@@ -49,6 +51,48 @@ stage_names(const sl_graph *g, const struct sl__stage *s, char *buf, size_t size
                           sl__graph_node(g, s->nodes[i])->name);
 }
 
+/* The canonical text of node `id`'s composed program into buf, cut with
+ * "..." when it does not fit. */
+static void
+program_text(const struct sl__fusion *f, uint32_t id, char *buf, size_t size)
+{
+    size_t len = sl_expr_format(f->programs[id].expr, buf, size);
+    if (len >= size && size > 4)
+        memcpy(buf + size - 4, "...", 4);
+}
+
+/*
+ * The "programs:" section: every composed chain with its one program, and
+ * every edge between two elementwise nodes that stayed apart, with why.
+ * Nothing when the graph has neither.
+ */
+static void
+explain_programs(const sl_graph *g, const struct sl__fusion *f, FILE *out)
+{
+    bool header = false;
+    char members[512], text[1024];
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        if (!sl__compose_is_top(f, i))
+            continue;
+        if (!header)
+            fprintf(out, "programs:\n");
+        header = true;
+        sl__compose_members(g, f, i, members, sizeof(members));
+        program_text(f, i, text, sizeof(text));
+        fprintf(out, "  %s: one program: %s\n", members, text);
+    }
+    for (uint32_t e = 0; e < f->n_edges; e++) {
+        const struct sl__edge *ed = &f->edges[e];
+        if (ed->composed || ed->compose_why[0] == '\0')
+            continue;
+        if (!header)
+            fprintf(out, "programs:\n");
+        header = true;
+        fprintf(out, "  %s into %s: not composed: %s\n", sl__graph_node(g, ed->producer)->name,
+                sl__graph_node(g, ed->consumer)->name, ed->compose_why);
+    }
+}
+
 void
 sl__fusion_explain(const sl_graph *g, const struct sl__fusion *f, FILE *out)
 {
@@ -88,6 +132,7 @@ sl__fusion_explain(const sl_graph *g, const struct sl__fusion *f, FILE *out)
             fprintf(out, " (%s: %s)", sl__fuse_reason_text(ed->reason), ed->detail);
         fprintf(out, "\n");
     }
+    explain_programs(g, f, out);
 }
 
 /* Print `s` as the inside of a DOT double-quoted string. */
@@ -117,8 +162,18 @@ sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *out)
             sl_shape_format(n->grid.rank, n->grid.shape, shape, sizeof(shape));
             fprintf(out, "    n%" PRIu32 " [label=\"", n->id);
             dot_escape(out, n->name);
-            fprintf(out, "\\n%s %s\\n%s %s\"];\n", sl_node_kind_name(n->kind), n->op_name,
+            fprintf(out, "\\n%s %s\\n%s %s", sl_node_kind_name(n->kind), n->op_name,
                     sl_dtype_name(n->dtype), shape);
+            if (sl__compose_is_top(f, n->id)) {
+                char text[160];
+                program_text(f, n->id, text, sizeof(text));
+                fprintf(out, "\\none program: ");
+                dot_escape(out, text);
+            } else if (f->composed_to != NULL && f->composed_to[n->id] != UINT32_MAX) {
+                fprintf(out, "\\ncomposed into ");
+                dot_escape(out, sl__graph_node(g, f->composed_to[n->id])->name);
+            }
+            fprintf(out, "\"];\n");
         }
         fprintf(out, "  }\n");
     }
@@ -126,7 +181,15 @@ sl__fusion_write_dot(const sl_graph *g, const struct sl__fusion *f, FILE *out)
         const struct sl__edge *ed = &f->edges[e];
         fprintf(out, "  n%" PRIu32 " -> n%" PRIu32, ed->producer, ed->consumer);
         if (ed->reason == SL__FUSED) {
-            fprintf(out, ";\n");
+            if (ed->composed) {
+                fprintf(out, " [label=\"composed\"];\n");
+            } else if (ed->compose_why[0] != '\0') {
+                fprintf(out, " [label=\"not composed\", tooltip=\"");
+                dot_escape(out, ed->compose_why);
+                fprintf(out, "\"];\n");
+            } else {
+                fprintf(out, ";\n");
+            }
             continue;
         }
         fprintf(out, " [style=dashed, label=\"");

@@ -512,6 +512,8 @@ sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc, struct sl__
     for (uint32_t e = 0; e < f.n_edges && st == SL_OK; e++)
         if (f.edges[e].reason != SL__FUSED)
             st = edge_count_uses(g, &f, &f.edges[e], err);
+    if (st == SL_OK)
+        st = sl__compose_plan(g, &f, err);
     if (st != SL_OK) {
         sl__fusion_fini(&f);
         return st;
@@ -523,6 +525,7 @@ sl__fusion_plan(const sl_graph *g, const struct sl_allocator *alloc, struct sl__
 void
 sl__fusion_fini(struct sl__fusion *f)
 {
+    sl__compose_fini(f);
     for (uint32_t s = 0; s < f->n_stages && f->stages != NULL; s++)
         sl_free(&f->alloc, f->stages[s].nodes, f->stages[s].n_nodes * sizeof(uint32_t));
     sl_free(&f->alloc, f->stages, f->n_stages * sizeof(struct sl__stage));

@@ -233,6 +233,9 @@ struct sl__edge {
     uint32_t input;              /* which input of the consumer */
     enum sl__fuse_reason reason; /* SL__FUSED or why not */
     char detail[160];            /* the numbers behind the verdict */
+    bool composed;               /* the producer's program is part of the consumer's
+                                    (compose.c); implies fused */
+    char compose_why[128];       /* between two elementwise nodes, not composed: why */
     /* Unfused edges: per dimension d, uses[d][k] counts the chunks of the
      * consumer's stage root whose evaluation reads producer chunks with
      * index k along d; a producer chunk is read prod_d uses[d][k_d] times.
@@ -259,18 +262,45 @@ struct sl__stage {
     uint32_t phase;            /* execution phase (puts whose inputs are written earlier) */
 };
 
+/* One input of a composed program: input `input` of chain member `node`,
+ * read as the unfused evaluation of that member would read it. */
+struct sl__program_input {
+    uint32_t node;  /* the member reading it */
+    uint32_t input; /* which of its inputs */
+    uint32_t slot;  /* the program's input it feeds */
+};
+
+/*
+ * A node's program form (compose.c): an elementwise node (expr, cast,
+ * scale, clip, threshold) as one expr program computing in float64, with
+ * the programs of the producers composed into it.
+ */
+struct sl__program {
+    const sl_expr *expr; /* the program; NULL when the node has no exact program form */
+    sl_expr *owned;      /* `expr` when the plan made it (op forms, compositions), else NULL */
+    uint32_t n_members;  /* nodes it computes: itself and those composed into it */
+    uint32_t n_inputs;   /* program inputs (sl_expr_n_inputs) */
+    /* Those inputs in the order the unfused nodes would evaluate them, so
+     * the first failure is the same one. */
+    struct sl__program_input in[SL_EXPR_MAX_INPUTS];
+    char why[96]; /* no program form (expr NULL) for an elementwise node: why */
+};
+
 /* The fusion plan of a sealed graph: a pure function of the graph. */
 struct sl__fusion {
-    const sl_graph *graph;     /* the graph planned (borrowed) */
-    uint32_t n_nodes;          /* nodes of the graph planned */
-    uint32_t n_edges;          /* every edge of the graph */
-    struct sl__edge *edges;    /* owned */
-    uint32_t n_stages;         /* stages, producers before consumers */
-    struct sl__stage *stages;  /* owned */
-    uint32_t *stage_of;        /* node id -> stage index; owned */
-    uint32_t *fused_to;        /* node id -> the consumer it is fused into, or UINT32_MAX; owned */
-    uint32_t *fused_input;     /* node id -> which input of that consumer it is; owned */
-    struct sl_allocator alloc; /* frees the arrays */
+    const sl_graph *graph;    /* the graph planned (borrowed) */
+    uint32_t n_nodes;         /* nodes of the graph planned */
+    uint32_t n_edges;         /* every edge of the graph */
+    struct sl__edge *edges;   /* owned */
+    uint32_t n_stages;        /* stages, producers before consumers */
+    struct sl__stage *stages; /* owned */
+    uint32_t *stage_of;       /* node id -> stage index; owned */
+    uint32_t *fused_to;       /* node id -> the consumer it is fused into, or UINT32_MAX; owned */
+    uint32_t *fused_input;    /* node id -> which input of that consumer it is; owned */
+    struct sl__program *programs; /* node id -> its program form; owned (compose.c) */
+    uint32_t *composed_to;        /* node id -> the consumer whose program computes it, or
+                                     UINT32_MAX; owned */
+    struct sl_allocator alloc;    /* frees the arrays */
 };
 
 /* Plan `g` (sealed).  @return SL_OK, SL_ENOMEM. */
@@ -284,6 +314,24 @@ uint64_t sl__fusion_chunk_uses(const sl_graph *g, const struct sl__fusion *f, ui
 
 /* Release a fusion plan. */
 void sl__fusion_fini(struct sl__fusion *f);
+
+/*
+ * Compose chains of fused elementwise nodes of `f` into single programs
+ * (compose.c): fills f->programs, f->composed_to and the edges' `composed`
+ * and `compose_why`.  The stages stay as they are.  @return SL_OK,
+ * SL_ENOMEM.
+ */
+sl_status sl__compose_plan(const sl_graph *g, struct sl__fusion *f, struct sl_error *err);
+
+/* Release what sl__compose_plan made (safe on a zeroed plan). */
+void sl__compose_fini(struct sl__fusion *f);
+
+/* True when node `id` evaluates a composed program (it has members besides itself). */
+bool sl__compose_is_top(const struct sl__fusion *f, uint32_t id);
+
+/* Write "a + b + c" (the members of top `id`'s program, producers first) into buf. */
+void sl__compose_members(const sl_graph *g, const struct sl__fusion *f, uint32_t id, char *buf,
+                         size_t size);
 
 /* One-line text of an edge verdict, e.g. "fused" or "not fused: ...". */
 const char *sl__fuse_reason_text(enum sl__fuse_reason reason);

@@ -453,29 +453,75 @@ eval_put(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
 }
 
 /*
- * Evaluate expr node `n` into `out` from its input blocks: each input is
- * seen with the output's shape, stride 0 along the dimensions it does not
- * follow (numpy's broadcasting; an input's dimensions that follow none have
- * extent 1).
+ * Input `i` of node `n` (block view `in`) seen with the shape of output
+ * view `o`: stride 0 along the dimensions it does not follow (numpy's
+ * broadcasting; an input's dimensions that follow none have extent 1).
  */
+static void
+broadcast_view(const struct sl__node *n, uint32_t i, const struct sl_view *in,
+               const struct sl_view *o, struct sl_view *v)
+{
+    *v = (struct sl_view){.dtype = in->dtype, .rank = o->rank, .data = in->data};
+    memcpy(v->shape, o->shape, o->rank * sizeof(uint64_t));
+    for (uint32_t d = 0; d < in->rank; d++) {
+        int od = sl__node_out_dim(n, i, d);
+        if (od != SL__AXIS_WHOLE)
+            v->stride[od] = in->stride[d];
+    }
+}
+
+/* Evaluate expr node `n` into `out` from its input blocks. */
 static sl_status
 eval_expr(const struct sl__node *n, const struct sl_block *blocks, struct sl_block *out,
           struct sl_error *err)
 {
     struct sl_view views[SL_MAP_MAX_INPUTS];
-    const struct sl_view *o = &out->view;
-    for (uint32_t i = 0; i < n->n_inputs; i++) {
-        const struct sl_view *in = &blocks[i].view;
-        struct sl_view *v = &views[i];
-        *v = (struct sl_view){.dtype = in->dtype, .rank = o->rank, .data = in->data};
-        memcpy(v->shape, o->shape, o->rank * sizeof(uint64_t));
-        for (uint32_t d = 0; d < in->rank; d++) {
-            int od = sl__node_out_dim(n, i, d);
-            if (od != SL__AXIS_WHOLE)
-                v->stride[od] = in->stride[d];
+    for (uint32_t i = 0; i < n->n_inputs; i++)
+        broadcast_view(n, i, &blocks[i].view, &out->view, &views[i]);
+    return sl_expr_eval(n->expr, views, &out->view, err);
+}
+
+/*
+ * The chunk of the top `n` of a composed chain (graph/compose.c): every
+ * input of the chain read as the member owning it would read it, in the
+ * order the members would read them (so a failed input chunk fails the
+ * same chunks with the same message), then the one program over them.
+ * The members' own chunks are never made.
+ */
+static sl_status
+eval_composed(struct eval *ev, const struct sl__node *n, const struct sl__program *p,
+              const struct sl_region *r, const uint64_t *coords, struct eval_out *out)
+{
+    const sl_graph *g = ev->ex->graph;
+    struct eval_out ins[SL_EXPR_MAX_INPUTS];
+    uint32_t got = 0;
+    for (; got < p->n_inputs; got++) {
+        const struct sl__node *m = sl__graph_node(g, p->in[got].node);
+        struct sl_region rin;
+        /* Members share the top's grid: chunk `coords` is the same region in each. */
+        sl__node_input_region(g, m, p->in[got].input, r, &rin);
+        if (eval_input(ev, m, p->in[got].input, &rin, &ins[got]) != SL_OK)
+            break;
+    }
+    sl_status st = ev->code;
+    if (st == SL_OK)
+        st = out_alloc(ev, n->dtype, r, coords, out);
+    if (st == SL_OK) {
+        struct sl_view views[SL_EXPR_MAX_INPUTS];
+        for (uint32_t k = 0; k < p->n_inputs; k++)
+            broadcast_view(sl__graph_node(g, p->in[k].node), p->in[k].input, &ins[k].block.view,
+                           &out->block.view, &views[p->in[k].slot]);
+        struct sl_error err;
+        sl_error_clear(&err);
+        st = sl_expr_eval(p->expr, views, &out->block.view, &err);
+        if (st != SL_OK) {
+            st = eval_fail_node(ev, n, coords, SL_EFUNC, st, &err);
+            out_release(ev->ex, out);
         }
     }
-    return sl_expr_eval(n->expr, views, &out->view, err);
+    for (uint32_t i = 0; i < got; i++)
+        out_release(ev->ex, &ins[i]);
+    return st;
 }
 
 /*
@@ -524,6 +570,8 @@ static sl_status
 eval_map(struct eval *ev, const struct sl__node *n, const struct sl_region *r,
          const uint64_t *coords, struct eval_out *out)
 {
+    if (sl__compose_is_top(ev->ex->fusion, n->id))
+        return eval_composed(ev, n, &ev->ex->fusion->programs[n->id], r, coords, out);
     struct eval_out ins[SL_MAP_MAX_INPUTS];
     struct sl_block blocks[SL_MAP_MAX_INPUTS];
     /* sl_graph_add_map refused more. */
