@@ -63,11 +63,8 @@ stats_spec(const char *name, const struct sl__node *in, const struct sl_stats_de
                                 name);
     }
     /* Let the kernels check the options now, with their messages. */
-    sl_stats *probe = sl_stats_create(in->dtype, &spec->opts, NULL, err);
-    if (probe == NULL)
-        return sl__node_fail(err, name, err != NULL ? err->code : SL_EINVAL);
-    sl_stats_free(probe);
-    return SL_OK;
+    sl_status st = sl_stats_check(in->dtype, &spec->opts, err);
+    return st == SL_OK ? SL_OK : sl__node_fail(err, name, st);
 }
 
 sl_status

@@ -63,12 +63,8 @@ sl__plan_stats_init(sl_plan *plan, struct sl__put_state *ps, struct sl_error *er
     if (r->sets == NULL || r->locks == NULL)
         return sl_error_set(err, SL_ENOMEM, NULL, "no memory for the %" PRIu64 " sets of \"%s\"",
                             spec->n_sets, n->name);
-    for (uint64_t k = 0; k < spec->n_sets; k++) {
-        pthread_mutex_init(&r->locks[k], NULL);
-        r->sets[k] = sl_stats_create(dtype, &spec->opts, &plan->alloc, err);
-        if (r->sets[k] == NULL)
-            return sl__node_fail(err, n->name, err != NULL ? err->code : SL_ENOMEM);
-    }
+    for (uint64_t k = 0; k < spec->n_sets; k++)
+        pthread_mutex_init(&r->locks[k], NULL); /* the sets are made when first folded into */
     if (spec->omero != NULL) {
         ps->omero = sl_alloc(&plan->alloc, sizeof(*ps->omero), 0);
         if (ps->omero == NULL)
@@ -83,7 +79,8 @@ sl__plan_stats_reset(struct sl__put_state *ps)
 {
     struct sl__stats_run *r = ps->stats;
     for (uint64_t k = 0; r != NULL && k < r->spec->n_sets; k++)
-        sl_stats_reset(r->sets[k]);
+        if (r->sets[k] != NULL)
+            sl_stats_reset(r->sets[k]);
     if (ps->omero != NULL) {
         *ps->omero = SL_ERROR_INIT;
         sl_error_set(ps->omero, SL_ESTATE, NULL, "the plan has not run");
@@ -137,6 +134,17 @@ stats_give(struct sl__stats_run *r, sl_stats *s)
         sl_stats_free(s);
 }
 
+/* Set `k`'s accumulator, made now if it has none; call with its lock
+ * held.  Made lazily, a plan that never runs (sluice run's check of the
+ * graph) makes none, and each costs its half megabyte only once used. */
+static sl_stats *
+stats_set(const struct sl__stats_run *r, uint64_t k, struct sl_error *err)
+{
+    if (r->sets[k] == NULL)
+        r->sets[k] = sl_stats_create(r->dtype, &r->spec->opts, &r->alloc, err);
+    return r->sets[k];
+}
+
 /* Fold `v` into set `k` through a local accumulator. */
 static sl_status
 stats_fold_set(struct sl__stats_run *r, uint64_t k, const struct sl_view *v, struct sl_error *err)
@@ -147,7 +155,8 @@ stats_fold_set(struct sl__stats_run *r, uint64_t k, const struct sl_view *v, str
     sl_status st = sl_stats_add(local, v, err);
     if (st == SL_OK) {
         pthread_mutex_lock(&r->locks[k]);
-        st = sl_stats_merge(r->sets[k], local, err);
+        sl_stats *set = stats_set(r, k, err);
+        st = set != NULL ? sl_stats_merge(set, local, err) : err != NULL ? err->code : SL_ENOMEM;
         pthread_mutex_unlock(&r->locks[k]);
     }
     stats_give(r, local);
@@ -276,5 +285,12 @@ sl_plan_stats(const sl_plan *plan, uint32_t node, uint64_t set, struct sl_stats_
                             "stats set %" PRIu64 " of %" PRIu64 " does not exist", set,
                             r->spec->n_sets);
     SL_TRY(stats_complete(plan, node, err));
-    return sl_stats_result(r->sets[set], out, err);
+    /* A set no chunk folded into (an empty array) gets its empty
+     * accumulator here; its lock also keeps two results of one set (which
+     * fill its histogram) apart. */
+    pthread_mutex_lock(&r->locks[set]);
+    const sl_stats *s = stats_set(r, set, err);
+    sl_status st = s != NULL ? sl_stats_result(s, out, err) : err != NULL ? err->code : SL_ENOMEM;
+    pthread_mutex_unlock(&r->locks[set]);
+    return st;
 }

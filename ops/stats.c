@@ -263,7 +263,6 @@ sl__stats_key_value(const sl_stats *s, uint64_t key)
 /* Where each array lies in the accumulator's one allocation. */
 struct stats_layout {
     size_t hist;    /* offset of bins + 2 slots, or 0 */
-    size_t slot_of; /* offset of n_values slot indices, or 0 */
     size_t counts;  /* offset of n_values counters, or 0 */
     size_t summary; /* offset of the summary's keys, or 0 */
     size_t total;   /* bytes */
@@ -298,10 +297,6 @@ stats_layout_of(sl_dtype dt, const struct sl_stats_opts *o, uint32_t k, uint32_t
     if (o->bins > 0) {
         l->hist = at;
         at = stats_align(at + ((size_t)o->bins + 2) * sizeof(uint64_t));
-        if (exact) {
-            l->slot_of = at;
-            at = stats_align(at + nv * sizeof(uint32_t));
-        }
     }
     if (exact) {
         l->counts = at;
@@ -351,6 +346,14 @@ stats_check_dtype(sl_dtype dt, struct sl_error *err)
     return SL_OK;
 }
 
+sl_status
+sl_stats_check(sl_dtype dtype, const struct sl_stats_opts *opts, struct sl_error *err)
+{
+    const struct sl_stats_opts o = opts != NULL ? *opts : SL_STATS_OPTS_DEFAULT;
+    SL_TRY(stats_check_dtype(dtype, err));
+    return stats_check_opts(dtype, &o, err);
+}
+
 size_t
 sl_stats_bytes(sl_dtype dtype, const struct sl_stats_opts *opts)
 {
@@ -362,7 +365,7 @@ sl_stats_bytes(sl_dtype dtype, const struct sl_stats_opts *opts)
     return l.total;
 }
 
-/* The histogram's range and steps, and the slot table of exact dtypes. */
+/* The histogram's range and steps. */
 static void
 stats_init_histogram(sl_stats *s)
 {
@@ -375,9 +378,6 @@ stats_init_histogram(sl_stats *s)
     s->hi = o->has_range ? o->hi : (double)s->value_min + (double)s->n_values;
     s->step = (s->hi - s->lo) / (double)s->bins;
     s->norm = (double)s->bins / (s->hi - s->lo);
-    if (s->slot_of != NULL)
-        for (uint32_t i = 0; i < s->n_values; i++)
-            s->slot_of[i] = sl__stats_slot(s, (double)((int64_t)i + s->value_min));
 }
 
 sl_stats *
@@ -411,7 +411,6 @@ sl__stats_create_sized(sl_dtype dtype, const struct sl_stats_opts *opts,
         s->value_min = sl_dtype_is_signed(dtype) ? -(int32_t)(s->n_values / 2) : 0;
     }
     s->hist = l.hist != 0 ? (uint64_t *)(mem + l.hist) : NULL;
-    s->slot_of = l.slot_of != 0 ? (uint32_t *)(mem + l.slot_of) : NULL;
     s->counts = l.counts != 0 ? (uint64_t *)(mem + l.counts) : NULL;
     s->has_summary = l.summary != 0;
     if (s->has_summary)

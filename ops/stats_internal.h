@@ -107,7 +107,6 @@ struct sl_stats {
     double step;                       /* (hi - lo) / bins, numpy.linspace's step */
     double norm;                       /* bins / (hi - lo) */
     uint64_t *hist;                    /* bins + 2 slots: bins, below, above */
-    uint32_t *slot_of;                 /* exact with bins: counter index -> slot */
     uint64_t *counts;                  /* exact: n_values counters */
     bool has_summary;                  /* wide dtype with percentiles */
     struct sl__summary q;              /* has_summary: the percentile keys */

@@ -190,7 +190,8 @@ stats_exact_hist(const sl_stats *s)
 {
     memset(s->hist, 0, ((size_t)s->bins + 2) * sizeof *s->hist);
     for (uint32_t i = 0; i < s->n_values; i++)
-        s->hist[s->slot_of[i]] += s->counts[i];
+        if (s->counts[i] != 0)
+            s->hist[sl__stats_slot(s, (double)((int64_t)i + s->value_min))] += s->counts[i];
 }
 
 sl_status

@@ -152,6 +152,16 @@ SL_API SL_NODISCARD sl_status sl_stats_result(const sl_stats *s, struct sl_stats
                                               struct sl_error *err);
 
 /**
+ * The checks sl_stats_create makes of `dtype` and `opts`, with the same
+ * errors, without allocating anything (an accumulator of a 16-bit dtype
+ * holds half a megabyte).
+ * @return SL_OK, SL_EUNSUPPORTED or SL_EINVAL, as sl_stats_create.
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_stats_check(sl_dtype dtype, const struct sl_stats_opts *opts,
+                                             struct sl_error *err);
+
+/**
  * Bytes an accumulator with these options holds (one allocation), for
  * memory budgets; 0 when sl_stats_create would refuse the options.
  * `opts` NULL means SL_STATS_OPTS_DEFAULT.
