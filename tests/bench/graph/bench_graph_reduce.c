@@ -42,6 +42,7 @@
 
 #include "bench.h"
 #include "bench_proc.h"
+#include "downsample_floor.h"
 
 #define BUDGET "256M"    /* sluice's --memory */
 #define BUDGET_MIB 256.0 /* the same, in MiB */
@@ -344,6 +345,56 @@ report_dask(const struct rounds *r, int reps, const struct bench_proc_cost *sl_m
     sl_bench_report("stats_dask_over_sluice_cpu", v[best].cpu_s / sl_stats->cpu_s, "x");
 }
 
+/*
+ * The zstd floor (downsample_floor.c) of both tasks: every input chunk
+ * decoded in memory on 2 threads (reused contexts and buffers, the files
+ * read beforehand), and for the MIP the output's share (1/32 of the input)
+ * re-encoded at level 1.  No program doing either task can take less; so
+ * dask's time over it is the most any speedup over dask can be here.
+ */
+static void
+report_floor(const struct env *e, int reps, const struct bench_proc_cost *sl_mip,
+             const struct bench_proc_cost *sl_stats, const struct rounds *r, int dask)
+{
+    char in[4096];
+    data_path(e, "raw.zarr", in);
+    struct floor_chunks c;
+    if (floor_load(in, &c) != 0) {
+        printf("# zstd floor: not measured (the input's chunk files cannot be read)\n");
+        return;
+    }
+    static const char *const kinds[2] = {"mip", "stats"};
+    const double shares[2] = {1.0 / 32, 0};
+    const struct bench_proc_cost *sl[2] = {sl_mip, sl_stats};
+    for (int k = 0; k < 2; k++) {
+        double w[MAX_REPS], u[MAX_REPS];
+        int rc = 0;
+        for (int i = 0; i < reps && rc == 0; i++)
+            rc = floor_run(&c, 2, shares[k], &w[i], &u[i]);
+        if (rc != 0)
+            break;
+        const double wall = bench_proc_median(w, reps), cpu = bench_proc_median(u, reps);
+        char name[64];
+        snprintf(name, sizeof(name), "zstd_floor_%s_wall", kinds[k]);
+        sl_bench_report(name, wall, "s");
+        snprintf(name, sizeof(name), "zstd_floor_%s_cpu", kinds[k]);
+        sl_bench_report(name, cpu, "s");
+        snprintf(name, sizeof(name), "sluice_%s_wall_over_zstd_floor", kinds[k]);
+        sl_bench_report(name, sl[k]->wall_s / wall, "x");
+        if (!dask)
+            continue;
+        double dask_wall = bench_proc_median_cost(r->dask_mip, reps).wall_s;
+        if (k == 1)
+            for (int v = 0; v < STATS_VARIANTS; v++) {
+                const double dv = bench_proc_median_cost(r->dask_stats[v], reps).wall_s;
+                dask_wall = v == 0 || dv < dask_wall ? dv : dask_wall;
+            }
+        snprintf(name, sizeof(name), "%s_speedup_vs_dask_at_zstd_floor", kinds[k]);
+        sl_bench_report(name, dask_wall / wall, "x");
+    }
+    floor_free(&c);
+}
+
 /* The input (made once), its check, the graph files; whether dask runs. */
 static int
 bench_setup(const struct env *e)
@@ -385,6 +436,7 @@ main(int argc, char **argv)
         report_dask(&r, reps, &mip, &st);
     else
         printf("# mip_speedup_vs_dask, stats_speedup_vs_dask: not measured (no dask)\n");
+    report_floor(&e, reps, &mip, &st, &r, dask);
     if (dask)
         check_mip(&e);
     else
