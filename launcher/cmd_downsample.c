@@ -30,8 +30,8 @@ const struct cmd cmd_downsample = {
              "the output shape.  Exit status: 0 when every chunk is written, 1 when some\n"
              "failed (each is reported), 2 for bad usage.\n"
              "\n"
-             "Options:\n" DOWNSAMPLE_OPTS_HELP ARRAY_OPTS_HELP RUN_OPTS_HELP
-             "  --help               print this help\n",
+             "Options:\n" DOWNSAMPLE_OPTS_HELP ARRAY_OPTS_HELP,
+    .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_downsample,
 };
 

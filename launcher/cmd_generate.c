@@ -33,8 +33,8 @@ const struct cmd cmd_generate = {
              "Options:\n"
              "  --shape S            array shape, comma separated, e.g. 4,2,32,1024,1024\n"
              "  --dtype T            uint16 (default), uint8, int16, int32, float32, float64\n"
-             "  --seed N             noise seed (default 1)\n" ARRAY_OPTS_HELP RUN_OPTS_HELP
-             "  --help               print this help\n",
+             "  --seed N             noise seed (default 1)\n" ARRAY_OPTS_HELP,
+    .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_generate,
 };
 

@@ -55,7 +55,8 @@ const struct cmd cmd_preview = {
              "                       0.5,99.5)\n"
              "  --range MIN,MAX      values mapped to black and white instead\n"
              "  --level K            the level of a multiscale group (default: see "
-             "above)\n" RUN_OPTS_HELP "  --help               print this help\n",
+             "above)\n",
+    .options = RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_preview,
 };
 

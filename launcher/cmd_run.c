@@ -46,8 +46,8 @@ const struct cmd cmd_run = {
              "Options:\n"
              "  --dry-run            plan the graph and check which input chunks it reads\n"
              "                       are stored (shard indexes only, no chunk data); list\n"
-             "                       the missing ones; create and write nothing\n" RUN_OPTS_HELP
-                 GRAPH_FILE_HELP "  --help               print this help\n",
+             "                       the missing ones; create and write nothing\n",
+    .options = RUN_OPTS_HELP GRAPH_FILE_HELP "  --help               print this help\n",
     .run = run_run,
 };
 
@@ -150,6 +150,10 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
         sl_graph_json_destroy(*doc);
         *doc = NULL;
         ro->defer_sync = may_defer_sync(ro);
+        if (rc == 0) {
+            char jbuf[4096];
+            rc = no_sync_check(&cmd_run, ro, journal_path(ro, jbuf, sizeof(jbuf)));
+        }
         if (rc == 0)
             rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, ro, doc);
         ro->resume_dirs = NULL;

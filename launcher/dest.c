@@ -101,7 +101,7 @@ dest_open_store(const struct dest *d, struct sl_error *err)
 int
 dest_sync(const struct cmd *c, struct dest *d, sl_store *out, int rc)
 {
-    if (!d->defer_sync || out == NULL || (rc != 0 && rc != 1))
+    if (!d->defer_sync || d->no_sync || out == NULL || (rc != 0 && rc != 1))
         return rc;
     struct sl_error err = SL_ERROR_INIT;
     if (sl_store_sync(out, &err) == SL_OK)
@@ -415,6 +415,8 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
     struct dest d;
     char jbuf[4096];
     const char *journal = journal_path(ro, jbuf, sizeof(jbuf));
+    if (no_sync_check(c, ro, journal) != 0)
+        return 2;
     bool fresh = false;
     if (dest_resume_fresh(c, ro, journal, &fresh) != 0)
         return 2;
@@ -423,6 +425,7 @@ dest_write(const struct cmd *c, const char *src, const char *path, const struct 
         return 2;
     d.journal = journal;
     d.defer_sync = dest_may_defer_sync(&d);
+    d.no_sync = ro->no_sync && d.defer_sync; /* in place over a node: still synced */
     struct run_opts rs = *ro;
     const char *at = d.at;
     rs.staging = &at;

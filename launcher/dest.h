@@ -29,6 +29,7 @@ struct dest {
     const char *journal; /* the run's journal; NULL: none */
     bool resumed;        /* --resume took over an earlier run's output */
     bool defer_sync;     /* objects written without fsync, synced once before commit */
+    bool no_sync;        /* --no-sync: with defer_sync, not synced at all */
     bool sync_failed;    /* that sync failed: the node is not put in place */
 };
 

@@ -30,6 +30,7 @@ graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_
         opts.n_resume = ro->n_resume_dirs;
         opts.resuming = ro->resume;
         opts.defer_sync = ro->defer_sync;
+        opts.no_sync = ro->no_sync && ro->defer_sync;
     }
     *out = sl_graph_json_load_file(path, &opts, &errors);
     if (*out != NULL)

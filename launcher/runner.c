@@ -271,6 +271,9 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
     } else if (strcmp(a, "--fail-fast") == 0) {
         o->fail_fast = true;
         return 1;
+    } else if (strcmp(a, "--no-sync") == 0) {
+        o->no_sync = true;
+        return 1;
     } else if (strcmp(a, "--missing-is-error") == 0) {
         o->missing_is_error = true;
         return 1;
@@ -285,6 +288,20 @@ run_opts_parse(const struct cmd *c, struct run_opts *o, int argc, char **argv, i
     }
     (*i)++;
     return 1;
+}
+
+int
+no_sync_check(const struct cmd *c, const struct run_opts *ro, const char *journal)
+{
+    if (!ro->no_sync)
+        return 0;
+    const char *why = journal != NULL ? "the run's journal records shards as durable as they are "
+                                        "written (leave out --journal and --report)"
+                      : ro->resume    ? "a resumed run's journal records shards as durable"
+                      : dist_size() > 1
+                          ? "under mpirun every rank fsyncs what it writes before rank 0 commits"
+                          : NULL;
+    return why == NULL ? 0 : cmd_usage_error(c, "--no-sync cannot be used here: %s", why);
 }
 
 /* "512.0 MiB" style. */

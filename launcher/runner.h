@@ -49,6 +49,8 @@ struct run_opts {
     uint32_t n_resume_dirs;                       /* how many */
     bool defer_sync; /* `sluice run`: its new local nodes may be synced once before they
                         are put in place (no journal, one process; set by the command) */
+    bool no_sync;    /* --no-sync: where defer_sync holds, not even that sync; refused
+                        where a journal or other processes need it */
 };
 #define RUN_OPTS_DEFAULT ((struct run_opts){.progress = -1, .retries = -1})
 
@@ -87,6 +89,11 @@ struct run_opts {
     "  --rerun-failed REPORT  rerun exactly the shards REPORT (an earlier --report) lists\n"    \
     "                       as failed, into the output it wrote; uses REPORT.journal (or\n"     \
     "                       --journal), refused unless both are of this computation\n"          \
+    "  --no-sync            put new outputs in place without waiting for the device (no\n"      \
+    "                       fsync, no syncfs): a killed run still leaves the old path or\n"     \
+    "                       the whole new node, a power cut soon after may lose data; not\n"    \
+    "                       with a journal, --resume or mpirun; nodes written in place\n"       \
+    "                       are still synced\n"                                                 \
     "  --retries N          try a chunk read or shard write that failed with an I/O error,\n"   \
     "                       timeout or network failure again, up to N times, waiting 50 ms\n"   \
     "                       doubling to 2 s between tries (default 0; at most "                 \
@@ -127,6 +134,14 @@ int run_files_check(const struct cmd *c, const struct run_opts *o, const char *c
 /* The journal file of a run with `o`: --journal, else REPORT.journal with
  * --report (in `buf`), else NULL. */
 const char *journal_path(const struct run_opts *o, char *buf, size_t size);
+
+/*
+ * With --no-sync, whether the run may leave its outputs unsynced: not when
+ * something records them as durable as they are written (the run's journal
+ * `journal`, a resumed run's) or other processes write them too (mpirun).
+ * @return 0, or 2 after a usage error saying why not.
+ */
+int no_sync_check(const struct cmd *c, const struct run_opts *ro, const char *journal);
 
 /*
  * Before a --resume touches an earlier run's output: seal `g` (the graph

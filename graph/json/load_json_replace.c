@@ -209,7 +209,7 @@ sl__jnode_store(sl_graph_json *doc, const struct sl__jdest *d, bool on_disk, str
     so.alloc = &doc->alloc;
     so.defer_sync = jr != NULL && jrep_may_defer_sync(doc, jr->rep, d);
     sl_store *s = sl_store_open_fs(dir, &so, err);
-    if (s != NULL && so.defer_sync) {
+    if (s != NULL && so.defer_sync && !doc->opts.no_sync) {
         sl_store_ref(s);
         jr->sync = s;
     }

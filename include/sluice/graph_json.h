@@ -111,6 +111,13 @@ struct sl_graph_json_opts {
                                                 in place (an existing node with
                                                 "in-place", s3://).  Default false: every
                                                 object is fsynced as it is written */
+    bool no_sync;                            /* with defer_sync: those nodes are not synced
+                                                at all before their rename.  A process
+                                                killed at any point still leaves each path
+                                                old or whole new; a power cut soon after
+                                                may lose what neither the kernel nor the
+                                                device had written.  For scratch outputs
+                                                (default false) */
 };
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
     ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
@@ -131,7 +138,8 @@ struct sl_graph_json_opts {
                                  .resume = NULL,                        \
                                  .n_resume = 0,                         \
                                  .resuming = false,                     \
-                                 .defer_sync = false})
+                                 .defer_sync = false,                   \
+                                 .no_sync = false})
 
 /*
  * Where the loader reports what is wrong with a file: the caller's array of

@@ -9,8 +9,10 @@ fsynced as it is written and nothing is deferred.  The same holds for
 `sluice run` of a graph file: a new array, fresh or "overwrite": true,
 without a journal is synced once; with --journal, the file's "run"
 journal, or "overwrite": "in-place" of an existing array, every object is
-fsynced.  The outputs are byte for byte the same either way (`sluice
-checksum`).
+fsynced.  With --no-sync (both commands) a staged output is put in place
+with no fsync and no syncfs at all, and --no-sync is refused where a
+journal or a resume would record objects as durable.  The outputs are byte
+for byte the same every way (`sluice checksum`).
 
     check_deferred_sync.py       (SL_SLUICE_EXE: the sluice program)
 
@@ -79,12 +81,18 @@ def graph_file(tmp, name, dst, overwrite, journal=None):
 
 
 def case(name, tmp, args, dst, deferred):
+    """Run ARGS traced; `deferred` True: one syncfs before the commit, no
+    fsync; "none" (--no-sync): neither; False: an fsync per object."""
     rc, err, calls = traced(args, tmp)
     expect(rc == 0, f"{name}: exit status {rc}: {err}")
-    fsyncs = [c for c in calls if c.startswith("fsync(")]
+    fsyncs = [c for c in calls if c.startswith("fsync(") or c.startswith("fdatasync(")]
     syncfs = [i for i, c in enumerate(calls) if c.startswith("syncfs(")]
     at = commit_index(calls, dst)
-    if deferred:
+    if deferred == "none":
+        expect(not fsyncs, f"{name}: {len(fsyncs)} fsyncs, none expected: {fsyncs[:3]}")
+        expect(not syncfs, f"{name}: syncfs called {len(syncfs)} times, none expected")
+        expect(at >= 0, f"{name}: no rename of the staged node into {dst}: {calls[-5:]}")
+    elif deferred:
         expect(not fsyncs, f"{name}: {len(fsyncs)} fsyncs, none expected: {fsyncs[:3]}")
         expect(len(syncfs) == 1, f"{name}: {len(syncfs)} syncfs calls, one expected")
         expect(at >= 0, f"{name}: no rename of the staged node into {dst}: {calls[-5:]}")
@@ -119,6 +127,22 @@ def graph_cases(tmp, ref):
     got = case("run, \"overwrite\": \"in-place\" of an existing array", tmp,
                ["run", g, *run_args], "g.zarr", False)
     expect(got == ref, f"run \"in-place\": checksum {got} != {ref}")
+    g = graph_file(tmp, "n.json", "n.zarr", False)
+    got = case("run --no-sync", tmp, ["run", g, "--no-sync", *run_args], "n.zarr", "none")
+    expect(got == ref, f"run --no-sync: checksum {got} != {ref}")
+    g = graph_file(tmp, "j.json", "j.zarr", False, journal="j.journal")
+    refused(tmp, "run --no-sync with the file's \"run\" journal", ["run", g, "--no-sync",
+                                                                   *run_args], "j.zarr")
+
+
+def refused(tmp, name, args, dst):
+    """--no-sync where a journal records objects as durable: exit 2, the
+    reason said, nothing made at `dst`."""
+    rc, out, err = run(*args, cwd=tmp)
+    expect(rc == 2, f"{name}: exit status {rc}, 2 expected: {err}")
+    expect("--no-sync cannot be used here" in err and "journal" in err,
+           f"{name}: the refusal does not say why: {err!r}")
+    expect(not os.path.exists(os.path.join(tmp, dst)), f"{name}: {dst} was made")
 
 
 def main():
@@ -147,6 +171,11 @@ def main():
                    ["downsample", "in.zarr", "a.zarr", "--overwrite-in-place", *COMMON], "a.zarr",
                    False)
         expect(got == ref, f"--overwrite-in-place: checksum {got} != {ref}")
+        got = case("--no-sync", tmp, ["downsample", "in.zarr", "c.zarr", "--no-sync", *COMMON],
+                   "c.zarr", "none")
+        expect(got == ref, f"--no-sync: checksum {got} != {ref}")
+        refused(tmp, "--no-sync --report", ["downsample", "in.zarr", "d.zarr", "--no-sync",
+                                            "--report", "d.json", *COMMON], "d.zarr")
         graph_cases(tmp, ref)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
