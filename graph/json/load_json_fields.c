@@ -234,6 +234,28 @@ sl__jget_uint(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo
 #define JDIM_MAX ((uint64_t)1 << 62)
 
 bool
+sl__jget_axes(struct sl__jdiag *d, const json_t *v, const char *ptr, uint32_t *axes, uint32_t *n)
+{
+    uint64_t got[SL_MAX_RANK];
+    uint32_t count = 0;
+    *n = 0;
+    if (!sl__jget_dims(d, v, ptr, 0, got, &count))
+        return false;
+    for (uint32_t k = 0; k < count; k++) {
+        if (got[k] >= SL_MAX_RANK) {
+            char item[SL__JPTR_MAX];
+            sl__jptr_index(item, ptr, k);
+            sl__jdiag_add(d, SL_EINVAL, item, "axis %" PRIu64 " is beyond rank %d", got[k],
+                          SL_MAX_RANK);
+            return false;
+        }
+        axes[k] = (uint32_t)got[k];
+    }
+    *n = count;
+    return true;
+}
+
+bool
 sl__jget_dims(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo, uint64_t *out,
               uint32_t *n)
 {

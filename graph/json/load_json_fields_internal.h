@@ -79,5 +79,9 @@ bool sl__jget_uint(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64
 /* A list of 1..SL_MAX_RANK integers >= `lo` (reported at ptr/i). */
 bool sl__jget_dims(struct sl__jdiag *d, const json_t *v, const char *ptr, uint64_t lo,
                    uint64_t *out, uint32_t *n);
+/* A list of 1..SL_MAX_RANK axes, each below SL_MAX_RANK (reported at
+ * ptr/i), into `axes` and `*n`; *n is 0 after a failure. */
+bool sl__jget_axes(struct sl__jdiag *d, const json_t *v, const char *ptr, uint32_t *axes,
+                   uint32_t *n);
 
 #endif /* SL_LOAD_JSON_FIELDS_INTERNAL_H */

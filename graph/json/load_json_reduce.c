@@ -23,26 +23,12 @@ reduce_parse_axes(sl_graph_json *doc, struct sl__jnode *n)
     n->n_axes = 0;
     if (v == NULL || (json_is_string(v) && strcmp(json_string_value(v), "all") == 0))
         return;
-    uint64_t axes[SL_MAX_RANK];
-    uint32_t count = 0;
     if (!json_is_array(v)) {
         sl__jdiag_add(&doc->diag, SL_EINVAL, at, "expected a list of axes or \"all\", found %s",
                       sl__json_type_name(v));
         return;
     }
-    if (!sl__jget_dims(&doc->diag, v, at, 0, axes, &count))
-        return;
-    for (uint32_t k = 0; k < count; k++) {
-        if (axes[k] >= SL_MAX_RANK) {
-            char item[SL__JPTR_MAX];
-            sl__jptr_index(item, at, k);
-            sl__jdiag_add(&doc->diag, SL_EINVAL, item, "axis %" PRIu64 " is beyond rank %d",
-                          axes[k], SL_MAX_RANK);
-            return;
-        }
-        n->axes[k] = (uint32_t)axes[k];
-    }
-    n->n_axes = count;
+    (void)sl__jget_axes(&doc->diag, v, at, n->axes, &n->n_axes);
 }
 
 void

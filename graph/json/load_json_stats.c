@@ -5,7 +5,6 @@
  * (a list of numbers in [0, 100]), checked in the document pass; the rest
  * (axes against the input's rank, a range for wide dtypes) by the graph.
  */
-#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -91,22 +90,9 @@ sl__jstats_parse(sl_graph_json *doc, struct sl__jnode *n)
     v = json_object_get(n->obj, "per");
     char at[SL__JPTR_MAX];
     sl__jptr_key(at, n->ptr, "per");
-    uint64_t axes[SL_MAX_RANK];
-    uint32_t count = 0;
     n->n_axes = 0;
-    if (v == NULL || !sl__jget_dims(&doc->diag, v, at, 0, axes, &count))
-        return;
-    for (uint32_t k = 0; k < count; k++) {
-        if (axes[k] >= SL_MAX_RANK) {
-            char item[SL__JPTR_MAX];
-            sl__jptr_index(item, at, k);
-            sl__jdiag_add(&doc->diag, SL_EINVAL, item, "axis %" PRIu64 " is beyond rank %d",
-                          axes[k], SL_MAX_RANK);
-            return;
-        }
-        n->axes[k] = (uint32_t)axes[k];
-    }
-    n->n_axes = count;
+    if (v != NULL)
+        (void)sl__jget_axes(&doc->diag, v, at, n->axes, &n->n_axes);
 }
 
 bool

@@ -68,22 +68,7 @@ sl__jview_parse(sl_graph_json *doc, struct sl__jnode *n)
                               : "the positions of the new axes in the output, e.g. [0]");
         return;
     }
-    uint64_t axes[SL_MAX_RANK];
-    uint32_t count = 0;
-    if (!sl__jget_dims(&doc->diag, v, at, 0, axes, &count))
-        return;
-    n->n_axes = count;
-    for (uint32_t k = 0; k < count; k++) {
-        if (axes[k] >= SL_MAX_RANK) {
-            char item[SL__JPTR_MAX];
-            sl__jptr_index(item, at, k);
-            sl__jdiag_add(&doc->diag, SL_EINVAL, item, "axis %" PRIu64 " is beyond rank %d",
-                          axes[k], SL_MAX_RANK);
-            n->n_axes = 0;
-            return;
-        }
-        n->axes[k] = (uint32_t)axes[k];
-    }
+    (void)sl__jget_axes(&doc->diag, v, at, n->axes, &n->n_axes);
 }
 
 bool
