@@ -19,6 +19,7 @@
 #include <sluice/dtype.h>
 #include <sluice/error.h>
 #include <sluice/expr.h>
+#include <sluice/filter.h>
 #include <sluice/fs.h>
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>
