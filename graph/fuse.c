@@ -38,6 +38,8 @@ sl__fuse_reason_text(enum sl__fuse_reason reason)
         return "a producer chunk is needed by several output chunks";
     case SL__NOFUSE_PUT:
         return "puts produce no chunks";
+    case SL__NOFUSE_HALO:
+        return "halo: an output chunk needs a margin from neighbouring chunks";
     }
     return "unknown";
 }
@@ -68,6 +70,16 @@ fuse_check_dim(const sl_graph *g, const struct sl__node *c, uint32_t input, uint
         if (ib <= ia)
             continue;
         uint64_t lo = sl_grid_chunk_at(&p->grid, d, ia), hi = sl_grid_chunk_at(&p->grid, d, ib - 1);
+        const struct sl__dim_map *m = &c->map[o];
+        if (lo != hi && (m->halo_lo > 0 || m->halo_hi > 0)) {
+            snprintf(detail, size,
+                     "output chunk %" PRIu64 " of \"%s\" needs [%" PRIu64 ":%" PRIu64
+                     ") of \"%s\" (halo %" PRIu64 " before, %" PRIu64 " after%s), chunks %" PRIu64
+                     "..%" PRIu64 " in dimension %" PRIu32,
+                     j, c->name, ia, ib, p->name, m->halo_lo, m->halo_hi,
+                     m->wrap ? ", wrapping" : "", lo, hi, d);
+            return SL__NOFUSE_HALO;
+        }
         if (lo != hi) {
             snprintf(detail, size,
                      "output chunk %" PRIu64 " of \"%s\" needs [%" PRIu64 ":%" PRIu64

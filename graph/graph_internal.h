@@ -35,6 +35,8 @@ struct sl__dim_map {
     uint64_t den;     /* scale denominator, >= 1 */
     uint64_t halo_lo; /* extra input before */
     uint64_t halo_hi; /* extra input after */
+    bool wrap;        /* halos wrap around: an interval whose halo crosses an edge reads the
+                         whole extent, where the wrapped elements lie */
 };
 
 /* One slice of a select along its concatenation axis. */
@@ -223,7 +225,8 @@ enum sl__fuse_reason {
     SL__NOFUSE_MARKED,    /* a node is marked unfusable */
     SL__NOFUSE_MANY,      /* an output chunk needs several producer chunks */
     SL__NOFUSE_SHARED,    /* a producer chunk is needed by several output chunks */
-    SL__NOFUSE_PUT        /* puts produce nothing to fuse */
+    SL__NOFUSE_PUT,       /* puts produce nothing to fuse */
+    SL__NOFUSE_HALO       /* a halo op's output chunk needs a margin from neighbouring chunks */
 };
 
 /* One edge of the graph and the planner's verdict on it. */

@@ -2,7 +2,8 @@
 /*
  * Nodes backed by ops/ kernels: elementwise ops become maps over the
  * input's chunk grid, downsampling becomes a regrid whose mapping is the
- * op's factors.  The executor applies the bound op with per-worker scratch.
+ * op's factors, neighbourhood filters a regrid of scale 1 whose halos are
+ * the op's margins.  The executor applies the bound op with per-worker scratch.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -60,6 +61,9 @@ graph_attach_op(sl_graph *g, uint32_t id, const struct sl_op *op)
     n->op = *op;
     if (op->desc->kind == SL_OP_KIND_REGRID)
         n->op_piecewise = op_input_aligned(&sl__graph_node(g, n->inputs[0])->grid, op);
+    if (op->desc->kind == SL_OP_KIND_HALO)
+        for (uint32_t d = 0; d < n->grid.rank; d++)
+            n->map[d].wrap = op->boundary == SL_BOUNDARY_WRAP;
 }
 
 sl_status
@@ -93,12 +97,15 @@ sl_graph_add_op(sl_graph *g, const char *name, uint32_t input, const struct sl_o
                                 "node \"%s\": input \"%s\" has irregular chunks; give the output "
                                 "chunk shape",
                                 name, in->name);
+        const bool halo = op->desc->kind == SL_OP_KIND_HALO;
         const struct sl_regrid_desc rd = {
             .op_name = op->desc->name,
             .fn = op_regrid_unused,
             .out_dtype = op->out_dtype,
             .chunk_shape = chunk_shape != NULL ? chunk_shape : in->grid.chunk,
-            .scale_num = op->u.downsample.factor,
+            .scale_num = halo ? NULL : op->u.downsample.factor,
+            .halo_lo = halo ? op->halo_lo : NULL,
+            .halo_hi = halo ? op->halo_hi : NULL,
         };
         SL_TRY(sl_graph_add_regrid(g, name, input, &rd, &new_id, err));
     }

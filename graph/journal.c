@@ -201,6 +201,12 @@ sha_op(struct sl_sha256 *s, const struct sl_op *op)
         sha_u64(s, v->n_factors);
         for (uint32_t d = 0; d < v->n_factors && d < SL_MAX_RANK; d++)
             sha_u64(s, v->factors[d]);
+        sha_u64(s, v->n_numbers);
+        for (uint32_t d = 0; d < v->n_numbers && d < SL_MAX_RANK; d++) {
+            snprintf(num, sizeof(num), "%.17g", v->numbers[d]);
+            sha_str(s, num);
+        }
+        sha_u64(s, (uint64_t)v->mode);
     }
 }
 

@@ -197,16 +197,17 @@ threshold_apply(const struct sl_op *op, const struct sl_view *in, const struct s
 /* The registry, sorted by name. */
 static const struct sl_op_desc op_table[] = {
     {"cast", SL_OP_KIND_MAP, "convert to another dtype (round half to even, saturate)",
-     SL_ARRAY_LEN(cast_params), cast_params, cast_bind, cast_apply},
+     SL_ARRAY_LEN(cast_params), cast_params, cast_bind, cast_apply, NULL, NULL},
     {"clip", SL_OP_KIND_MAP, "limit values to [min, max]", SL_ARRAY_LEN(clip_params), clip_params,
-     clip_bind, clip_apply},
+     clip_bind, clip_apply, NULL, NULL},
     {"downsample", SL_OP_KIND_REGRID,
      "reduce blocks of factors[d] elements to one (stride, mean, min, max, median, mode)",
-     SL_ARRAY_LEN(downsample_params), downsample_params, downsample_bind, downsample_apply},
+     SL_ARRAY_LEN(downsample_params), downsample_params, downsample_bind, downsample_apply, NULL,
+     NULL},
     {"scale", SL_OP_KIND_MAP, "x * scale + offset", SL_ARRAY_LEN(scale_params), scale_params,
-     scale_bind, scale_apply},
+     scale_bind, scale_apply, NULL, NULL},
     {"threshold", SL_OP_KIND_MAP, "value where x > threshold, else 0",
-     SL_ARRAY_LEN(threshold_params), threshold_params, threshold_bind, threshold_apply},
+     SL_ARRAY_LEN(threshold_params), threshold_params, threshold_bind, threshold_apply, NULL, NULL},
 };
 
 _Static_assert(SL_ARRAY_LEN(threshold_params) <= SL_OP_MAX_PARAMS, "raise SL_OP_MAX_PARAMS");
@@ -271,6 +272,14 @@ static const char *const type_words[] = {
     [SL_OP_PARAM_DTYPE] = "a dtype name",
     [SL_OP_PARAM_METHOD] = "a method name",
     [SL_OP_PARAM_FACTORS] = "a list of factors",
+    [SL_OP_PARAM_NUMBERS] = "a number or a list of numbers",
+    [SL_OP_PARAM_MODE] = "a boundary mode name",
+};
+
+static const char *const mode_names[] = {
+    [SL_BOUNDARY_REFLECT] = "reflect", [SL_BOUNDARY_NEAREST] = "nearest",
+    [SL_BOUNDARY_MIRROR] = "mirror",   [SL_BOUNDARY_CONSTANT] = "constant",
+    [SL_BOUNDARY_WRAP] = "wrap",
 };
 
 /* The slot for parameter `name` of `d`, checked to take `type`. */
@@ -332,13 +341,25 @@ sl_op_args_set_string(struct sl_op_args *args, const struct sl_op_desc *d, const
 {
     const int i = sl_op_param_index(d, name);
     const sl_op_param_type type =
-        i >= 0 && d->params[i].type == SL_OP_PARAM_METHOD ? SL_OP_PARAM_METHOD : SL_OP_PARAM_DTYPE;
+        i >= 0 && (d->params[i].type == SL_OP_PARAM_METHOD || d->params[i].type == SL_OP_PARAM_MODE)
+            ? d->params[i].type
+            : SL_OP_PARAM_DTYPE;
     struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, type, &v, err));
     if (value == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "%s: parameter \"%s\" is NULL", d->name, name);
     if (type == SL_OP_PARAM_DTYPE) {
         SL_TRY(parse_dtype(d->name, name, value, &v->dtype, err));
+    } else if (type == SL_OP_PARAM_MODE) {
+        uint32_t m = 0;
+        while (m < SL_ARRAY_LEN(mode_names) && strcmp(mode_names[m], value) != 0)
+            m++;
+        if (m == SL_ARRAY_LEN(mode_names))
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "%s: parameter \"%s\" \"%.30s\" is not a boundary mode (reflect, "
+                                "nearest, mirror, constant, wrap)",
+                                d->name, name, value);
+        v->mode = (sl_boundary)m;
     } else if (sl_downsample_method_from_name(value, &v->method, NULL) != SL_OK) {
         return sl_error_set(err, SL_EINVAL, NULL,
                             "%s: parameter \"%s\" \"%.30s\" is not a method (stride, mean, min, "
@@ -370,6 +391,24 @@ sl_op_args_set_factors(struct sl_op_args *args, const struct sl_op_desc *d, cons
     v->n_factors = n;
     if (n > 0)
         memcpy(v->factors, factors, n * sizeof factors[0]);
+    v->set = true;
+    return SL_OK;
+}
+
+sl_status
+sl_op_args_set_numbers(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
+                       uint32_t n, const double *values, struct sl_error *err)
+{
+    struct sl_op_value *v = NULL;
+    SL_TRY(arg_slot(args, d, name, SL_OP_PARAM_NUMBERS, &v, err));
+    if (n == 0 || n > SL_MAX_RANK)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "%s: parameter \"%s\" has %" PRIu32 " entries (1 to %d)", d->name, name,
+                            n, SL_MAX_RANK);
+    if (values == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s: parameter \"%s\" is NULL", d->name, name);
+    v->n_numbers = n;
+    memcpy(v->numbers, values, n * sizeof values[0]);
     v->set = true;
     return SL_OK;
 }
@@ -412,6 +451,21 @@ sl_op_out_shape(const struct sl_op *op, const uint64_t *in_shape, uint64_t *out_
         memmove(out_shape, in_shape, op->rank * sizeof in_shape[0]);
 }
 
+void
+sl_op_halo_interval(const struct sl_op *op, uint32_t d, uint64_t extent, uint64_t a, uint64_t b,
+                    uint64_t *in_a, uint64_t *in_b)
+{
+    const uint64_t lo = op->halo_lo[d], hi = op->halo_hi[d];
+    const bool crosses = a < lo || b > extent || extent - b < hi;
+    if (op->boundary == SL_BOUNDARY_WRAP && crosses) {
+        *in_a = 0;
+        *in_b = extent;
+        return;
+    }
+    *in_a = a > lo ? a - lo : 0;
+    *in_b = b < extent && extent - b > hi ? b + hi : extent;
+}
+
 sl_status
 sl_op_input_region(const struct sl_op *op, const uint64_t *in_shape,
                    const struct sl_region *out_region, struct sl_region *in_region,
@@ -425,6 +479,10 @@ sl_op_input_region(const struct sl_op *op, const uint64_t *in_shape,
         return sl_error_set(err, SL_EINVAL, NULL, "%s input region: NULL argument", op->desc->name);
     SL_TRY(sl_region_check_within(out_region, op->rank, in_shape, err));
     *in_region = *out_region;
+    if (op->desc->kind == SL_OP_KIND_HALO)
+        for (uint32_t d = 0; d < op->rank; d++)
+            sl_op_halo_interval(op, d, in_shape[d], out_region->start[d], out_region->stop[d],
+                                &in_region->start[d], &in_region->stop[d]);
     return SL_OK;
 }
 
@@ -434,6 +492,12 @@ sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape, size_t *by
 {
     if (op == NULL || op->desc == NULL || bytes == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op scratch: op not bound or NULL argument");
+    if (op->desc->kind == SL_OP_KIND_HALO && op->desc->scratch_bytes != NULL) {
+        if (in_shape == NULL)
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "%s scratch: halo ops need the output block shape", op->desc->name);
+        return op->desc->scratch_bytes(op, in_shape, bytes, err);
+    }
     if (op->desc->kind != SL_OP_KIND_REGRID) {
         *bytes = 0;
         return SL_OK;
@@ -457,7 +521,51 @@ sl_op_apply(const struct sl_op *op, const struct sl_view *in, const struct sl_vi
                             op->desc->name, sl_dtype_name(op->in_dtype),
                             sl_dtype_name(op->out_dtype), op->rank, sl_dtype_name(in->dtype),
                             in->rank, sl_dtype_name(out->dtype), out->rank);
+    if (op->desc->apply == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "%s: a halo op; apply it with sl_op_apply_at, which says where the "
+                            "blocks lie",
+                            op->desc->name);
     return op->desc->apply(op, in, out, scratch, scratch_bytes, err);
+}
+
+sl_status
+sl_op_apply_at(const struct sl_op *op, const uint64_t *shape, const struct sl_view *in,
+               const uint64_t *in_start, const struct sl_view *out, const uint64_t *out_start,
+               void *scratch, size_t scratch_bytes, struct sl_error *err)
+{
+    if (op == NULL || op->desc == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "op apply: op not bound");
+    if (op->desc->kind != SL_OP_KIND_HALO || op->desc->apply_at == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s: not a halo op; apply it with sl_op_apply",
+                            op->desc->name);
+    if (shape == NULL || in == NULL || out == NULL || in_start == NULL || out_start == NULL)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s: NULL argument", op->desc->name);
+    if (in->dtype != op->in_dtype || out->dtype != op->out_dtype || in->rank != op->rank ||
+        out->rank != op->rank)
+        return sl_error_set(err, SL_EINVAL, NULL,
+                            "%s: bound to %s -> %s of rank %" PRIu32 "; given %s (rank %" PRIu32
+                            ") -> %s (rank %" PRIu32 ")",
+                            op->desc->name, sl_dtype_name(op->in_dtype),
+                            sl_dtype_name(op->out_dtype), op->rank, sl_dtype_name(in->dtype),
+                            in->rank, sl_dtype_name(out->dtype), out->rank);
+    for (uint32_t d = 0; d < op->rank; d++) {
+        uint64_t a = 0, b = 0;
+        if (out_start[d] > shape[d] || out->shape[d] > shape[d] - out_start[d])
+            return sl_error_set(err, SL_EBOUNDS, NULL,
+                                "%s: output block [%" PRIu64 ", %" PRIu64 ") of dimension %" PRIu32
+                                " leaves the extent %" PRIu64,
+                                op->desc->name, out_start[d], out_start[d] + out->shape[d], d,
+                                shape[d]);
+        sl_op_halo_interval(op, d, shape[d], out_start[d], out_start[d] + out->shape[d], &a, &b);
+        if (in_start[d] > a || in->shape[d] < b - in_start[d])
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "%s: input block [%" PRIu64 ", %" PRIu64 ") of dimension %" PRIu32
+                                " lacks part of [%" PRIu64 ", %" PRIu64
+                                "), which the output block needs",
+                                op->desc->name, in_start[d], in_start[d] + in->shape[d], d, a, b);
+    }
+    return op->desc->apply_at(op, shape, in, in_start, out, out_start, scratch, scratch_bytes, err);
 }
 
 size_t
@@ -493,6 +601,20 @@ sl_op_format(const struct sl_op *op, char *buf, size_t size)
             for (uint32_t k = 0; k < v->n_factors; k++)
                 sl__strbuf_append(buf, size, &len, "%s%" PRIu64, k ? ", " : "[", v->factors[k]);
             sl__strbuf_append(buf, size, &len, "%s", v->n_factors ? "]" : "[]");
+            break;
+        case SL_OP_PARAM_NUMBERS:
+            for (uint32_t k = 0; k < v->n_numbers; k++)
+                sl__strbuf_append(buf, size, &len, "%s%.15g",
+                                  k                  ? ", "
+                                  : v->n_numbers > 1 ? "["
+                                                     : "",
+                                  v->numbers[k]);
+            sl__strbuf_append(buf, size, &len, "%s", v->n_numbers > 1 ? "]" : "");
+            break;
+        case SL_OP_PARAM_MODE:
+            sl__strbuf_append(buf, size, &len, "%s",
+                              (unsigned)v->mode < SL_ARRAY_LEN(mode_names) ? mode_names[v->mode]
+                                                                           : "?");
             break;
         }
     }

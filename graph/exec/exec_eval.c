@@ -685,7 +685,10 @@ eval_regrid(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     if (st == SL_OK) {
         struct sl_error err;
         sl_error_clear(&err);
-        if (n->has_op)
+        if (n->has_op && n->op.desc->kind == SL_OP_KIND_HALO)
+            st = sl_op_apply_at(&n->op, p->grid.shape, &in.block.view, rin.start, &out->block.view,
+                                r->start, ev->w->scratch, ev->w->scratch_bytes, &err);
+        else if (n->has_op)
             st = sl_op_apply(&n->op, &in.block.view, &out->block.view, ev->w->scratch,
                              ev->w->scratch_bytes, &err);
         else

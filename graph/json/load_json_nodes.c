@@ -212,6 +212,41 @@ node_parse_select(sl_graph_json *doc, struct sl__jnode *n)
     }
 }
 
+/* A number, or a non-empty list of at most SL_MAX_RANK numbers. */
+static bool
+param_numbers(sl_graph_json *doc, const json_t *v, const char *at, double *out, uint32_t *n)
+{
+    if (json_is_number(v)) {
+        out[0] = json_number_value(v);
+        *n = 1;
+        return true;
+    }
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SL_MAX_RANK) {
+        if (json_is_array(v))
+            sl__jdiag_add(&doc->diag, SL_EINVAL, at,
+                          "expected a number or a list of 1 to %d numbers, found a list of %zu",
+                          SL_MAX_RANK, json_array_size(v));
+        else
+            sl__jdiag_add(&doc->diag, SL_EINVAL, at,
+                          "expected a number or a list of 1 to %d numbers, found %s", SL_MAX_RANK,
+                          sl__json_type_name(v));
+        return false;
+    }
+    for (size_t k = 0; k < json_array_size(v); k++) {
+        const json_t *e = json_array_get(v, k);
+        if (!json_is_number(e)) {
+            char item[SL__JPTR_MAX];
+            sl__jptr_index(item, at, k);
+            sl__jdiag_add(&doc->diag, SL_EINVAL, item, "expected a number, found %s",
+                          sl__json_type_name(e));
+            return false;
+        }
+        out[k] = json_number_value(e);
+    }
+    *n = (uint32_t)json_array_size(v);
+    return true;
+}
+
 /* One parameter of a built-in op, set in n->args through the registry. */
 static void
 node_parse_param(sl_graph_json *doc, struct sl__jnode *n, const struct sl_op_param *p)
@@ -229,6 +264,7 @@ node_parse_param(sl_graph_json *doc, struct sl__jnode *n, const struct sl_op_par
     sl_status st = SL_OK;
     const char *text;
     uint64_t factors[SL_MAX_RANK];
+    double numbers[SL_MAX_RANK];
     uint32_t n_factors;
     switch (p->type) {
     case SL_OP_PARAM_NUMBER:
@@ -241,14 +277,26 @@ node_parse_param(sl_graph_json *doc, struct sl__jnode *n, const struct sl_op_par
         break;
     case SL_OP_PARAM_DTYPE:
     case SL_OP_PARAM_METHOD:
+    case SL_OP_PARAM_MODE:
         if (!sl__jget_string(&doc->diag, v, at, &text))
             return;
         st = sl_op_args_set_string(&n->args, n->op, p->name, text, &err);
         break;
     case SL_OP_PARAM_FACTORS:
-        if (!sl__jget_dims(&doc->diag, v, at, 1, factors, &n_factors))
+        /* One integer stands for every dimension (the op's bind says
+         * whether it takes that). */
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+            factors[0] = (uint64_t)json_integer_value(v);
+            n_factors = 1;
+        } else if (!sl__jget_dims(&doc->diag, v, at, 1, factors, &n_factors)) {
             return;
+        }
         st = sl_op_args_set_factors(&n->args, n->op, p->name, n_factors, factors, &err);
+        break;
+    case SL_OP_PARAM_NUMBERS:
+        if (!param_numbers(doc, v, at, numbers, &n_factors))
+            return;
+        st = sl_op_args_set_numbers(&n->args, n->op, p->name, n_factors, numbers, &err);
         break;
     }
     if (st != SL_OK)

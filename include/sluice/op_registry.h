@@ -15,6 +15,7 @@
 #include <sluice/common.h>
 #include <sluice/dtype.h>
 #include <sluice/error.h>
+#include <sluice/filter.h>
 #include <sluice/ops.h>
 #include <sluice/region.h>
 #include <sluice/status.h>
@@ -30,16 +31,22 @@ extern "C" {
 
 /* How an operation maps input blocks to output blocks. */
 typedef enum sl_op_kind {
-    SL_OP_KIND_MAP,   /* elementwise: an output block needs the same region of the input */
-    SL_OP_KIND_REGRID /* an output block needs a larger input region (downsample) */
+    SL_OP_KIND_MAP,    /* elementwise: an output block needs the same region of the input */
+    SL_OP_KIND_REGRID, /* an output block needs a larger input region (downsample) */
+    SL_OP_KIND_HALO    /* an output block needs its own region of the input grown by a margin
+                          (op->halo_lo, op->halo_hi), elements beyond the edges made up by
+                          op->boundary: the neighbourhood filters */
 } sl_op_kind;
 
 /* What a parameter holds, and how a graph file writes it. */
 typedef enum sl_op_param_type {
-    SL_OP_PARAM_NUMBER, /* a real number: 2, -0.5 */
-    SL_OP_PARAM_DTYPE,  /* a data type name: "uint16" */
-    SL_OP_PARAM_METHOD, /* a downsample method name: "mean" */
-    SL_OP_PARAM_FACTORS /* one positive integer per dimension: [1, 2, 2] */
+    SL_OP_PARAM_NUMBER,  /* a real number: 2, -0.5 */
+    SL_OP_PARAM_DTYPE,   /* a data type name: "uint16" */
+    SL_OP_PARAM_METHOD,  /* a downsample method name: "mean" */
+    SL_OP_PARAM_FACTORS, /* one positive integer per dimension: [1, 2, 2] */
+    SL_OP_PARAM_NUMBERS, /* one real number per dimension, or one for all: [0, 2, 2] or 2 */
+    SL_OP_PARAM_MODE     /* a boundary mode name: "reflect", "nearest", "mirror", "constant",
+                            "wrap" */
 } sl_op_param_type;
 
 /* One parameter of an operation. */
@@ -51,7 +58,7 @@ struct sl_op_param {
 };
 
 /* The most parameters any operation has. */
-#define SL_OP_MAX_PARAMS 4
+#define SL_OP_MAX_PARAMS 8
 
 /* A parameter's value; the field that `type` names is the one that counts. */
 struct sl_op_value {
@@ -61,6 +68,10 @@ struct sl_op_value {
     sl_downsample_method method;   /* SL_OP_PARAM_METHOD */
     uint32_t n_factors;            /* SL_OP_PARAM_FACTORS: how many */
     uint64_t factors[SL_MAX_RANK]; /* SL_OP_PARAM_FACTORS: the values */
+    uint32_t n_numbers;            /* SL_OP_PARAM_NUMBERS: how many (1: the same for every
+                                      dimension) */
+    double numbers[SL_MAX_RANK];   /* SL_OP_PARAM_NUMBERS: the values */
+    sl_boundary mode;              /* SL_OP_PARAM_MODE */
 };
 
 /* Values of one operation's parameters, indexed like its `params`; zero it
@@ -95,6 +106,12 @@ struct sl_op {
     sl_dtype out_dtype;            /* dtype of output blocks */
     uint32_t rank;                 /* rank of both */
     struct sl_op_args args;        /* the parameters as given, for describing the op */
+    /* SL_OP_KIND_HALO: the margin an output block needs per dimension,
+     * before and after it, and how elements beyond the edges are made up
+     * (set by bind; zero for other kinds). */
+    uint64_t halo_lo[SL_MAX_RANK];
+    uint64_t halo_hi[SL_MAX_RANK];
+    sl_boundary boundary;
     /* The parameters, checked, defaults applied; the member for desc's
      * operation counts. */
     union {
@@ -102,6 +119,7 @@ struct sl_op {
         struct sl_op_scale scale;               /* "scale" */
         struct sl_op_clip clip;                 /* "clip" */
         struct sl_op_threshold threshold;       /* "threshold" */
+        struct sl_filter_params filter;         /* the neighbourhood filters */
     } u;
 };
 
@@ -120,6 +138,19 @@ struct sl_op_desc {
      * the views against the op). */
     sl_status (*apply)(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
                        void *scratch, size_t scratch_bytes, struct sl_error *err);
+    /* SL_OP_KIND_HALO (NULL for other kinds): compute `out`, the part of the
+     * result for an input array of `shape` that starts at `out_start`, from
+     * `in`, the part of the input that starts at `in_start` and holds
+     * sl_op_input_region's region (sl_op_apply_at calls this after checking
+     * the views). */
+    /* SL_OP_KIND_HALO: scratch bytes apply_at needs for output blocks no
+     * larger than `out_shape` (NULL: none). */
+    sl_status (*scratch_bytes)(const struct sl_op *op, const uint64_t *out_shape, size_t *bytes,
+                               struct sl_error *err);
+    sl_status (*apply_at)(const struct sl_op *op, const uint64_t *shape, const struct sl_view *in,
+                          const uint64_t *in_start, const struct sl_view *out,
+                          const uint64_t *out_start, void *scratch, size_t scratch_bytes,
+                          struct sl_error *err);
 };
 
 /** Number of built-in operations.  Thread-safety: any thread. */
@@ -154,8 +185,9 @@ SL_API size_t sl_op_names(char *buf, size_t size);
 SL_API int sl_op_param_index(const struct sl_op_desc *d, const char *name);
 
 /**
- * Set parameter `name` of `d` in `args` from a number, a string (dtype and
- * method names) or a list of factors, as a graph loader reads them.
+ * Set parameter `name` of `d` in `args` from a number, a string (dtype,
+ * method and boundary mode names), a list of numbers (1 entry: the same
+ * for every dimension) or a list of factors, as a graph loader reads them.
  * @return SL_OK; SL_EINVAL naming the operation and parameter when `d` has
  * no such parameter (listing those it has), when the parameter takes
  * another kind of value, or when a name does not parse (listing valid
@@ -168,6 +200,10 @@ SL_API SL_NODISCARD sl_status sl_op_args_set_number(struct sl_op_args *args,
 SL_API SL_NODISCARD sl_status sl_op_args_set_string(struct sl_op_args *args,
                                                     const struct sl_op_desc *d, const char *name,
                                                     const char *value, struct sl_error *err);
+SL_API SL_NODISCARD sl_status sl_op_args_set_numbers(struct sl_op_args *args,
+                                                     const struct sl_op_desc *d, const char *name,
+                                                     uint32_t n, const double *values,
+                                                     struct sl_error *err);
 SL_API SL_NODISCARD sl_status sl_op_args_set_factors(struct sl_op_args *args,
                                                      const struct sl_op_desc *d, const char *name,
                                                      uint32_t n, const uint64_t *factors,
@@ -194,7 +230,10 @@ SL_API void sl_op_out_shape(const struct sl_op *op, const uint64_t *in_shape, ui
 /**
  * The input region (of an array of `in_shape`) that output region
  * `out_region` depends on: the same region for map ops, the scaled and
- * clipped one for regrid ops.  @return SL_OK, or SL_EBOUNDS when
+ * clipped one for regrid ops, for halo ops the region grown by the op's
+ * halo and clipped to the array (with the `wrap` boundary, a dimension
+ * whose grown interval crosses an edge takes the whole extent, where the
+ * wrapped elements lie).  @return SL_OK, or SL_EBOUNDS when
  * `out_region` leaves the output shape (naming both), SL_EINVAL on a rank
  * mismatch, as sl_downsample_input_region.
  * Thread-safety: any thread.
@@ -205,7 +244,8 @@ SL_API SL_NODISCARD sl_status sl_op_input_region(const struct sl_op *op, const u
 
 /**
  * Scratch bytes sl_op_apply needs for input blocks no larger than
- * `in_shape` (NULL: any block).  @return SL_OK or SL_EOVERFLOW.
+ * `in_shape` (NULL: any block); for halo ops, sl_op_apply_at's need for
+ * output blocks no larger than `in_shape` (NULL refused).  @return SL_OK or SL_EOVERFLOW.
  * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape,
@@ -221,6 +261,32 @@ SL_API SL_NODISCARD sl_status sl_op_scratch_bytes(const struct sl_op *op, const 
 SL_API SL_NODISCARD sl_status sl_op_apply(const struct sl_op *op, const struct sl_view *in,
                                           const struct sl_view *out, void *scratch,
                                           size_t scratch_bytes, struct sl_error *err);
+
+/**
+ * The input interval halo op `op` needs along dimension `d` (of `extent`)
+ * for output interval [a, b): grown by the halo and clipped, or with the
+ * `wrap` boundary [0, extent) when the grown interval crosses an edge.
+ * Thread-safety: any thread.
+ */
+SL_API void sl_op_halo_interval(const struct sl_op *op, uint32_t d, uint64_t extent, uint64_t a,
+                                uint64_t b, uint64_t *in_a, uint64_t *in_b);
+
+/**
+ * Apply halo op `op` (SL_OP_KIND_HALO) for an input array of `shape`:
+ * write `out`, the result's part starting at `out_start`, from `in`, the
+ * input's part starting at `in_start`, which must hold the region
+ * sl_op_input_region gives for `out`'s region (more is fine).  Checks the
+ * views as sl_op_apply does.
+ * @return SL_OK; SL_EINVAL naming the operation and the mismatch (an op of
+ * another kind, an input region that misses what the output needs); or
+ * what the kernel returns.
+ * Thread-safety: any thread, on distinct output views and scratch.
+ */
+SL_API SL_NODISCARD sl_status sl_op_apply_at(const struct sl_op *op, const uint64_t *shape,
+                                             const struct sl_view *in, const uint64_t *in_start,
+                                             const struct sl_view *out, const uint64_t *out_start,
+                                             void *scratch, size_t scratch_bytes,
+                                             struct sl_error *err);
 
 /**
  * Describe a bound op as `downsample(method=mean, factors=[1, 2, 2]) uint16 -> uint16`
