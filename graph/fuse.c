@@ -39,7 +39,7 @@ sl__fuse_reason_text(enum sl__fuse_reason reason)
     case SL__NOFUSE_PUT:
         return "puts produce no chunks";
     case SL__NOFUSE_HALO:
-        return "halo: an output chunk needs a margin from neighbouring chunks";
+        return "halo: an output chunk needs a margin of its neighbours";
     }
     return "unknown";
 }

@@ -222,7 +222,10 @@ Test(graph_fuse, halo_regrid_does_not_fuse)
     cr_assert_eq(sl_graph_add_regrid(g, "smooth", raw, &rd, &r, NULL), SL_OK);
     sl_test_add_putter(g, "out", r);
     struct sl__fusion f = check_plan(g, "halo");
-    cr_assert_eq(f.edges[0].reason, SL__NOFUSE_MANY);
+    cr_assert_eq(f.edges[0].reason, SL__NOFUSE_HALO);
+    cr_assert_str_eq(f.edges[0].detail,
+                     "output chunk 0 of \"smooth\" needs [0:11) of \"raw\" (halo 1 before, 1 "
+                     "after), chunks 0..1 in dimension 0");
     sl__fusion_fini(&f);
     sl_graph_unref(g);
 }
