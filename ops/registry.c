@@ -505,6 +505,22 @@ sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape, size_t *by
     return sl_downsample_scratch_bytes(&op->u.downsample, op->in_dtype, in_shape, bytes, err);
 }
 
+/* EINVAL unless the views have the dtypes and rank `op` was bound to. */
+static sl_status
+check_views(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
+            struct sl_error *err)
+{
+    if (in->dtype == op->in_dtype && out->dtype == op->out_dtype && in->rank == op->rank &&
+        out->rank == op->rank)
+        return SL_OK;
+    return sl_error_set(err, SL_EINVAL, NULL,
+                        "%s: bound to %s -> %s of rank %" PRIu32 "; given %s (rank %" PRIu32
+                        ") -> %s (rank %" PRIu32 ")",
+                        op->desc->name, sl_dtype_name(op->in_dtype), sl_dtype_name(op->out_dtype),
+                        op->rank, sl_dtype_name(in->dtype), in->rank, sl_dtype_name(out->dtype),
+                        out->rank);
+}
+
 sl_status
 sl_op_apply(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
             void *scratch, size_t scratch_bytes, struct sl_error *err)
@@ -513,14 +529,7 @@ sl_op_apply(const struct sl_op *op, const struct sl_view *in, const struct sl_vi
         return sl_error_set(err, SL_EINVAL, NULL, "op apply: op not bound");
     if (in == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "%s: NULL view", op->desc->name);
-    if (in->dtype != op->in_dtype || out->dtype != op->out_dtype || in->rank != op->rank ||
-        out->rank != op->rank)
-        return sl_error_set(err, SL_EINVAL, NULL,
-                            "%s: bound to %s -> %s of rank %" PRIu32 "; given %s (rank %" PRIu32
-                            ") -> %s (rank %" PRIu32 ")",
-                            op->desc->name, sl_dtype_name(op->in_dtype),
-                            sl_dtype_name(op->out_dtype), op->rank, sl_dtype_name(in->dtype),
-                            in->rank, sl_dtype_name(out->dtype), out->rank);
+    SL_TRY(check_views(op, in, out, err));
     if (op->desc->apply == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,
                             "%s: a halo op; apply it with sl_op_apply_at, which says where the "
@@ -541,14 +550,7 @@ sl_op_apply_at(const struct sl_op *op, const uint64_t *shape, const struct sl_vi
                             op->desc->name);
     if (shape == NULL || in == NULL || out == NULL || in_start == NULL || out_start == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "%s: NULL argument", op->desc->name);
-    if (in->dtype != op->in_dtype || out->dtype != op->out_dtype || in->rank != op->rank ||
-        out->rank != op->rank)
-        return sl_error_set(err, SL_EINVAL, NULL,
-                            "%s: bound to %s -> %s of rank %" PRIu32 "; given %s (rank %" PRIu32
-                            ") -> %s (rank %" PRIu32 ")",
-                            op->desc->name, sl_dtype_name(op->in_dtype),
-                            sl_dtype_name(op->out_dtype), op->rank, sl_dtype_name(in->dtype),
-                            in->rank, sl_dtype_name(out->dtype), out->rank);
+    SL_TRY(check_views(op, in, out, err));
     for (uint32_t d = 0; d < op->rank; d++) {
         uint64_t a = 0, b = 0;
         if (out_start[d] > shape[d] || out->shape[d] > shape[d] - out_start[d])
