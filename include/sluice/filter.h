@@ -53,6 +53,38 @@ typedef enum sl_boundary {
     SL_BOUNDARY_WRAP      /* a b c d | a b c d | a b c d */
 } sl_boundary;
 
+/**
+ * The kind's name: "gaussian", "uniform", "median", "minimum", "maximum",
+ * "gradient_magnitude", "laplace"; "invalid" for a value outside the enum.
+ * Thread-safety: any thread.
+ */
+SL_API const char *sl_filter_kind_name(sl_filter_kind k);
+
+/**
+ * Parse a kind name (as sl_filter_kind_name gives).
+ * @return SL_OK, or SL_EINVAL naming the unknown name and listing the
+ * known ones (or for a NULL argument).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_filter_kind_from_name(const char *name, sl_filter_kind *out,
+                                                       struct sl_error *err);
+
+/**
+ * The mode's name, as scipy spells it: "reflect", "nearest", "mirror",
+ * "constant", "wrap"; "invalid" for a value outside the enum.
+ * Thread-safety: any thread.
+ */
+SL_API const char *sl_boundary_name(sl_boundary m);
+
+/**
+ * Parse a mode name (as sl_boundary_name gives).
+ * @return SL_OK, or SL_EINVAL naming the unknown name and listing the
+ * known ones (or for a NULL argument).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_boundary_from_name(const char *name, sl_boundary *out,
+                                                    struct sl_error *err);
+
 /* A filter's parameters; the fields its kind does not use are ignored. */
 struct sl_filter_params {
     sl_filter_kind kind;
