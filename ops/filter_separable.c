@@ -90,44 +90,85 @@ sl__filt_gauss_weights(double sigma, unsigned order, uint64_t r, double *w)
 
 /* ---- line kernels ------------------------------------------------------------------ */
 
-/* Results kept in registers per block of this many elements. */
-#define SL__FILT_BLOCK 8
-
 /*
  * SYM and ANTI: o[k] = c[k]·w0, then o[k] += (l_j[k] ± h_j[k])·w[j] for
- * j = r .. 1, where rows l_j and h_j lie j rows before and after c.  Each
- * block of SL__FILT_BLOCK results stays in registers across the taps.
+ * j = r .. 1, where rows l_j and h_j lie j rows before and after c.  gcc
+ * does not keep an array of accumulators in registers across the taps
+ * (it stores and reloads them each tap), so with GNU C the block of
+ * results is spelled as 128-bit vectors of two doubles: the same
+ * operations on each element, in the same order, two at a time.
  */
-#define SL__FILT_CORR_(name, OP)                                                             \
-    static void name(const double *restrict e, double *restrict o, size_t m, size_t tw,      \
-                     const double *restrict w, uint64_t r)                                   \
-    {                                                                                        \
-        const double *restrict c = e + r * tw;                                               \
-        const double w0 = w[0];                                                              \
-        size_t k = 0;                                                                        \
-        for (; k + SL__FILT_BLOCK <= m; k += SL__FILT_BLOCK) {                               \
-            double acc[SL__FILT_BLOCK];                                                      \
-            for (size_t t = 0; t < SL__FILT_BLOCK; t++)                                      \
-                acc[t] = c[k + t] * w0;                                                      \
-            for (uint64_t j = r; j >= 1; j--) {                                              \
-                const double *restrict lft = c + k - j * tw, *restrict rgt = c + k + j * tw; \
-                const double wj = w[j];                                                      \
-                for (size_t t = 0; t < SL__FILT_BLOCK; t++)                                  \
-                    acc[t] += (lft[t] OP rgt[t]) * wj;                                       \
-            }                                                                                \
-            for (size_t t = 0; t < SL__FILT_BLOCK; t++)                                      \
-                o[k + t] = acc[t];                                                           \
-        }                                                                                    \
-        for (; k < m; k++) {                                                                 \
-            double acc = c[k] * w0;                                                          \
-            for (uint64_t j = r; j >= 1; j--)                                                \
-                acc += (c[k - j * tw] OP c[k + j * tw]) * w[j];                              \
-            o[k] = acc;                                                                      \
-        }                                                                                    \
+#if defined(__GNUC__)
+typedef double sl__v2d __attribute__((vector_size(16)));
+
+static inline sl__v2d
+v2_load(const double *p)
+{
+    sl__v2d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void
+v2_store(double *p, sl__v2d v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* Elements per block: 8 vectors of 2 in registers. */
+#define SL__FILT_BLOCK 16
+#define SL__FILT_CORR_BLOCK_(OP)                                          \
+    for (; k + SL__FILT_BLOCK <= m; k += SL__FILT_BLOCK) {                \
+        const double *ck = c + k;                                         \
+        const sl__v2d vw0 = {w0, w0};                                     \
+        sl__v2d a0 = v2_load(ck) * vw0, a1 = v2_load(ck + 2) * vw0;       \
+        sl__v2d a2 = v2_load(ck + 4) * vw0, a3 = v2_load(ck + 6) * vw0;   \
+        sl__v2d a4 = v2_load(ck + 8) * vw0, a5 = v2_load(ck + 10) * vw0;  \
+        sl__v2d a6 = v2_load(ck + 12) * vw0, a7 = v2_load(ck + 14) * vw0; \
+        for (uint64_t j = r; j >= 1; j--) {                               \
+            const double *lft = ck - j * tw, *rgt = ck + j * tw;          \
+            const sl__v2d vw = {w[j], w[j]};                              \
+            a0 += (v2_load(lft) OP v2_load(rgt)) * vw;                    \
+            a1 += (v2_load(lft + 2) OP v2_load(rgt + 2)) * vw;            \
+            a2 += (v2_load(lft + 4) OP v2_load(rgt + 4)) * vw;            \
+            a3 += (v2_load(lft + 6) OP v2_load(rgt + 6)) * vw;            \
+            a4 += (v2_load(lft + 8) OP v2_load(rgt + 8)) * vw;            \
+            a5 += (v2_load(lft + 10) OP v2_load(rgt + 10)) * vw;          \
+            a6 += (v2_load(lft + 12) OP v2_load(rgt + 12)) * vw;          \
+            a7 += (v2_load(lft + 14) OP v2_load(rgt + 14)) * vw;          \
+        }                                                                 \
+        v2_store(o + k, a0);                                              \
+        v2_store(o + k + 2, a1);                                          \
+        v2_store(o + k + 4, a2);                                          \
+        v2_store(o + k + 6, a3);                                          \
+        v2_store(o + k + 8, a4);                                          \
+        v2_store(o + k + 10, a5);                                         \
+        v2_store(o + k + 12, a6);                                         \
+        v2_store(o + k + 14, a7);                                         \
+    }
+#else
+#define SL__FILT_CORR_BLOCK_(OP)
+#endif
+
+#define SL__FILT_CORR_(name, OP)                                                        \
+    static void name(const double *restrict e, double *restrict o, size_t m, size_t tw, \
+                     const double *restrict w, uint64_t r)                              \
+    {                                                                                   \
+        const double *restrict c = e + r * tw;                                          \
+        const double w0 = w[0];                                                         \
+        size_t k = 0;                                                                   \
+        SL__FILT_CORR_BLOCK_(OP)                                                        \
+        for (; k < m; k++) {                                                            \
+            double acc = c[k] * w0;                                                     \
+            for (uint64_t j = r; j >= 1; j--)                                           \
+                acc += (c[k - j * tw] OP c[k + j * tw]) * w[j];                         \
+            o[k] = acc;                                                                 \
+        }                                                                               \
     }
 SL__FILT_CORR_(line_sym, +)
 SL__FILT_CORR_(line_anti, -)
 #undef SL__FILT_CORR_
+#undef SL__FILT_CORR_BLOCK_
 
 /* MEAN: scipy's running sum, per column: the first `size` elements added
  * to 0.0 in order, then + (entering − leaving) each step, each result the
