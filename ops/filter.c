@@ -372,7 +372,11 @@ scratch_layout(const struct sl_filter_params *p, sl_dtype dt, const uint64_t *ou
     /* Laplace derivatives run one axis each: no intermediates. */
     if (p->kind == SL_FILTER_LAPLACE)
         n_a = n_b = 0;
-    const uint64_t tile = SL__FILT_TILE;
+    /* Tiles are as wide as the widest axis, up to SL__FILT_TILE columns. */
+    uint64_t tile = 1;
+    for (uint32_t d = 0; d < rank; d++)
+        tile = l->ext[d] > tile ? l->ext[d] : tile;
+    tile = tile < SL__FILT_TILE ? tile : SL__FILT_TILE;
     uint64_t n_ext = 0, n_res = 0, n_aux = 0;
     if (ok && !rank_kernel && n_pass > 0) {
         ok = sl_u64_mul_fits(len_max, tile, &n_ext) && sl_u64_mul_fits(n_max, tile, &n_res);
