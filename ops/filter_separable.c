@@ -9,9 +9,11 @@
  * the edges under `constant`, computes in double with scipy's order of
  * operations, and stores by scipy's conversions into the element type, so
  * integer intermediates round (truncate) exactly where scipy's do.  A pass
- * along the last axis handles one line at a time; a pass along an outer
- * axis handles a tile of up to SL__FILT_TILE neighbouring lines at once,
- * row by row, so the arithmetic runs over contiguous columns.  Each
+ * handles a tile of up to SL__FILT_TILE neighbouring lines at once, row by
+ * row, so the arithmetic runs over columns: along an outer axis the lines
+ * next along the last axis (contiguous), along the last axis the lines
+ * next along an outer one (gathered), except for weighted sums along the
+ * last axis, which take one line at a time and vectorize along it.  Each
  * result is one loop over k of `o[k] op= f(e[k + shift])` in which
  * neighbouring k are neighbouring lines or neighbouring elements, which
  * gcc vectorizes without changing any element's sequence of operations.
@@ -298,13 +300,24 @@ sl__filt_pass_run(const struct sl__filt_ctx *ctx, const struct sl__filt_pass *p,
     const size_t n = (size_t)dst->ext[a], len = (size_t)src->ext[a];
     sl__filt_load_fn *load = sl__filt_load[ctx->dtype];
     sl__filt_store_fn *store = sl__filt_store[ctx->dtype];
-    /* Columns: the last axis after `a` with more than one element; none
-     * makes a pass along the last axis, one line at a time. */
+    /* Columns: the last axis after `a` with more than one element.  Along
+     * the last axis the weights vectorize over one line at a time, but the
+     * running sum and extrema are sequential along a line, so they take
+     * the lines of the last axis before `a` as columns (gathered with its
+     * stride) instead; with neither, one line at a time. */
     uint32_t w = rank;
     for (uint32_t d = rank; d-- > a + 1;) {
         if (dst->ext[d] > 1) {
             w = d;
             break;
+        }
+    }
+    if (w == rank && p->line != SL__FILT_LINE_SYM && p->line != SL__FILT_LINE_ANTI) {
+        for (uint32_t d = a; d-- > 0;) {
+            if (dst->ext[d] > 1) {
+                w = d;
+                break;
+            }
         }
     }
     /* Rows of the extended line beyond the edges, under constant. */
