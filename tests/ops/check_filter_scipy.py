@@ -12,9 +12,10 @@ among them, truncate, box sizes), a chunk shape (extents down to 1, so
 chunks smaller than the halo are common), input views read through
 negative strides, a cval (out of the dtype's range and NaN now and then
 where that is reproducible), and values with the dtype's extremes and, for
-floats, NaN, +-inf and -0.0.  filter_numpy (filter_numpy_main.c) filters
-the array block by block, each block from sl_filter_input_region's region;
-the whole result is compared with scipy.ndimage on the whole array:
+floats, NaN, +-inf and -0.0.  filter_numpy (filter_numpy_main.c), one
+process for all cases (--batch), filters each array block by block, each
+block from sl_filter_input_region's region; the whole result is compared
+with scipy.ndimage on the whole array:
 
   - median, minimum, maximum, and uniform and laplace of integers and bool:
     bit-exact (bool by truth value: scipy may store other nonzero bytes);
@@ -45,10 +46,11 @@ seconds.
 import os
 import subprocess
 import sys
+import tempfile
 import warnings
 
 # numpy_reference exits 77 (skipped) without numpy.
-from numpy_reference import DTYPES, read_raw, run_cases, shape_arg, write_raw
+from numpy_reference import DTYPES, read_raw, shape_arg, write_raw
 import numpy as np
 
 try:
@@ -232,7 +234,9 @@ def compare(kind, got, want, x, case):
     return ok
 
 
-def run_case(tmp, case, rng):
+def draw_case(tmp, case, rng):
+    """Case `case`: its description, the driver's arguments, and what the
+    comparison needs."""
     if case < len(COMBOS):
         kind, mode, dtype = COMBOS[case]
     else:
@@ -246,16 +250,20 @@ def run_case(tmp, case, rng):
     flips = int(rng.integers(0, 1 << rank)) if rng.random() < 0.3 else 0
     cval = draw_cval(kind, dtype, rng)
     x = values(kind, dtype, shape, rng)
-    fin, fout = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    fin, fout = os.path.join(tmp, f"in{case}"), os.path.join(tmp, f"out{case}")
     write_raw(fin, x, dtype)
-    args = [DRIVER, kind, dtype, shape_arg(shape), mode, repr(cval), repr(truncate),
+    args = [kind, dtype, shape_arg(shape), mode, repr(cval), repr(truncate),
             ",".join(str(v) for v in params), shape_arg(chunks), str(flips), fin, fout]
     what = (f"case {case}: {kind} {mode} {dtype} {shape} params {params} truncate {truncate} "
             f"cval {cval} chunks {chunks} flips {flips}")
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode != 0:
-        return f"{what}: filter_numpy exited {p.returncode}: {p.stdout}{p.stderr}"
-    got = read_raw(fout, dtype, shape)
+    return what, args, (kind, mode, params, truncate, cval, x, fout)
+
+
+def check_case(what, status, info):
+    kind, mode, params, truncate, cval, x, fout = info
+    if status != "ok":
+        return f"{what}: filter_numpy said {status}"
+    got = read_raw(fout, x.dtype, x.shape)
     want = reference(kind, x, mode, params, cval, truncate)
     ok = compare(kind, got, want, x, (mode, params, truncate, cval))
     if not ok.all():
@@ -265,5 +273,27 @@ def run_case(tmp, case, rng):
     return None
 
 
+def main():
+    rng = np.random.default_rng(20261207)
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [draw_case(tmp, c, rng) for c in range(N_CASES)]
+        # One driver process for every case (see filter_numpy_main.c).
+        p = subprocess.run([DRIVER, "--batch"], input="".join(" ".join(a) + "\n" for _, a, _ in cases),
+                           capture_output=True, text=True)
+        statuses = p.stdout.splitlines()
+        if p.returncode != 0 or len(statuses) != len(cases):
+            print(f"FAILED: filter_numpy --batch exited {p.returncode} after {len(statuses)} of "
+                  f"{len(cases)} cases: {p.stderr}")
+            return 1
+        for (what, _, info), status in zip(cases, statuses):
+            msg = check_case(what, status, info)
+            if msg:
+                failures.append(msg)
+                print("FAILED:", msg, flush=True)
+    print(f"{N_CASES - len(failures)} of {N_CASES} cases agree with scipy.ndimage")
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases(N_CASES, 20261207, run_case))
+    sys.exit(main())
