@@ -9,12 +9,21 @@
  * A kernel computes one output block from an input block that holds every
  * in-array element the output block's neighbourhoods reach: the output
  * region grown by the filter's halo (sl_filter_halo) and clipped to the
- * array.  Elements beyond the array's edges are made up from the ones inside
- * by the boundary mode; for `wrap` they come from the opposite edge, so the
- * input block of an output block whose halo crosses an edge must also hold
- * the elements the wrap maps there (sl_filter_input_region gives the one
- * region that holds them all).  So a chunked array filtered block by block
- * equals the whole array filtered at once.
+ * array, widened by what the mode maps there.  Elements beyond the array's
+ * edges are made up from the ones inside by the boundary mode; for `wrap`
+ * they come from the opposite edge, so the input block of an output block
+ * whose halo crosses an edge must also hold the elements the wrap maps
+ * there (sl_filter_input_region gives the one region that holds them all).
+ * So a chunked array filtered block by block equals the whole array
+ * filtered at once.
+ *
+ * Results are scipy.ndimage 1.10's: passes in axis order, intermediates
+ * stored in the input's dtype, doubles truncated into integers as scipy's
+ * C casts do on x86-64; bit-exact but for the cases ops/README.md lists
+ * ("Where sluice differs from scipy"): minimum and maximum ignore NaN,
+ * uniform keeps inf and NaN in the windows that hold them, and Gaussian
+ * weights may differ from numpy's in the last bit.  Kernels allocate
+ * nothing: all working memory is the caller's scratch.
  */
 #ifndef SL_FILTER_H
 #define SL_FILTER_H
@@ -52,6 +61,38 @@ typedef enum sl_boundary {
     SL_BOUNDARY_CONSTANT, /* k k k k | a b c d | k k k k, k = cval */
     SL_BOUNDARY_WRAP      /* a b c d | a b c d | a b c d */
 } sl_boundary;
+
+/**
+ * The kind's name: "gaussian", "uniform", "median", "minimum", "maximum",
+ * "gradient_magnitude", "laplace"; "invalid" for a value outside the enum.
+ * Thread-safety: any thread.
+ */
+SL_API const char *sl_filter_kind_name(sl_filter_kind k);
+
+/**
+ * Parse a kind name (as sl_filter_kind_name gives).
+ * @return SL_OK, or SL_EINVAL naming the unknown name and listing the
+ * known ones (or for a NULL argument).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_filter_kind_from_name(const char *name, sl_filter_kind *out,
+                                                       struct sl_error *err);
+
+/**
+ * The mode's name, as scipy spells it: "reflect", "nearest", "mirror",
+ * "constant", "wrap"; "invalid" for a value outside the enum.
+ * Thread-safety: any thread.
+ */
+SL_API const char *sl_boundary_name(sl_boundary m);
+
+/**
+ * Parse a mode name (as sl_boundary_name gives).
+ * @return SL_OK, or SL_EINVAL naming the unknown name and listing the
+ * known ones (or for a NULL argument).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_boundary_from_name(const char *name, sl_boundary *out,
+                                                    struct sl_error *err);
 
 /* A filter's parameters; the fields its kind does not use are ignored. */
 struct sl_filter_params {
@@ -92,9 +133,12 @@ SL_API sl_dtype sl_filter_out_dtype(const struct sl_filter_params *p, sl_dtype d
 
 /**
  * The region of an array of `shape` the kernel needs for output region
- * `out`: per axis `out` grown by the halo and clipped to the array, except
- * that with SL_BOUNDARY_WRAP an axis whose grown interval crosses an edge
- * takes the array's whole extent.
+ * `out`: per axis `out` grown by the halo and clipped to the array,
+ * widened to hold what the mode maps beyond the edges (a `mirror` box of
+ * even size reaches one element further at the low edge; an axis shorter
+ * than the halo is taken whole), except that with SL_BOUNDARY_WRAP an
+ * axis whose grown interval crosses an edge takes the array's whole
+ * extent.  An empty `out` gives an empty region.
  * Thread-safety: any thread.
  */
 SL_API void sl_filter_input_region(const struct sl_filter_params *p, const uint64_t *shape,
@@ -102,8 +146,12 @@ SL_API void sl_filter_input_region(const struct sl_filter_params *p, const uint6
 
 /**
  * Scratch bytes sl_filter needs for an output block of `out_shape`
- * (p->rank entries) from input of dtype `dt`.  @return SL_OK or
- * SL_EOVERFLOW.
+ * (p->rank entries) from input of dtype `dt`: it depends on the block's
+ * shape and the halo only, never on the array or the block's position
+ * (wrap included), a partial block never needs more than a whole one, and
+ * any alignment will do, so one buffer per worker sized for the chunk
+ * shape serves every block.  @return SL_OK, SL_EINVAL or SL_EUNSUPPORTED
+ * (as sl_filter_check), or SL_EOVERFLOW.
  * Thread-safety: any thread.
  */
 SL_API SL_NODISCARD sl_status sl_filter_scratch_bytes(const struct sl_filter_params *p, sl_dtype dt,
@@ -113,11 +161,16 @@ SL_API SL_NODISCARD sl_status sl_filter_scratch_bytes(const struct sl_filter_par
 /**
  * Filter: write `out`, the part of the filtered array of `shape` that starts
  * at `out_start`, from `in`, the part of the input array that starts at
- * `in_start` and holds sl_filter_input_region's region (or more).
+ * `in_start` and holds sl_filter_input_region's region (or more).  Both
+ * views may have any strides; `out` has the input's dtype
+ * (sl_filter_out_dtype) and may not overlap `in`.  The input is read in
+ * place unless the output's neighbourhoods cross an edge of the array.
  * @return SL_OK; SL_EINVAL (views of other dtypes or rank than `p` gives,
- * an input that lacks elements the output needs, naming the axis and
- * coordinates), SL_EUNSUPPORTED, SL_EOVERFLOW, or SL_ENOMEM when `scratch`
- * is smaller than sl_filter_scratch_bytes.  On failure `out` is untouched.
+ * regions leaving `shape`, overlapping views, an input that lacks elements
+ * the output needs, naming the axis and coordinates), SL_EUNSUPPORTED
+ * (dtype, or an array extent above 2^62), SL_EOVERFLOW, or SL_ENOMEM when
+ * `scratch` is NULL or smaller than sl_filter_scratch_bytes.  On failure
+ * `out` is untouched.
  * Thread-safety: any thread, on distinct outputs and scratch.
  */
 SL_API SL_NODISCARD sl_status sl_filter(const struct sl_filter_params *p, const uint64_t *shape,
