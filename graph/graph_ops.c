@@ -98,11 +98,14 @@ sl_graph_add_op(sl_graph *g, const char *name, uint32_t input, const struct sl_o
                                 "chunk shape",
                                 name, in->name);
         const bool halo = op->desc->kind == SL_OP_KIND_HALO;
+        /* A copy: adding the node may move the node array `in` points into. */
+        uint64_t in_chunk[SL_MAX_RANK];
+        memcpy(in_chunk, in->grid.chunk, sizeof in_chunk);
         const struct sl_regrid_desc rd = {
             .op_name = op->desc->name,
             .fn = op_regrid_unused,
             .out_dtype = op->out_dtype,
-            .chunk_shape = chunk_shape != NULL ? chunk_shape : in->grid.chunk,
+            .chunk_shape = chunk_shape != NULL ? chunk_shape : in_chunk,
             .scale_num = halo ? NULL : op->u.downsample.factor,
             .halo_lo = halo ? op->halo_lo : NULL,
             .halo_hi = halo ? op->halo_hi : NULL,
