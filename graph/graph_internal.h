@@ -35,8 +35,8 @@ struct sl__dim_map {
     uint64_t den;     /* scale denominator, >= 1 */
     uint64_t halo_lo; /* extra input before */
     uint64_t halo_hi; /* extra input after */
-    bool wrap;        /* halos wrap around: an interval whose halo crosses an edge reads the
-                         whole extent, where the wrapped elements lie */
+    bool wrap;        /* halos wrap around (for explain); the intervals of a halo op's
+                         input come from sl_op_halo_interval */
 };
 
 /* One slice of a select along its concatenation axis. */

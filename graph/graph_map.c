@@ -109,14 +109,14 @@ sl__node_input_interval(const sl_graph *g, const struct sl__node *node, uint32_t
         *in_b = a < b ? b - wl : 0;
         return;
     }
+    if (node->has_op && node->op.desc->kind == SL_OP_KIND_HALO) {
+        /* The op's boundary says which elements beyond an edge it reads. */
+        sl_op_halo_interval(&node->op, dim, extent, a, b, in_a, in_b);
+        return;
+    }
     const struct sl__dim_map *m = &node->map[o];
     uint64_t lo = mul_div_floor(a, m->num, m->den);
     uint64_t hi = mul_div_ceil(b, m->num, m->den);
-    if (m->wrap && (lo < m->halo_lo || hi > extent || extent - hi < m->halo_hi)) {
-        *in_a = 0;
-        *in_b = extent;
-        return;
-    }
     lo = lo > m->halo_lo ? lo - m->halo_lo : 0;
     hi = hi > UINT64_MAX - m->halo_hi ? UINT64_MAX : hi + m->halo_hi;
     *in_a = lo < extent ? lo : extent;

@@ -20,7 +20,9 @@
 #include <sluice/op_registry.h>
 #include <sluice/ops.h>
 
+#include "filter_internal.h"
 #include "ops_internal.h"
+#include "registry_internal.h"
 
 /* ---- parameters --------------------------------------------------------- */
 
@@ -204,10 +206,28 @@ static const struct sl_op_desc op_table[] = {
      "reduce blocks of factors[d] elements to one (stride, mean, min, max, median, mode)",
      SL_ARRAY_LEN(downsample_params), downsample_params, downsample_bind, downsample_apply, NULL,
      NULL},
+#define FILTER_ROW(name, summary, params)                                                    \
+    {                                                                                        \
+        name, SL_OP_KIND_HALO, summary, SL_ARRAY_LEN(params), params, sl__filter_bind, NULL, \
+            sl__filter_scratch_bytes, sl__filter_apply_at                                    \
+    }
+    FILTER_ROW("gaussian", "Gaussian smoothing, separable (scipy.ndimage.gaussian_filter)",
+               sl__gaussian_params),
+    FILTER_ROW("gradient_magnitude",
+               "magnitude of the Gaussian gradient (scipy.ndimage.gaussian_gradient_magnitude)",
+               sl__gaussian_params),
+    FILTER_ROW("laplace", "discrete Laplacian, second differences summed over the axes",
+               sl__laplace_params),
+    FILTER_ROW("maximum_filter", "largest element in a box around each element", sl__box_params),
+    FILTER_ROW("median", "median of a box around each element", sl__box_params),
+    FILTER_ROW("minimum_filter", "smallest element in a box around each element", sl__box_params),
     {"scale", SL_OP_KIND_MAP, "x * scale + offset", SL_ARRAY_LEN(scale_params), scale_params,
      scale_bind, scale_apply, NULL, NULL},
     {"threshold", SL_OP_KIND_MAP, "value where x > threshold, else 0",
      SL_ARRAY_LEN(threshold_params), threshold_params, threshold_bind, threshold_apply, NULL, NULL},
+    FILTER_ROW("uniform", "mean of a box around each element (scipy.ndimage.uniform_filter)",
+               sl__box_params),
+#undef FILTER_ROW
 };
 
 _Static_assert(SL_ARRAY_LEN(threshold_params) <= SL_OP_MAX_PARAMS, "raise SL_OP_MAX_PARAMS");
@@ -250,7 +270,7 @@ sl_op_lookup(const char *name, const struct sl_op_desc **out, struct sl_error *e
             return SL_OK;
         }
     }
-    char known[96];
+    char known[256];
     sl_op_names(known, sizeof known);
     return sl_error_set(err, SL_ENOTFOUND, NULL, "unknown op \"%.40s\"; known: %s",
                         name == NULL ? "(null)" : name, known);
@@ -456,14 +476,19 @@ sl_op_halo_interval(const struct sl_op *op, uint32_t d, uint64_t extent, uint64_
                     uint64_t *in_a, uint64_t *in_b)
 {
     const uint64_t lo = op->halo_lo[d], hi = op->halo_hi[d];
-    const bool crosses = a < lo || b > extent || extent - b < hi;
-    if (op->boundary == SL_BOUNDARY_WRAP && crosses) {
-        *in_a = 0;
-        *in_b = extent;
+    if (a < b && b <= extent && extent <= SL_OP_HALO_EXTENT_MAX && lo <= SL_OP_HALO_EXTENT_MAX &&
+        hi <= SL_OP_HALO_EXTENT_MAX) {
+        /* Every element the boundary maps the grown interval to: the
+         * filters' own rule, so the planner reads what they need. */
+        sl__filt_needed(op->boundary, (int64_t)a - (int64_t)lo, (int64_t)(b + hi), extent, in_a,
+                        in_b);
         return;
     }
+    /* An empty interval, or one too long for the boundary arithmetic. */
     *in_a = a > lo ? a - lo : 0;
     *in_b = b < extent && extent - b > hi ? b + hi : extent;
+    if (*in_a > *in_b)
+        *in_a = *in_b;
 }
 
 sl_status

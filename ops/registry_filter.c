@@ -21,8 +21,9 @@
 const struct sl_op_param sl__gaussian_params[4] = {
     {"sigma", SL_OP_PARAM_NUMBERS, true,
      "standard deviation, one for every axis or one per axis; 0 leaves an axis alone"},
-    {"truncate", SL_OP_PARAM_NUMBER, false, "radius in sigmas: int(truncate * sigma + 0.5); "
-                                            "default 4"},
+    {"truncate", SL_OP_PARAM_NUMBER, false,
+     "radius in sigmas: int(truncate * sigma + 0.5); "
+     "default 4"},
     {"mode", SL_OP_PARAM_MODE, false, MODE_DOC},
     {"cval", SL_OP_PARAM_NUMBER, false, CVAL_DOC},
 };
@@ -41,12 +42,9 @@ static const struct {
     const char *name;
     sl_filter_kind kind;
 } kinds[] = {
-    {"gaussian", SL_FILTER_GAUSSIAN},
-    {"gradient_magnitude", SL_FILTER_GRADIENT_MAGNITUDE},
-    {"laplace", SL_FILTER_LAPLACE},
-    {"maximum_filter", SL_FILTER_MAXIMUM},
-    {"median", SL_FILTER_MEDIAN},
-    {"minimum_filter", SL_FILTER_MINIMUM},
+    {"gaussian", SL_FILTER_GAUSSIAN}, {"gradient_magnitude", SL_FILTER_GRADIENT_MAGNITUDE},
+    {"laplace", SL_FILTER_LAPLACE},   {"maximum_filter", SL_FILTER_MAXIMUM},
+    {"median", SL_FILTER_MEDIAN},     {"minimum_filter", SL_FILTER_MINIMUM},
     {"uniform", SL_FILTER_UNIFORM},
 };
 
@@ -54,8 +52,10 @@ static const struct {
 static int
 given(const struct sl_op_desc *d, const struct sl_op_args *args, const char *name)
 {
-    const int i = sl_op_param_index(d, name);
-    return i >= 0 && args->value[i].set ? i : -1;
+    for (uint32_t i = 0; i < d->n_params; i++)
+        if (strcmp(d->params[i].name, name) == 0)
+            return args->value[i].set ? (int)i : -1;
+    return -1;
 }
 
 /* Parameter `name`'s per-axis list for `rank` axes: one entry stands for every axis. */
@@ -65,14 +65,14 @@ per_axis(const char *op, const char *name, uint32_t n, uint32_t rank, struct sl_
     if (n == 1 || n == rank)
         return SL_OK;
     return sl_error_set(err, SL_EINVAL, NULL,
-                        "%s: parameter \"%s\" has %" PRIu32
-                        " entries for input of rank %" PRIu32 " (give 1 or %" PRIu32 ")",
+                        "%s: parameter \"%s\" has %" PRIu32 " entries for input of rank %" PRIu32
+                        " (give 1 or %" PRIu32 ")",
                         op, name, n, rank, rank);
 }
 
 sl_status
-sl__filter_bind(struct sl_op *op, const struct sl_op_args *args, sl_dtype in_dtype,
-                uint32_t rank, struct sl_error *err)
+sl__filter_bind(struct sl_op *op, const struct sl_op_args *args, sl_dtype in_dtype, uint32_t rank,
+                struct sl_error *err)
 {
     const struct sl_op_desc *d = op->desc;
     struct sl_filter_params *p = &op->u.filter;

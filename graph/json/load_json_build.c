@@ -186,8 +186,13 @@ build_op(sl_graph_json *doc, struct sl__jnode *n)
     bool ok = true;
     for (uint32_t i = 0; i < n->op->n_params; i++) {
         const struct sl_op_value *v = &n->args.value[i];
-        if (n->op->params[i].type == SL_OP_PARAM_FACTORS && v->set)
-            ok = build_check_rank(doc, n, n->op->params[i].name, v->n_factors, &in) && ok;
+        const sl_op_param_type t = n->op->params[i].type;
+        if (!v->set || (t != SL_OP_PARAM_FACTORS && t != SL_OP_PARAM_NUMBERS))
+            continue;
+        /* Filters take one entry for every axis. */
+        const uint32_t count = t == SL_OP_PARAM_FACTORS ? v->n_factors : v->n_numbers;
+        if (count != 1 || n->op->kind != SL_OP_KIND_HALO)
+            ok = build_check_rank(doc, n, n->op->params[i].name, count, &in) && ok;
     }
     if (n->n_chunks > 0)
         ok = build_check_rank(doc, n, "chunks", n->n_chunks, &in) && ok;

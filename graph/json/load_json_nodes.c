@@ -24,8 +24,8 @@ static const char *const rechunk_keys[] = {"op", "id", "input", "chunks", "comme
 static const char *const map_keys[] = {"op", "id", "input", "comment", NULL};
 static const char *const regrid_keys[] = {"op", "id", "input", "chunks", "comment", NULL};
 static const char *const pyramid_keys[] = {
-    "op",   "id",   "input", "group",       "levels",    "factors", "method",  "create",
-    "name", "axes", "scale", "translation", "overwrite", "omero",   "comment", NULL};
+    "op",   "id",    "input",       "group",     "levels", "factors", "method",  "create", "name",
+    "axes", "scale", "translation", "overwrite", "omero",  "smooth",  "comment", NULL};
 
 static const char *const expr_keys[] = {"op",      "id",     "inputs",  "expr", "dtype",
                                         "compute", "chunks", "comment", NULL};
@@ -107,10 +107,10 @@ node_parse_kind(sl_graph_json *doc, struct sl__jnode *n, const char *const **key
     n->op = NULL;
     if (sl_op_lookup(name, &n->op, NULL) == SL_OK) {
         n->kind = SL__JNODE_OP;
-        *keys = n->op->kind == SL_OP_KIND_REGRID ? regrid_keys : map_keys;
+        *keys = n->op->kind == SL_OP_KIND_MAP ? map_keys : regrid_keys;
         return true;
     }
-    char known[200], ops[96];
+    char known[400], ops[256];
     sl_op_names(ops, sizeof(ops));
     size_t len = 0;
     known[0] = '\0';

@@ -231,9 +231,8 @@ SL_API void sl_op_out_shape(const struct sl_op *op, const uint64_t *in_shape, ui
  * The input region (of an array of `in_shape`) that output region
  * `out_region` depends on: the same region for map ops, the scaled and
  * clipped one for regrid ops, for halo ops the region grown by the op's
- * halo and clipped to the array (with the `wrap` boundary, a dimension
- * whose grown interval crosses an edge takes the whole extent, where the
- * wrapped elements lie).  @return SL_OK, or SL_EBOUNDS when
+ * halo, per dimension as sl_op_halo_interval says.  @return SL_OK, or
+ * SL_EBOUNDS when
  * `out_region` leaves the output shape (naming both), SL_EINVAL on a rank
  * mismatch, as sl_downsample_input_region.
  * Thread-safety: any thread.
@@ -262,10 +261,20 @@ SL_API SL_NODISCARD sl_status sl_op_apply(const struct sl_op *op, const struct s
                                           const struct sl_view *out, void *scratch,
                                           size_t scratch_bytes, struct sl_error *err);
 
+/** Largest extent and halo sl_op_halo_interval maps through the boundary mode. */
+#define SL_OP_HALO_EXTENT_MAX ((uint64_t)1 << 62)
+
 /**
  * The input interval halo op `op` needs along dimension `d` (of `extent`)
- * for output interval [a, b): grown by the halo and clipped, or with the
- * `wrap` boundary [0, extent) when the grown interval crosses an edge.
+ * for output interval [a, b): the smallest interval that holds every
+ * element the op's boundary maps the grown interval [a - lo, b + hi) to.
+ * Inside the array that is the grown interval, clipped; beyond an edge,
+ * `nearest` adds the edge element, `reflect` and `mirror` the elements the
+ * edge mirrors (for `mirror`, one further: its edge is not repeated; an
+ * axis shorter than the margin is taken whole), `wrap` the elements at the
+ * opposite edge, `constant` nothing.  Extents or halos above
+ * SL_OP_HALO_EXTENT_MAX (which no halo op accepts) give the grown interval
+ * clipped.
  * Thread-safety: any thread.
  */
 SL_API void sl_op_halo_interval(const struct sl_op *op, uint32_t d, uint64_t extent, uint64_t a,

@@ -6,11 +6,16 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sluice.h>
 
 TestSuite(ops_registry, .timeout = 5.0);
+
+#define KNOWN_OPS                                                                             \
+    "cast, clip, downsample, gaussian, gradient_magnitude, laplace, maximum_filter, median, " \
+    "minimum_filter, scale, threshold, uniform"
 
 /* The built-in operation called `name`, which must exist. */
 static const struct sl_op_desc *
@@ -23,14 +28,15 @@ op_named(const char *name)
 
 Test(ops_registry, lists_operations_in_name_order)
 {
-    char names[128];
+    char names[256];
     const size_t len = sl_op_names(names, sizeof names);
-    cr_assert_str_eq(names, "cast, clip, downsample, scale, threshold");
+    cr_assert_str_eq(names, KNOWN_OPS);
     cr_assert_eq(len, strlen(names));
-    cr_assert_eq(sl_op_count(), 5);
+    cr_assert_eq(sl_op_count(), 12);
     for (uint32_t i = 0; i + 1 < sl_op_count(); i++)
         cr_assert_lt(strcmp(sl_op_at(i)->name, sl_op_at(i + 1)->name), 0);
-    cr_assert_null(sl_op_at(5));
+    cr_assert_null(sl_op_at(12));
+    cr_assert_eq(op_named("median")->kind, SL_OP_KIND_HALO);
     cr_assert_eq(op_named("downsample")->kind, SL_OP_KIND_REGRID);
     cr_assert_eq(op_named("clip")->kind, SL_OP_KIND_MAP);
     const struct sl_op_desc *d = NULL;
@@ -47,8 +53,7 @@ Test(ops_registry, unknown_names_list_the_known_ones)
     const struct sl_op_desc *d;
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_op_lookup("dwnsample", &d, &err), SL_ENOTFOUND);
-    cr_assert_str_eq(err.text,
-                     "unknown op \"dwnsample\"; known: cast, clip, downsample, scale, threshold");
+    cr_assert_str_eq(err.text, "unknown op \"dwnsample\"; known: " KNOWN_OPS);
     cr_assert_eq(sl_op_lookup("cast", &d, NULL), SL_OK);
     cr_assert_str_eq(d->name, "cast");
 }
@@ -264,4 +269,106 @@ Test(ops_registry, bound_map_ops_apply_like_their_kernels)
         cr_assert_eq(sl_op_input_region(&op, shape, &r, &ir, NULL), SL_OK);
         cr_assert(sl_region_equal(&r, &ir));
     }
+}
+
+/* A bound filter row `name` for input of `dt` and `rank`, from `args`. */
+static sl_status
+bind_filter(struct sl_op *op, const char *name, const struct sl_op_args *args, sl_dtype dt,
+            uint32_t rank, struct sl_error *err)
+{
+    return sl_op_bind(op, op_named(name), args, dt, rank, err);
+}
+
+Test(ops_registry, filters_bind_their_halo_and_boundary)
+{
+    const struct sl_op_desc *g = op_named("gaussian"), *m = op_named("median");
+    struct sl_op_args args;
+    memset(&args, 0, sizeof args);
+    struct sl_error err = SL_ERROR_INIT;
+    const double sigma[] = {0, 2, 0.5};
+    cr_assert_eq(sl_op_args_set_numbers(&args, g, "sigma", 3, sigma, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(sl_op_args_set_string(&args, g, "mode", "wrap", &err), SL_OK, "%s", err.text);
+    struct sl_op op;
+    cr_assert_eq(bind_filter(&op, "gaussian", &args, SL_DTYPE_F32, 3, &err), SL_OK, "%s", err.text);
+    /* scipy's radius int(4 * sigma + 0.5): 0, 8, 2. */
+    cr_assert_eq(op.halo_lo[0], 0);
+    cr_assert_eq(op.halo_lo[1], 8);
+    cr_assert_eq(op.halo_hi[1], 8);
+    cr_assert_eq(op.halo_lo[2], 2);
+    cr_assert_eq(op.boundary, SL_BOUNDARY_WRAP);
+    cr_assert_eq(op.out_dtype, SL_DTYPE_F32);
+    char text[160];
+    sl_op_format(&op, text, sizeof text);
+    cr_assert_str_eq(text, "gaussian(sigma=[0, 2, 0.5], mode=wrap) float32 -> float32");
+    /* A sigma list of the wrong length, a bad mode, a size of 0. */
+    err = SL_ERROR_INIT;
+    cr_assert_eq(bind_filter(&op, "gaussian", &args, SL_DTYPE_F32, 2, &err), SL_EINVAL);
+    cr_assert_str_eq(err.text, "gaussian: parameter \"sigma\" has 3 entries for input of rank 2 "
+                               "(give 1 or 2)");
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_op_args_set_string(&args, g, "mode", "reflct", &err), SL_EINVAL);
+    cr_assert_str_eq(err.text, "gaussian: parameter \"mode\" \"reflct\" is not a boundary mode "
+                               "(reflect, nearest, mirror, constant, wrap)");
+    memset(&args, 0, sizeof args);
+    const uint64_t size[] = {3};
+    cr_assert_eq(sl_op_args_set_factors(&args, m, "size", 1, size, NULL), SL_OK);
+    cr_assert_eq(bind_filter(&op, "median", &args, SL_DTYPE_U16, 2, &err), SL_OK, "%s", err.text);
+    cr_assert_eq(op.halo_lo[0], 1);
+    cr_assert_eq(op.halo_hi[1], 1);
+    cr_assert_eq(op.boundary, SL_BOUNDARY_REFLECT, "reflect is the default");
+    memset(&args, 0, sizeof args);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(bind_filter(&op, "median", &args, SL_DTYPE_U16, 2, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "median: parameter \"size\" is required"), "%s", err.text);
+}
+
+Test(ops_registry, halo_ops_apply_where_blocks_lie)
+{
+    const struct sl_op_desc *d = op_named("maximum_filter");
+    struct sl_op_args args;
+    memset(&args, 0, sizeof args);
+    const uint64_t size[] = {3};
+    cr_assert_eq(sl_op_args_set_factors(&args, d, "size", 1, size, NULL), SL_OK);
+    cr_assert_eq(sl_op_args_set_string(&args, d, "mode", "wrap", NULL), SL_OK);
+    struct sl_op op;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_op_bind(&op, d, &args, SL_DTYPE_I32, 1, &err), SL_OK, "%s", err.text);
+    /* Output [4, 8) of 12 needs [3, 9); [0, 4) wraps to the whole extent. */
+    const uint64_t shape[] = {12};
+    struct sl_region out = {.rank = 1, .start = {4}, .stop = {8}}, in;
+    cr_assert_eq(sl_op_input_region(&op, shape, &out, &in, NULL), SL_OK);
+    cr_assert_eq(in.start[0], 3);
+    cr_assert_eq(in.stop[0], 9);
+    out.start[0] = 0;
+    out.stop[0] = 4;
+    cr_assert_eq(sl_op_input_region(&op, shape, &out, &in, NULL), SL_OK);
+    cr_assert_eq(in.start[0], 0);
+    cr_assert_eq(in.stop[0], 12);
+    int32_t x[12] = {5, 1, 2, 3, 4, 0, 6, 7, 8, 9, 10, 11}, y[4] = {0};
+    struct sl_view vin, vout;
+    cr_assert_eq(sl_view_init(&vin, SL_DTYPE_I32, 1, shape, x, NULL), SL_OK);
+    cr_assert_eq(sl_view_init(&vout, SL_DTYPE_I32, 1, (const uint64_t[]){4}, y, NULL), SL_OK);
+    size_t bytes = 0;
+    cr_assert_eq(sl_op_scratch_bytes(&op, (const uint64_t[]){4}, &bytes, NULL), SL_OK);
+    void *scratch = bytes > 0 ? malloc(bytes) : NULL;
+    const uint64_t zero[] = {0};
+    cr_assert_eq(sl_op_apply_at(&op, shape, &vin, zero, &vout, zero, scratch, bytes, &err), SL_OK,
+                 "%s", err.text);
+    /* Element 0's box wraps to element 11. */
+    cr_assert_eq(y[0], 11);
+    cr_assert_eq(y[1], 5);
+    cr_assert_eq(y[2], 3);
+    cr_assert_eq(y[3], 4);
+    /* An input that misses part of the margin, and sl_op_apply, are refused. */
+    struct sl_view part;
+    cr_assert_eq(sl_view_init(&part, SL_DTYPE_I32, 1, (const uint64_t[]){6}, x, NULL), SL_OK);
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_op_apply_at(&op, shape, &part, zero, &vout, zero, scratch, bytes, &err),
+                 SL_EINVAL);
+    cr_assert_str_eq(err.text, "maximum_filter: input block [0, 6) of dimension 0 lacks part of "
+                               "[0, 12), which the output block needs");
+    err = SL_ERROR_INIT;
+    cr_assert_eq(sl_op_apply(&op, &vin, &vout, scratch, bytes, &err), SL_EINVAL);
+    cr_assert_not_null(strstr(err.text, "sl_op_apply_at"), "%s", err.text);
+    free(scratch);
 }
