@@ -67,7 +67,23 @@ pyr_bind(struct sl__pyramid_layout *l, sl_dtype dtype, const struct sl_pyramid_o
     memset(&args, 0, sizeof(args));
     SL_TRY(sl_op_args_set_factors(&args, d, "factors", l->rank, o->factor, err));
     SL_TRY(sl_op_args_set_string(&args, d, "method", sl_downsample_method_name(o->method), err));
-    return sl_op_bind(&l->op, d, &args, dtype, l->rank, err);
+    SL_TRY(sl_op_bind(&l->op, d, &args, dtype, l->rank, err));
+    l->smooth = o->smooth == SL_PYRAMID_SMOOTH_GAUSSIAN;
+    if (o->smooth != SL_PYRAMID_SMOOTH_NONE && !l->smooth)
+        return sl_error_set(err, SL_EINVAL, NULL, "pyramid: unknown smoothing %d", (int)o->smooth);
+    if (!l->smooth)
+        return SL_OK;
+    /* The Gaussian whose width matches the factor (sl_pyramid_smooth). */
+    double sigma[SL_MAX_RANK];
+    for (uint32_t k = 0; k < l->rank; k++) {
+        double f = (double)o->factor[k];
+        sigma[k] = sqrt((f * f - 1.0) / (8.0 * log(2.0)));
+    }
+    SL_TRY(sl_op_lookup("gaussian", &d, err));
+    memset(&args, 0, sizeof(args));
+    SL_TRY(sl_op_args_set_numbers(&args, d, "sigma", l->rank, sigma, err));
+    SL_TRY(sl_op_args_set_string(&args, d, "mode", "nearest", err));
+    return sl_op_bind(&l->smooth_op, d, &args, dtype, l->rank, err);
 }
 
 /* Level shapes; refuses an empty input and levels that would shrink nothing. */
@@ -401,11 +417,13 @@ pyr_write_store(const struct sl__pyramid_layout *l, sl_store *store, const char 
 
 /* The node names of level k: its put, and for k >= 1 its get and downsample. */
 static void
-pyr_node_names(const char *name, uint32_t k, char put[64], char get[64], char op[64])
+pyr_node_names(const char *name, uint32_t k, char put[64], char get[64], char op[64],
+               char smooth[64])
 {
     snprintf(put, 64, "%s.%" PRIu32, name, k);
     snprintf(get, 64, "%s.%" PRIu32 ".get", name, k);
     snprintf(op, 64, "%s.%" PRIu32 ".downsample", name, k);
+    snprintf(smooth, 64, "%s.%" PRIu32 ".smooth", name, k);
 }
 
 /* Refuse names that are taken before anything is written. */
@@ -418,13 +436,14 @@ pyr_check_names(const sl_graph *g, const char *name, uint32_t n_levels, bool ome
         return sl_error_set(err, SL_EINVAL, NULL,
                             "pyramid: the name prefix must have 1 to %d characters, not %zu",
                             PYR_NAME_MAX, len);
-    char put[64], get[64], op[64];
+    char put[64], get[64], op[64], smooth[64];
     for (uint32_t k = 0; k < n_levels; k++) {
-        pyr_node_names(name, k, put, get, op);
+        pyr_node_names(name, k, put, get, op, smooth);
         SL_TRY(sl__graph_check_new_node(g, put, err));
         if (k > 0) {
             SL_TRY(sl__graph_check_new_node(g, get, err));
             SL_TRY(sl__graph_check_new_node(g, op, err));
+            SL_TRY(sl__graph_check_new_node(g, smooth, err));
         }
     }
     if (!omero)
@@ -479,14 +498,18 @@ pyr_add_nodes(sl_graph *g, const char *name, uint32_t input, const struct sl__py
               sl_array **arrays, uint32_t *level_puts, struct sl_error *err)
 {
     uint32_t n0 = g->n_nodes;
-    char put[64], get[64], op[64];
+    char put[64], get[64], op[64], smooth[64];
     uint32_t ids[SL_PYRAMID_MAX_LEVELS];
-    pyr_node_names(name, 0, put, get, op);
+    pyr_node_names(name, 0, put, get, op, smooth);
     sl_status st = sl_graph_add_put(g, put, input, arrays[0], &ids[0], err);
     for (uint32_t k = 1; k < l->n_levels && st == SL_OK; k++) {
         uint32_t from, reduced;
-        pyr_node_names(name, k, put, get, op);
+        pyr_node_names(name, k, put, get, op, smooth);
         st = sl_graph_add_get(g, get, arrays[k - 1], &from, err);
+        /* Smoothed from level k - 1's chunks and their margins; the
+         * reduction then fuses with the Gaussian, chunk for chunk. */
+        if (st == SL_OK && l->smooth)
+            st = sl_graph_add_op(g, smooth, from, &l->smooth_op, NULL, &from, err);
         /* Reduced per chunk of level k - 1 where the blocks allow (fused
          * with its read, as the planner fuses one-to-one edges). */
         uint64_t chunks[SL_MAX_RANK];

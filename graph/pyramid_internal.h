@@ -21,6 +21,8 @@ struct sl__pyramid_layout {
     uint32_t n_levels;                                      /* 1..SL_PYRAMID_MAX_LEVELS */
     int zarr_format;                                        /* 3 (OME-Zarr 0.5) or 2 (0.4) */
     struct sl_op op;                                        /* the bound downsample */
+    bool smooth;                                            /* a Gaussian before each reduction */
+    struct sl_op smooth_op;                                 /* with smooth: the bound Gaussian */
     struct sl_pyramid_axis axes[SL_MAX_RANK];               /* resolved; strings borrowed */
     uint64_t shape[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];     /* per level */
     uint64_t chunk[SL_PYRAMID_MAX_LEVELS][SL_MAX_RANK];     /* (inner) chunk shape per level */

@@ -26,50 +26,53 @@ static int run_pyramid(int argc, char **argv);
 const struct cmd cmd_pyramid = {
     .name = "pyramid",
     .summary = "write a multiscale OME-Zarr pyramid of an array",
-    .usage =
-        "usage: sluice pyramid SRC DSTGROUP --levels N --factors F1,F2,... [options]\n"
-        "\n"
-        "Write the Zarr array in directory SRC as a multiscale image: a Zarr group in\n"
-        "directory DSTGROUP with arrays 0 .. N-1 and OME-Zarr \"multiscales\" metadata\n"
-        "(version 0.5 in a Zarr v3 group, 0.4 in v2).  Level 0 is SRC laid out as the\n"
-        "options say; level k+1 is level k, read back, downsampled by the factors\n"
-        "(extent ceil(n / F)).  Chunk and shard shapes apply to every level, clipped to\n"
-        "its shape.  SRC's attributes go to the group beside the OME metadata, less\n"
-        "the keys it owns (\"ome\", \"multiscales\", \"_ARRAY_DIMENSIONS\").  Exit\n"
-        "status: 0 when every chunk of every level is written, 1 when some failed\n"
-        "(each is reported; the levels above a failed chunk fail with it), 2 for bad\n"
-        "usage.\n"
-        "\n"
-        "Options:\n"
-        "  --levels N           number of levels, 1 or more (required)\n" DOWNSAMPLE_OPTS_HELP
-        "  --name NAME          the multiscale image's name (default: DSTGROUP's base name)\n"
-        "  --axes A1,A2,...     axis names (default: SRC's dimension names, else t,c,z,y,x\n"
-        "                       for 5 dimensions, c,z,y,x for 4, z,y,x for 3, y,x for 2)\n"
-        "  --axis-types T1,...  OME axis types: time, channel, space or custom (default:\n"
-        "                       by name for t, c, z, y, x, else by position)\n"
-        "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
-        "                       empty entry writes none)\n"
-        "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
-        "  --translation T1,... level 0's offset per axis (default 0)\n"
-        "  --member NAME        add the image as member NAME of the existing group\n"
-        "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
-        "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
-        "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
-        "                       to list it\n"
-        "  --into               write the levels 0 .. N-1 straight into the existing\n"
-        "                       group DSTGROUP (an OME container beside its labels,\n"
-        "                       say), in place: its other members stay, its attributes\n"
-        "                       are kept and get the multiscales (SRC's attributes only\n"
-        "                       where DSTGROUP lacks the key); a level already there is\n"
-        "                       refused unless --overwrite; the levels take DSTGROUP's\n"
-        "                       Zarr format; consolidated metadata is rewritten\n"
-        "  --omero              write OME \"omero\" metadata too: per channel (index of\n"
-        "                       the channel axis; without one, one channel) a window of\n"
-        "                       its min, max and 0.1 and 99.9 percentiles, taken in the\n"
-        "                       read of SRC that writes level 0; only if no chunk fails\n"
-        "  --omero-percentiles LO,HI\n"
-        "                       --omero, the window from percentile LO to HI\n" ARRAY_OPTS_HELP,
-    .options = RUN_OPTS_HELP "  --help               print this help\n",
+    .usage = "usage: sluice pyramid SRC DSTGROUP --levels N --factors F1,F2,... [options]\n"
+             "\n"
+             "Write the Zarr array in directory SRC as a multiscale image: a Zarr group in\n"
+             "directory DSTGROUP with arrays 0 .. N-1 and OME-Zarr \"multiscales\" metadata\n"
+             "(version 0.5 in a Zarr v3 group, 0.4 in v2).  Level 0 is SRC laid out as the\n"
+             "options say; level k+1 is level k, read back, downsampled by the factors\n"
+             "(extent ceil(n / F)).  Chunk and shard shapes apply to every level, clipped to\n"
+             "its shape.  SRC's attributes go to the group beside the OME metadata, less\n"
+             "the keys it owns (\"ome\", \"multiscales\", \"_ARRAY_DIMENSIONS\").  Exit\n"
+             "status: 0 when every chunk of every level is written, 1 when some failed\n"
+             "(each is reported; the levels above a failed chunk fail with it), 2 for bad\n"
+             "usage.\n"
+             "\n"
+             "Options:\n"
+             "  --levels N           number of levels, 1 or more (required)\n" DOWNSAMPLE_OPTS_HELP
+             "  --name NAME          the multiscale image's name (default: DSTGROUP's base name)\n"
+             "  --axes A1,A2,...     axis names (default: SRC's dimension names, else t,c,z,y,x\n"
+             "                       for 5 dimensions, c,z,y,x for 4, z,y,x for 3, y,x for 2)\n"
+             "  --axis-types T1,...  OME axis types: time, channel, space or custom (default:\n"
+             "                       by name for t, c, z, y, x, else by position)\n"
+             "  --units U1,...       axis units, e.g. ,,micrometer,micrometer,micrometer (an\n"
+             "                       empty entry writes none)\n"
+             "  --scale S1,...       level 0's pixel size per axis (default 1)\n"
+             "  --translation T1,... level 0's offset per axis (default 0)\n"
+             "  --member NAME        add the image as member NAME of the existing group\n"
+             "                       DSTGROUP (DSTGROUP/NAME), keeping its other members and\n"
+             "                       attributes; the image takes DSTGROUP's Zarr format, and\n"
+             "                       DSTGROUP's consolidated metadata, if any, is rewritten\n"
+             "                       to list it\n"
+             "  --into               write the levels 0 .. N-1 straight into the existing\n"
+             "                       group DSTGROUP (an OME container beside its labels,\n"
+             "                       say), in place: its other members stay, its attributes\n"
+             "                       are kept and get the multiscales (SRC's attributes only\n"
+             "                       where DSTGROUP lacks the key); a level already there is\n"
+             "                       refused unless --overwrite; the levels take DSTGROUP's\n"
+             "                       Zarr format; consolidated metadata is rewritten\n"
+             "  --omero              write OME \"omero\" metadata too: per channel (index of\n"
+             "                       the channel axis; without one, one channel) a window of\n"
+             "                       its min, max and 0.1 and 99.9 percentiles, taken in the\n"
+             "                       read of SRC that writes level 0; only if no chunk fails\n"
+             "  --omero-percentiles LO,HI\n"
+             "                       --omero, the window from percentile LO to HI\n"
+             "  --smooth gaussian    smooth each level with a Gaussian before reducing it, so\n"
+             "                       the next does not alias: sigma sqrt((f^2-1)/(8 ln 2)) per\n"
+             "                       factor f, boundary nearest; the levels are then sampled\n"
+             "                       (--method stride) unless --method is given (default none)\n",
+    .options = ARRAY_OPTS_HELP RUN_OPTS_HELP "  --help               print this help\n",
     .run = run_pyramid,
 };
 
@@ -100,6 +103,7 @@ struct pyramid_args {
     bool omero;                      /* --omero or --omero-percentiles */
     uint32_t n_omero;                /* entries in omero_percentiles: 0 (defaults) or 2 */
     double omero_percentiles[SL_MAX_RANK]; /* --omero-percentiles LO,HI */
+    bool smooth;                           /* --smooth gaussian */
 };
 
 static bool
@@ -153,9 +157,9 @@ pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
         a->omero |= argv[*i][2] == 'o';
         return 1;
     }
-    static const char *const names[] = {"--levels",      "--name",   "--axes",
-                                        "--axis-types",  "--units",  "--scale",
-                                        "--translation", "--member", "--omero-percentiles"};
+    static const char *const names[] = {
+        "--levels", "--name",        "--axes",   "--axis-types",        "--units",
+        "--scale",  "--translation", "--member", "--omero-percentiles", "--smooth"};
     const size_t n_names = sizeof(names) / sizeof(names[0]);
     size_t which = 0;
     while (which < n_names && strcmp(argv[*i], names[which]) != 0)
@@ -197,6 +201,10 @@ pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
         ok = v[0] != '\0' && strchr(v, '/') == NULL && strcmp(v, ".") != 0 &&
              strcmp(v, "..") != 0 && strlen(v) < 256;
         break;
+    case 9:
+        a->smooth = strcmp(v, "gaussian") == 0;
+        ok = a->smooth || strcmp(v, "none") == 0;
+        break;
     default:
         a->omero = true;
         ok = parse_doubles(v, a->omero_percentiles, &a->n_omero) && a->n_omero == 2 &&
@@ -209,6 +217,7 @@ pyramid_parse(struct pyramid_args *a, int argc, char **argv, int *i)
                                which == 0   ? "a level count from 1 to 64"
                                : which == 7 ? "a member name (one path component, not . or ..)"
                                : which == 8 ? "two percentiles LO,HI with 0 <= LO < HI <= 100"
+                               : which == 9 ? "a smoothing: none or gaussian"
                                : which <= 1 ? "a name"
                                : which <= 4 ? "a comma-separated list of at most 16 words"
                                             : "a comma-separated list of finite numbers");
@@ -314,6 +323,10 @@ pyramid_opts_make(const struct pyramid_args *a, const struct downsample_opts *ds
     o->omero = a->omero;
     if (a->n_omero == 2)
         memcpy(o->omero_percentiles, a->omero_percentiles, sizeof(o->omero_percentiles));
+    /* A smoothed level is sampled (stride) unless --method says otherwise. */
+    o->smooth = a->smooth ? SL_PYRAMID_SMOOTH_GAUSSIAN : SL_PYRAMID_SMOOTH_NONE;
+    if (a->smooth)
+        o->method = SL_DOWNSAMPLE_STRIDE;
     struct sl_error err = SL_ERROR_INIT;
     if (dso->method != NULL &&
         sl_downsample_method_from_name(dso->method, &o->method, &err) != SL_OK)

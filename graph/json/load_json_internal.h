@@ -29,6 +29,7 @@
 #include <sluice/graph.h>
 #include <sluice/graph_json.h>
 #include <sluice/ops.h>
+#include <sluice/pyramid.h>
 #include <sluice/reduce.h>
 
 #include "load_json_fields_internal.h"
@@ -151,6 +152,7 @@ struct sl__jpyramid {
     uint32_t n_factors;                 /* "factors" entries */
     uint64_t factors[SL_MAX_RANK];      /* downsampling factor between levels */
     sl_downsample_method method;        /* "method" */
+    sl_pyramid_smooth smooth;           /* "smooth": "none" or "gaussian" */
     bool overwrite;                     /* "overwrite" */
     bool in_place;                      /* "overwrite": "in-place" */
     struct sl__jcreate create;          /* "create": format, chunks, shards, codec, fill_value */

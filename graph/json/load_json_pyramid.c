@@ -203,6 +203,17 @@ pyramid_parse_fields(sl_graph_json *doc, struct sl__jnode *n)
                       "dimension");
     else
         (void)sl__jget_dims(d, v, at, 1, p->factors, &p->n_factors);
+    const char *smooth = NULL;
+    sl__jptr_key(at, n->ptr, "smooth");
+    if ((v = json_object_get(n->obj, "smooth")) != NULL && sl__jget_string(d, v, at, &smooth)) {
+        if (strcmp(smooth, "gaussian") == 0)
+            p->smooth = SL_PYRAMID_SMOOTH_GAUSSIAN;
+        else if (strcmp(smooth, "none") != 0)
+            sl__jdiag_add(d, SL_EINVAL, at, "unknown smoothing \"%.40s\" (none, gaussian)", smooth);
+    }
+    /* A smoothed level is sampled (stride) unless a method is given. */
+    if (p->smooth == SL_PYRAMID_SMOOTH_GAUSSIAN)
+        p->method = SL_DOWNSAMPLE_STRIDE;
     const char *method = NULL;
     sl__jptr_key(at, n->ptr, "method");
     struct sl_error err = SL_ERROR_INIT;
@@ -272,6 +283,7 @@ pyramid_opts(sl_graph_json *doc, struct sl__jnode *n, sl_dtype dtype, uint32_t r
     *o = SL_PYRAMID_OPTS_DEFAULT;
     o->n_levels = (uint32_t)p->n_levels;
     o->method = p->method;
+    o->smooth = p->smooth;
     o->name = p->name;
     for (uint32_t d = 0; d < rank; d++) {
         o->factor[d] = p->n_factors > 0 ? p->factors[d] : 1;

@@ -45,10 +45,23 @@ struct sl_pyramid_axis {
 };
 
 /* What to build. */
+/* How a level is smoothed before it is reduced to the next. */
+typedef enum sl_pyramid_smooth {
+    SL_PYRAMID_SMOOTH_NONE,    /* reduce level k as it is */
+    SL_PYRAMID_SMOOTH_GAUSSIAN /* a Gaussian first, so the next level does not alias: per
+                                  dimension of factor f, sigma = sqrt((f^2 - 1) / (8 ln 2))
+                                  pixels (0 for f = 1: the axis is left alone), truncate 4,
+                                  boundary "nearest" (ngff-zarr's choice, after ITK); the
+                                  Gaussian and the reduction run in one pass over level k */
+} sl_pyramid_smooth;
+
 struct sl_pyramid_opts {
     uint32_t n_levels;            /* levels "0" .. n_levels - 1, >= 1 */
     uint64_t factor[SL_MAX_RANK]; /* per dimension, from one level to the next, >= 1 */
     sl_downsample_method method;  /* how a block of level k becomes a pixel of level k + 1 */
+    sl_pyramid_smooth smooth;     /* smoothing before each reduction; with a Gaussian, method
+                                     stride samples the smoothed level as ngff-zarr and
+                                     scikit-image's pyramid_reduce do */
     /* How each level is stored: zarr_format (3: OME-Zarr 0.5, 2: 0.4),
      * chunk_shape (all zero: the input's chunk shape), shard_shape (all zero:
      * unsharded), codec, checksum, endian, order_f, index_at_start,
