@@ -19,6 +19,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "json_out.h"
 #include "runner.h"
 
 static int run_info(int argc, char **argv);
@@ -417,25 +418,6 @@ text_group(const struct node *g, const struct members *ms, bool tree, const char
 }
 
 /* ---- JSON ------------------------------------------------------------------------------ */
-
-static void
-json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p == '\n')
-            printf("\\n");
-        else if (*p == '\t')
-            printf("\\t");
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
 
 static void
 json_dims(const char *key, uint32_t rank, const uint64_t *v)
