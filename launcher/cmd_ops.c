@@ -98,25 +98,25 @@ print_json(void)
         const struct sl_op_desc *d = sl_op_at(i);
         const char *lib = sl_plugin_op_library(d);
         printf("%s{\"name\":", i ? "," : "");
-        json_string(d->name);
+        json_out_string(d->name);
         printf(",\"kind\":\"%s\",\"origin\":\"%s\",\"library\":", kind_name(d->kind),
                sl_op_is_builtin(d) ? "builtin"
                : lib != NULL       ? "plugin"
                                    : "program");
         if (lib != NULL)
-            json_string(lib);
+            json_out_string(lib);
         else
             printf("null");
         printf(",\"summary\":");
-        json_string(d->summary);
+        json_out_string(d->summary);
         printf(",\"params\":[");
         for (uint32_t k = 0; k < d->n_params; k++) {
             const struct sl_op_param *p = &d->params[k];
             printf("%s{\"name\":", k ? "," : "");
-            json_string(p->name);
+            json_out_string(p->name);
             printf(",\"type\":\"%s\",\"required\":%s,\"doc\":", type_name(p->type),
                    p->required ? "true" : "false");
-            json_string(p->doc);
+            json_out_string(p->doc);
             printf("}");
         }
         printf("]}");

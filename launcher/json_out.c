@@ -7,7 +7,7 @@
 #include "json_out.h"
 
 void
-json_string(const char *s)
+json_out_string(const char *s)
 {
     putchar('"');
     for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {

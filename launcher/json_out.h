@@ -7,6 +7,6 @@
 #define SL_LAUNCHER_JSON_OUT_H
 
 /* Print `s` as a JSON string, quotes and escapes included. */
-void json_string(const char *s);
+void json_out_string(const char *s);
 
 #endif /* SL_LAUNCHER_JSON_OUT_H */
