@@ -176,8 +176,8 @@ struct sl_graph_json_errors {
  * exists and overwriting is not allowed, or objects that are no Zarr node
  * lie under an s3:// output), SL_EACCES (a path that leaves the base
  * directory, an http(s) output, "plugins" without opts->allow_plugins),
- * a plugin's load error (sl_plugin_load, at /plugins/i), SL_EUNSUPPORTED (a format version or node this
- * build lacks), SL_ENOMEM, or the io error of opening or creating an
+ * a plugin's load error (sl_plugin_load, at /plugins/i), SL_EUNSUPPORTED
+ * (a format version or node this build lacks), SL_ENOMEM, or the io error of opening or creating an
  * array (SL_EPARSE for its metadata, SL_EIO, ...), at the array's "path".
  * Nothing is created on disk or S3 unless the whole file is valid.
  * The graph returned is sealed and takes no more nodes: a program's own
