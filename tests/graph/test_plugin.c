@@ -357,3 +357,80 @@ Test(graph_plugin, graph_files_report_a_refused_plugin_at_its_entry)
     cr_assert_eq(e.code, SL_EINVAL);
     cr_assert_str_eq(e.path, "/plugins");
 }
+
+/* ---- the example plugin ------------------------------------------------------ */
+
+/* Apply the example's invert to `n` elements of `dt` at `in` into `out`. */
+static void
+invert_values(sl_dtype dt, const void *in, void *out, uint64_t n)
+{
+    const struct sl_op_desc *d = op_named("invert");
+    struct sl_op_args args;
+    memset(&args, 0, sizeof args);
+    struct sl_op op;
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_op_bind(&op, d, &args, dt, 1, &err), SL_OK, "%s", err.text);
+    struct sl_view vi, vo;
+    cr_assert_eq(sl_view_init(&vi, dt, 1, &n, (void *)in, NULL), SL_OK);
+    cr_assert_eq(sl_view_init(&vo, dt, 1, &n, out, NULL), SL_OK);
+    cr_assert_eq(sl_op_apply(&op, &vi, &vo, NULL, 0, &err), SL_OK, "%s", err.text);
+}
+
+Test(graph_plugin, the_example_invert_by_dtype)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_plugin_load(SL_TEST_EXAMPLE_PLUGIN, &err), SL_OK, "%s", err.text);
+    const uint8_t u8[3] = {0, 7, 255}, b[2] = {0, 1};
+    uint8_t u8o[3], bo[2];
+    invert_values(SL_DTYPE_U8, u8, u8o, 3);
+    cr_assert(u8o[0] == 255 && u8o[1] == 248 && u8o[2] == 0);
+    invert_values(SL_DTYPE_BOOL, b, bo, 2);
+    cr_assert(bo[0] == 1 && bo[1] == 0);
+    const uint64_t u64[2] = {0, UINT64_MAX - 3};
+    uint64_t u64o[2];
+    invert_values(SL_DTYPE_U64, u64, u64o, 2);
+    cr_assert(u64o[0] == UINT64_MAX && u64o[1] == 3);
+    const int8_t i8[3] = {5, -128, 127};
+    int8_t i8o[3];
+    invert_values(SL_DTYPE_I8, i8, i8o, 3);
+    cr_assert(i8o[0] == -5 && i8o[1] == -128 && i8o[2] == -127, "signed ints wrap as numpy's");
+    const int64_t i64[2] = {INT64_MIN, 42};
+    int64_t i64o[2];
+    invert_values(SL_DTYPE_I64, i64, i64o, 2);
+    cr_assert(i64o[0] == INT64_MIN && i64o[1] == -42);
+    const float f32[2] = {1.5f, -0.0f};
+    float f32o[2];
+    invert_values(SL_DTYPE_F32, f32, f32o, 2);
+    cr_assert(f32o[0] == -1.5f && f32o[1] == 0.0f && !signbit(f32o[1]));
+    /* float16 is refused when bound. */
+    struct sl_op_args args;
+    memset(&args, 0, sizeof args);
+    struct sl_op op;
+    cr_assert_eq(sl_op_bind(&op, op_named("invert"), &args, SL_DTYPE_F16, 1, &err),
+                 SL_EUNSUPPORTED);
+}
+
+Test(graph_plugin, the_example_invert_over_strided_views)
+{
+    struct sl_error err = SL_ERROR_INIT;
+    cr_assert_eq(sl_plugin_load(SL_TEST_EXAMPLE_PLUGIN, &err), SL_OK, "%s", err.text);
+    /* A 3 x 4 x 5 uint16 block read transposed (strides reversed) into a
+     * C-order output. */
+    uint16_t src[60], dst[60];
+    for (unsigned k = 0; k < 60; k++)
+        src[k] = (uint16_t)(k * 1000);
+    struct sl_view in = {
+        .dtype = SL_DTYPE_U16, .rank = 3, .shape = {5, 4, 3}, .stride = {1, 5, 20}, .data = src};
+    struct sl_view out;
+    cr_assert_eq(sl_view_init(&out, SL_DTYPE_U16, 3, in.shape, dst, NULL), SL_OK);
+    struct sl_op_args args;
+    memset(&args, 0, sizeof args);
+    struct sl_op op;
+    cr_assert_eq(sl_op_bind(&op, op_named("invert"), &args, SL_DTYPE_U16, 3, &err), SL_OK);
+    cr_assert_eq(sl_op_apply(&op, &in, &out, NULL, 0, &err), SL_OK, "%s", err.text);
+    for (unsigned a = 0; a < 5; a++)
+        for (unsigned b = 0; b < 4; b++)
+            for (unsigned c = 0; c < 3; c++)
+                cr_assert_eq(dst[(a * 4 + b) * 3 + c], 65535 - src[a + 5 * b + 20 * c],
+                             "(%u, %u, %u)", a, b, c);
+}
