@@ -32,6 +32,7 @@
 #include <sluice/ops.h>
 #include <sluice/parallel.h>
 #include <sluice/plan.h>
+#include <sluice/plugin.h>
 #include <sluice/pool.h>
 #include <sluice/pyramid.h>
 #include <sluice/reduce.h>

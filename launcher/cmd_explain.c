@@ -80,7 +80,7 @@ static int
 run_explain(int argc, char **argv)
 {
     const char *path = NULL, *dot = NULL;
-    bool allow_outside = false;
+    struct graph_file_perm perm = graph_file_perm_default();
     size_t memory = 0;
     struct run_opts ro = RUN_OPTS_DEFAULT;
     for (int i = 1; i < argc; i++) {
@@ -90,8 +90,8 @@ run_explain(int argc, char **argv)
             return 2;
         if (used == 1)
             continue;
-        if (strcmp(a, "--allow-outside") == 0) {
-            allow_outside = true;
+        if (graph_file_perm_parse(&perm, a)) {
+            continue;
         } else if (strcmp(a, "--dot") == 0 || strcmp(a, "--memory") == 0) {
             if (i + 1 >= argc)
                 return cmd_usage_error(&cmd_explain, "%s needs a value", a);
@@ -114,7 +114,7 @@ run_explain(int argc, char **argv)
     sl_graph_json *doc;
     /* The remote options open the arrays read (and look at S3 outputs);
      * --memory stays the budget planned for. */
-    int rc = graph_file_load(&cmd_explain, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc);
+    int rc = graph_file_load(&cmd_explain, path, SL_GRAPH_JSON_IN_MEMORY, &perm, &ro, &doc);
     if (rc != 0)
         return rc;
     rc = explain_doc(doc, memory, dot, path);

@@ -19,6 +19,7 @@
 #include <sluice.h>
 
 #include "commands.h"
+#include "json_out.h"
 #include "runner.h"
 
 static int run_info(int argc, char **argv);
@@ -419,25 +420,6 @@ text_group(const struct node *g, const struct members *ms, bool tree, const char
 /* ---- JSON ------------------------------------------------------------------------------ */
 
 static void
-json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\')
-            printf("\\%c", *p);
-        else if (*p == '\n')
-            printf("\\n");
-        else if (*p == '\t')
-            printf("\\t");
-        else if (*p < 0x20)
-            printf("\\u%04x", *p);
-        else
-            putchar(*p);
-    }
-    putchar('"');
-}
-
-static void
 json_dims(const char *key, uint32_t rank, const uint64_t *v)
 {
     printf(",\"%s\":[", key);
@@ -475,7 +457,7 @@ json_stored(const struct node *n)
     case STORED_UNLISTABLE:
     case STORED_FAILED:
         printf("{\"error\":");
-        json_string(n->stored_note);
+        json_out_string(n->stored_note);
         printf("}");
         break;
     }
@@ -486,7 +468,7 @@ static void
 json_node(const struct node *n)
 {
     printf("{\"path\":");
-    json_string(n->path);
+    json_out_string(n->path);
     printf(",\"node_type\":\"%s\",\"zarr_format\":%d",
            n->kind == SL_ZARR_GROUP   ? "group"
            : n->kind == SL_ZARR_ARRAY ? "array"
@@ -494,7 +476,7 @@ json_node(const struct node *n)
            n->zarr_format);
     if (n->problem != NULL) {
         printf(",\"error\":");
-        json_string(n->problem);
+        json_out_string(n->problem);
         printf("}");
         return;
     }
@@ -513,16 +495,16 @@ json_node(const struct node *n)
             printf(",\"shards\":null");
         sl_array_codecs_describe(a, text, sizeof(text));
         printf(",\"codecs\":");
-        json_string(text);
+        json_out_string(text);
         sl_array_fill_describe(a, text, sizeof(text));
         printf(",\"fill_value\":");
-        json_string(text);
+        json_out_string(text);
         printf(",\"dimension_names\":[");
         for (uint32_t d = 0; d < rank; d++) {
             const char *dn = sl_array_dimension_name(a, d);
             printf("%s", d ? "," : "");
             if (dn != NULL)
-                json_string(dn);
+                json_out_string(dn);
             else
                 printf("null");
         }
@@ -540,7 +522,7 @@ json_group(const struct node *g, const struct members *ms, const char *not_liste
     printf(",\"members\":");
     if (not_listed != NULL) {
         printf("null,\"members_error\":");
-        json_string(not_listed);
+        json_out_string(not_listed);
     } else {
         printf("[");
         for (size_t i = 0; i < ms->n; i++) {

@@ -107,14 +107,14 @@ may_defer_sync(const struct run_opts *ro)
  * @return 0 with `*doc`, or the exit status (the same on every rank).
  */
 static int
-load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journal,
+load_real(const char *path, const struct graph_file_perm *perm, struct run_opts *ro, char *journal,
           size_t journal_size, sl_graph_json **doc)
 {
     int rc = 0;
     *doc = NULL;
     journal[0] = '\0';
     if (dist_rank() == 0) {
-        rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, ro, doc);
+        rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, perm, ro, doc);
         /* The file's journal path, kept past the document that holds it. */
         if (rc == 0) {
             struct sl_graph_json_run file_run;
@@ -155,7 +155,7 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
             rc = no_sync_check(&cmd_run, ro, journal_path(ro, jbuf, sizeof(jbuf)));
         }
         if (rc == 0)
-            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, allow_outside, ro, doc);
+            rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_CREATE, perm, ro, doc);
         ro->resume_dirs = NULL;
         ro->n_resume_dirs = 0;
         free(dirs);
@@ -167,7 +167,7 @@ load_real(const char *path, bool allow_outside, struct run_opts *ro, char *journ
     if (dist_rank() != 0 && ro->journal == NULL && journal[0] != '\0')
         ro->journal = journal;
     if (rc == 0 && dist_rank() != 0)
-        rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_OPEN, allow_outside, ro, doc);
+        rc = graph_file_load(&cmd_run, path, SL_GRAPH_JSON_OPEN, perm, ro, doc);
     if (rc != 0) {
         sl_graph_json_destroy(*doc); /* removes what it began */
         *doc = NULL;
@@ -223,7 +223,8 @@ run_run(int argc, char **argv)
     struct run_opts ro = RUN_OPTS_DEFAULT;
     ro.progress = 1; /* a bar on a terminal, a plain line every few seconds otherwise */
     const char *path = NULL;
-    bool dry_run = false, allow_outside = false;
+    bool dry_run = false;
+    struct graph_file_perm perm = graph_file_perm_default();
     for (int i = 1; i < argc; i++) {
         int r = run_opts_parse(&cmd_run, &ro, argc, argv, &i);
         if (r == 2)
@@ -232,8 +233,8 @@ run_run(int argc, char **argv)
             continue;
         if (strcmp(argv[i], "--dry-run") == 0)
             dry_run = true;
-        else if (strcmp(argv[i], "--allow-outside") == 0)
-            allow_outside = true;
+        else if (graph_file_perm_parse(&perm, argv[i]))
+            continue;
         else if (argv[i][0] == '-' && argv[i][1] != '\0')
             return cmd_usage_error(&cmd_run, "unknown option %s", argv[i]);
         else if (path != NULL)
@@ -252,9 +253,8 @@ run_run(int argc, char **argv)
     if (run_files_check(&cmd_run, &early, nodes, 1) != 0)
         return 2;
     char journal[4096];
-    int rc =
-        dry_run ? graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, &ro, &doc)
-                : load_real(path, allow_outside, &ro, journal, sizeof(journal), &doc);
+    int rc = dry_run ? graph_file_load(&cmd_run, path, SL_GRAPH_JSON_IN_MEMORY, &perm, &ro, &doc)
+                     : load_real(path, &perm, &ro, journal, sizeof(journal), &doc);
     if (rc != 0)
         return rc;
     merge_run_opts(doc, &ro);

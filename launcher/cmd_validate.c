@@ -37,11 +37,11 @@ static int
 run_validate(int argc, char **argv)
 {
     const char *path = NULL;
-    bool allow_outside = false;
+    struct graph_file_perm perm = graph_file_perm_default();
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--allow-outside") == 0)
-            allow_outside = true;
-        else if (argv[i][0] == '-' && argv[i][1] != '\0')
+        if (graph_file_perm_parse(&perm, argv[i]))
+            continue;
+        if (argv[i][0] == '-' && argv[i][1] != '\0')
             return cmd_usage_error(&cmd_validate, "unknown option %s", argv[i]);
         else if (path != NULL)
             return cmd_usage_error(&cmd_validate, "more than one graph file (\"%s\")", argv[i]);
@@ -51,8 +51,7 @@ run_validate(int argc, char **argv)
     if (path == NULL)
         return cmd_usage_error(&cmd_validate, "GRAPH.json is missing");
     sl_graph_json *doc;
-    int rc =
-        graph_file_load(&cmd_validate, path, SL_GRAPH_JSON_IN_MEMORY, allow_outside, NULL, &doc);
+    int rc = graph_file_load(&cmd_validate, path, SL_GRAPH_JSON_IN_MEMORY, &perm, NULL, &doc);
     if (rc != 0)
         return rc;
     printf("%s: valid, %u nodes\n", path, sl_graph_node_count(sl_graph_json_graph(doc)));

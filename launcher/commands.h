@@ -30,6 +30,7 @@ extern const struct cmd cmd_pyramid;
 extern const struct cmd cmd_run;
 extern const struct cmd cmd_validate;
 extern const struct cmd cmd_explain;
+extern const struct cmd cmd_ops;
 
 /* Print "sluice NAME: PATH: " and the error record on stderr; return 2: a
  * failure before any chunk ran (opening, validating, creating, planning). */

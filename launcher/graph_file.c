@@ -5,18 +5,40 @@
  * JSON pointer, and what was expected and found.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "graph_file.h"
 
+struct graph_file_perm
+graph_file_perm_default(void)
+{
+    const char *env = getenv("SL_ALLOW_PLUGINS");
+    return (struct graph_file_perm){.allow_plugins = env != NULL && strcmp(env, "1") == 0};
+}
+
+bool
+graph_file_perm_parse(struct graph_file_perm *perm, const char *arg)
+{
+    if (strcmp(arg, "--allow-outside") == 0)
+        perm->allow_outside = true;
+    else if (strcmp(arg, "--allow-plugins") == 0)
+        perm->allow_plugins = true;
+    else
+        return false;
+    return true;
+}
+
 int
 graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
-                bool allow_outside, const struct run_opts *ro, sl_graph_json **out)
+                const struct graph_file_perm *perm, const struct run_opts *ro, sl_graph_json **out)
 {
     struct sl_error records[GRAPH_FILE_MAX_ERRORS];
     struct sl_graph_json_errors errors = {.errors = records, .capacity = GRAPH_FILE_MAX_ERRORS};
     struct sl_graph_json_opts opts = SL_GRAPH_JSON_OPTS_DEFAULT;
     opts.new_arrays = new_arrays;
-    opts.allow_outside = allow_outside;
+    opts.allow_outside = perm->allow_outside;
+    opts.allow_plugins = perm->allow_plugins;
     if (ro != NULL) {
         opts.io_concurrency = ro->io_concurrency;
         opts.io_attempts = ro->io_attempts;

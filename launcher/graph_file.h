@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Loading a JSON graph file for `run`, `validate` and `explain`: the
- * option they share (--allow-outside) and the report of every error the
- * loader found.
+ * options they share (--allow-outside, --allow-plugins) and the report of
+ * every error the loader found.
  */
 #ifndef SL_LAUNCHER_GRAPH_FILE_H
 #define SL_LAUNCHER_GRAPH_FILE_H
@@ -17,8 +17,22 @@
 /* Errors reported per file before validation stops. */
 #define GRAPH_FILE_MAX_ERRORS 20
 
-#define GRAPH_FILE_HELP \
-    "  --allow-outside      let array paths be absolute or leave the graph file's directory\n"
+#define GRAPH_FILE_HELP                                                                        \
+    "  --allow-outside      let array paths be absolute or leave the graph file's directory\n" \
+    "  --allow-plugins      load the shared libraries the file's \"plugins\" names, running\n" \
+    "                       their code (also SL_ALLOW_PLUGINS=1)\n"
+
+/* What a graph file may do beyond its directory's arrays. */
+struct graph_file_perm {
+    bool allow_outside; /* --allow-outside */
+    bool allow_plugins; /* --allow-plugins, or SL_ALLOW_PLUGINS=1 */
+};
+
+/* The permissions before any option: plugins as SL_ALLOW_PLUGINS says. */
+struct graph_file_perm graph_file_perm_default(void);
+
+/* Take `arg` when it is --allow-outside or --allow-plugins: true. */
+bool graph_file_perm_parse(struct graph_file_perm *perm, const char *arg);
 
 /*
  * Load the graph file at `path` (the arrays it creates made as `new_arrays`
@@ -27,6 +41,7 @@
  * read) with nothing to free.
  */
 int graph_file_load(const struct cmd *c, const char *path, sl_graph_json_arrays new_arrays,
-                    bool allow_outside, const struct run_opts *ro, sl_graph_json **out);
+                    const struct graph_file_perm *perm, const struct run_opts *ro,
+                    sl_graph_json **out);
 
 #endif /* SL_LAUNCHER_GRAPH_FILE_H */

@@ -47,6 +47,7 @@ static const struct cmd *const commands[] = {
     &cmd_run,
     &cmd_validate,
     &cmd_explain,
+    &cmd_ops,
 };
 /* clang-format on */
 

@@ -270,4 +270,9 @@ bool sl__ops_dtype_is_kernel(sl_dtype dt);
 /* EUNSUPPORTED naming `what` and dtype `dt` when it is not a kernel dtype. */
 sl_status sl__ops_check_kernel_dtype(const char *what, sl_dtype dt, struct sl_error *err);
 
+/* The built-in operations (registry.c), `*n` of them in name order;
+ * op_catalog.c adds those registered at run time. */
+struct sl_op_desc;
+const struct sl_op_desc *sl__op_builtins(uint32_t *n);
+
 #endif /* SL_OPS_INTERNAL_H */

@@ -3,9 +3,10 @@
  * The registry of built-in operations: one table row per operation names
  * it, says whether it is a map or a regrid, lists its parameters, and
  * points at the functions that bind it to an input dtype and apply it to a
- * block.  The graph layer looks operations up by name, fills their
- * arguments from JSON with the typed setters, binds them, and applies them
- * per chunk; nothing here knows JSON.
+ * block.  The graph layer looks operations up by name (op_catalog.c, which
+ * adds the operations registered at run time), fills their arguments from
+ * JSON with the typed setters, binds them, and applies them per chunk;
+ * nothing here knows JSON.
  *
  * DESIGN: binding does every check that does not depend on block shapes
  * (parameter values, dtypes, rank), with the same messages the kernels
@@ -234,46 +235,13 @@ _Static_assert(SL_ARRAY_LEN(threshold_params) <= SL_OP_MAX_PARAMS, "raise SL_OP_
 _Static_assert(SL_ARRAY_LEN(scale_params) <= SL_OP_MAX_PARAMS, "raise SL_OP_MAX_PARAMS");
 _Static_assert(SL_ARRAY_LEN(clip_params) <= SL_OP_MAX_PARAMS, "raise SL_OP_MAX_PARAMS");
 
-/* ---- lookup -------------------------------------------------------------- */
-
-uint32_t
-sl_op_count(void)
-{
-    return (uint32_t)SL_ARRAY_LEN(op_table);
-}
+/* ---- the table ------------------------------------------------------------ */
 
 const struct sl_op_desc *
-sl_op_at(uint32_t i)
+sl__op_builtins(uint32_t *n)
 {
-    return i < SL_ARRAY_LEN(op_table) ? &op_table[i] : NULL;
-}
-
-size_t
-sl_op_names(char *buf, size_t size)
-{
-    size_t len = 0;
-    if (size > 0)
-        buf[0] = '\0';
-    for (size_t i = 0; i < SL_ARRAY_LEN(op_table); i++)
-        sl__strbuf_append(buf, size, &len, "%s%s", i ? ", " : "", op_table[i].name);
-    return len;
-}
-
-sl_status
-sl_op_lookup(const char *name, const struct sl_op_desc **out, struct sl_error *err)
-{
-    if (out == NULL)
-        return sl_error_set(err, SL_EINVAL, NULL, "op lookup: NULL argument");
-    for (size_t i = 0; name != NULL && i < SL_ARRAY_LEN(op_table); i++) {
-        if (strcmp(op_table[i].name, name) == 0) {
-            *out = &op_table[i];
-            return SL_OK;
-        }
-    }
-    char known[256];
-    sl_op_names(known, sizeof known);
-    return sl_error_set(err, SL_ENOTFOUND, NULL, "unknown op \"%.40s\"; known: %s",
-                        name == NULL ? "(null)" : name, known);
+    *n = (uint32_t)SL_ARRAY_LEN(op_table);
+    return op_table;
 }
 
 int
@@ -435,6 +403,33 @@ sl_op_args_set_numbers(struct sl_op_args *args, const struct sl_op_desc *d, cons
 
 /* ---- bound operations -------------------------------------------------- */
 
+/* Check what a kind's bind must fill (see struct sl_op_desc), so an added
+ * op's mistake is refused when a graph is built, not met by the planner. */
+static sl_status
+bind_check_result(const struct sl_op *o, struct sl_error *err)
+{
+    const char *name = o->desc->name;
+    if (sl_dtype_size(o->out_dtype) == 0)
+        return sl_error_set(err, SL_EINVAL, NULL, "%s: bind left an invalid output dtype %d", name,
+                            (int)o->out_dtype);
+    if (o->desc->kind == SL_OP_KIND_REGRID) {
+        if (o->u.downsample.rank != o->rank)
+            return sl_error_set(err, SL_EINVAL, NULL,
+                                "%s: bind set u.downsample.rank %" PRIu32 " for rank %" PRIu32
+                                " (a regrid op gives one factor per dimension)",
+                                name, o->u.downsample.rank, o->rank);
+        for (uint32_t d = 0; d < o->rank; d++)
+            if (o->u.downsample.factor[d] == 0)
+                return sl_error_set(err, SL_EINVAL, NULL,
+                                    "%s: bind set factor %" PRIu32 " to 0 (factors are >= 1)", name,
+                                    d);
+    }
+    if (o->desc->kind == SL_OP_KIND_HALO && (unsigned)o->boundary >= SL_ARRAY_LEN(mode_names))
+        return sl_error_set(err, SL_EINVAL, NULL, "%s: bind left an unknown boundary mode %d", name,
+                            (int)o->boundary);
+    return SL_OK;
+}
+
 sl_status
 sl_op_bind(struct sl_op *op, const struct sl_op_desc *d, const struct sl_op_args *args,
            sl_dtype in_dtype, uint32_t rank, struct sl_error *err)
@@ -458,6 +453,7 @@ sl_op_bind(struct sl_op *op, const struct sl_op_desc *d, const struct sl_op_args
     o.rank = rank;
     o.args = *args;
     SL_TRY(d->bind(&o, args, in_dtype, rank, err));
+    SL_TRY(bind_check_result(&o, err));
     *op = o;
     return SL_OK;
 }
@@ -523,7 +519,8 @@ sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape, size_t *by
                                 "%s scratch: halo ops need the output block shape", op->desc->name);
         return op->desc->scratch_bytes(op, in_shape, bytes, err);
     }
-    if (op->desc->kind != SL_OP_KIND_REGRID) {
+    /* Only the built-in downsample's regrid takes scratch. */
+    if (op->desc->kind != SL_OP_KIND_REGRID || op->desc->bind != downsample_bind) {
         *bytes = 0;
         return SL_OK;
     }

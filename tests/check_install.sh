@@ -44,6 +44,13 @@ extra=""
 cc -std=c11 -Wall -Wextra -Werror $extra -o "$dest/prog" "$dest/prog.c" $flags
 libdir=$(pkg-config --variable=libdir sluice)
 LD_LIBRARY_PATH=$libdir "$dest/prog"
+# The example plugin, built out of tree as the README's "Writing a plugin"
+# shows, loads into the installed sluice.
+cc -std=c11 -Wall -Wextra -Werror $extra -shared -fPIC -o "$dest/libinvert.so" \
+    "$src/examples/plugins/invert.c" $(pkg-config --cflags sluice)
+exe=$(find "$dest" -name sluice -type f -perm -u+x | head -n 1)
+LD_LIBRARY_PATH=$libdir "$exe" ops --allow-plugins --plugin "$dest/libinvert.so" |
+    grep -q '^invert (map, plugin ' || { echo "the installed sluice did not load the plugin" >&2; exit 1; }
 # The library exports sl_ symbols only: sl__ internals stay hidden.
 so=$(find "$dest" -name 'libsluice.so.*' -type f | head -n 1)
 leaked=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^sl_[a-z]' | grep -v -E '^_' || true)

@@ -16,7 +16,7 @@ for h in alloc block checked common dtype error grid md5 parallel region sha256 
 for h in pool task topo; do owner[$h]=runtime; done
 for h in ops op_registry expr filter reduce stats; do owner[$h]=ops; done
 for h in fs remote store buf codec array array_io array_iter zarr txn batch ome; do owner[$h]=io; done
-for h in graph graph_json graph_node journal plan pyramid; do owner[$h]=graph; done
+for h in graph graph_json graph_node journal plan plugin pyramid; do owner[$h]=graph; done
 
 # Modules each module may use (itself included).
 declare -A allowed

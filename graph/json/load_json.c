@@ -184,7 +184,8 @@ text_check_depth(struct sl__jdiag *d, const char *text, size_t len, uint32_t max
 static bool
 doc_check_top(sl_graph_json *doc)
 {
-    static const char *const keys[] = {"sluice", "arrays", "nodes", "run", "comment", NULL};
+    static const char *const keys[] = {"sluice",  "arrays",  "nodes", "run",
+                                       "comment", "plugins", NULL};
     struct sl__jdiag *d = &doc->diag;
     if (!json_is_object(doc->root)) {
         sl__jdiag_add(d, SL_EINVAL, "", "expected a graph object {\"sluice\": %d, ...}, found %s",
@@ -225,6 +226,11 @@ doc_parse(sl_graph_json *doc)
     const json_t *run = json_object_get(doc->root, "run");
     if (run != NULL)
         run_parse(doc, run);
+    /* The nodes may name the plugins' operations: without them, the
+     * errors the nodes would give only repeat this one. */
+    const json_t *plugins = json_object_get(doc->root, "plugins");
+    if (plugins != NULL && !sl__jplugins_load(doc, plugins))
+        return;
     const json_t *arrays = json_object_get(doc->root, "arrays");
     if (arrays == NULL)
         sl__jdiag_add(d, SL_EINVAL, "/arrays",

@@ -281,6 +281,10 @@ struct sl_graph_json {
     char journal[4096];             /* "run"/"journal" resolved; run.journal points here */
 };
 
+/* The top-level "plugins": load each library, when opts.allow_plugins says
+ * so (load_json_plugins.c).  @return false after reporting. */
+bool sl__jplugins_load(sl_graph_json *doc, const json_t *plugins);
+
 /* The document pass over "arrays": fields, paths, "create" and "like"
  * (load_json_arrays.c). */
 void sl__jarrays_parse(sl_graph_json *doc, const json_t *arrays);

@@ -61,6 +61,9 @@ struct sl_graph_json_opts {
     sl_graph_json_arrays new_arrays;  /* see sl_graph_json_arrays */
     bool allow_outside;               /* accept absolute array paths and ".." components; false:
                                          every path must stay inside the base directory */
+    bool allow_plugins;               /* load the libraries the file's "plugins" names
+                                         (sl_plugin_load), running their code; false: a file
+                                         that names any is refused (SL_EACCES) */
     const char *base_dir;             /* where relative array paths start; NULL: the graph file's
                                          directory (load_file) or "." (load_string).  Copied. */
     size_t max_bytes;                 /* longest file accepted; 0: SL_GRAPH_JSON_MAX_BYTES */
@@ -122,6 +125,7 @@ struct sl_graph_json_opts {
 #define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
     ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
                                  .allow_outside = false,                \
+                                 .allow_plugins = false,                \
                                  .base_dir = NULL,                      \
                                  .max_bytes = 0,                        \
                                  .max_depth = 0,                        \
@@ -171,10 +175,14 @@ struct sl_graph_json_errors {
  * or an array that must exist, does not), SL_EEXIST (an array to create
  * exists and overwriting is not allowed, or objects that are no Zarr node
  * lie under an s3:// output), SL_EACCES (a path that leaves the base
- * directory, an http(s) output), SL_EUNSUPPORTED (a format version or node this
- * build lacks), SL_ENOMEM, or the io error of opening or creating an
+ * directory, an http(s) output, "plugins" without opts->allow_plugins),
+ * a plugin's load error (sl_plugin_load, at /plugins/i), SL_EUNSUPPORTED
+ * (a format version or node this build lacks), SL_ENOMEM, or the io error of opening or creating an
  * array (SL_EPARSE for its metadata, SL_EIO, ...), at the array's "path".
  * Nothing is created on disk or S3 unless the whole file is valid.
+ * The graph returned is sealed and takes no more nodes: a program's own
+ * operations enter a file's graph by name, added to the registry before
+ * the load (sl_op_register, sl_plugin_load) and named by the file's nodes.
  * Thread-safety: any thread; loads of different files are independent.
  */
 SL_API sl_graph_json *sl_graph_json_load_file(const char *path,

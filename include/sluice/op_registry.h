@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry of built-in operations: the kernels of <sluice/ops.h> named
- * for graph files ("downsample", "cast", "scale", "clip", "threshold"), with
- * their parameters, bound to an input dtype and rank as a plain value
- * (struct sl_op) that graph nodes hold, and applied to blocks.
+ * The registry of operations: the kernels of <sluice/ops.h> named for graph
+ * files ("downsample", "cast", "scale", "clip", "threshold"), with their
+ * parameters, bound to an input dtype and rank as a plain value (struct
+ * sl_op) that graph nodes hold, and applied to blocks.  Built-in operations
+ * are a static table; a program adds its own with sl_op_register, and
+ * plugins (<sluice/plugin.h>) add theirs with the same descriptor.
  */
 #ifndef SL_OP_REGISTRY_H
 #define SL_OP_REGISTRY_H
@@ -26,7 +28,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Registry of built-in operations                                          */
+/* Registry of operations                                                   */
 /* ------------------------------------------------------------------------ */
 
 /* How an operation maps input blocks to output blocks. */
@@ -59,6 +61,16 @@ struct sl_op_param {
 
 /* The most parameters any operation has. */
 #define SL_OP_MAX_PARAMS 8
+
+/* The longest operation or parameter name, in bytes. */
+#define SL_OP_NAME_MAX 32
+
+/* The most operations sl_op_register adds to a process's registry. */
+#define SL_OP_MAX_ADDED 256
+
+/* Bytes of struct sl_op's `u.state`, where an added operation's bind keeps
+ * what it computes from the parameters. */
+#define SL_OP_STATE_BYTES 256
 
 /* A parameter's value; the field that `type` names is the one that counts. */
 struct sl_op_value {
@@ -120,13 +132,38 @@ struct sl_op {
         struct sl_op_clip clip;                 /* "clip" */
         struct sl_op_threshold threshold;       /* "threshold" */
         struct sl_filter_params filter;         /* the neighbourhood filters */
+        /* Operations added with sl_op_register (plugins): their own
+         * struct of at most SL_OP_STATE_BYTES, copied with the op (so
+         * plain values, no pointers to free), cast from `state`. */
+        uint64_t state[SL_OP_STATE_BYTES / sizeof(uint64_t)];
     } u;
 };
 
-/* A built-in operation: one row of the registry table. */
+/*
+ * An operation: one row of the registry.  Built-in rows are static; added
+ * ones (sl_op_register, plugins) are copied into the registry, and what
+ * they point to (names, summary, params, functions) is retained: it must
+ * stay valid for the rest of the process.
+ *
+ * What each kind's bind must fill besides `op->out_dtype` (sl_op_bind
+ * checks it):
+ * - SL_OP_KIND_MAP: nothing; `apply` gets blocks of equal shape.
+ * - SL_OP_KIND_REGRID: `op->u.downsample.rank` (= rank) and `.factor[d]`
+ *   (>= 1): each output element is computed from its block of factor[d]
+ *   input elements (clipped at the end) and from nothing else, so the
+ *   executor may apply the op to each input chunk's part of an output
+ *   block in turn; `apply` gets an input block and the output block of
+ *   ceil(in / factor) elements.  Added regrid ops get no scratch.
+ * - SL_OP_KIND_HALO: `op->halo_lo`, `op->halo_hi` and `op->boundary`;
+ *   `apply_at` does the work (`apply` may be NULL), with `scratch_bytes`
+ *   (may be NULL) sizing its scratch.
+ * Kernels report failures through `err` (sl_error_set); in a graph run that
+ * fails the chunk with SL_EFUNC and the kernel's message.
+ */
 struct sl_op_desc {
-    const char *name;                 /* "downsample", "cast", ... */
-    sl_op_kind kind;                  /* map or regrid */
+    const char *name;                 /* "downsample", "cast", ...: 1 to SL_OP_NAME_MAX
+                                         letters, digits and '_', a letter first */
+    sl_op_kind kind;                  /* map, regrid or halo */
     const char *summary;              /* one line for listings */
     uint32_t n_params;                /* entries in `params`, <= SL_OP_MAX_PARAMS */
     const struct sl_op_param *params; /* the parameters, in a fixed order */
@@ -138,38 +175,78 @@ struct sl_op_desc {
      * the views against the op). */
     sl_status (*apply)(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
                        void *scratch, size_t scratch_bytes, struct sl_error *err);
+    /* SL_OP_KIND_HALO: scratch bytes apply_at needs for output blocks no
+     * larger than `out_shape` (NULL: none). */
+    sl_status (*scratch_bytes)(const struct sl_op *op, const uint64_t *out_shape, size_t *bytes,
+                               struct sl_error *err);
     /* SL_OP_KIND_HALO (NULL for other kinds): compute `out`, the part of the
      * result for an input array of `shape` that starts at `out_start`, from
      * `in`, the part of the input that starts at `in_start` and holds
      * sl_op_input_region's region (sl_op_apply_at calls this after checking
      * the views). */
-    /* SL_OP_KIND_HALO: scratch bytes apply_at needs for output blocks no
-     * larger than `out_shape` (NULL: none). */
-    sl_status (*scratch_bytes)(const struct sl_op *op, const uint64_t *out_shape, size_t *bytes,
-                               struct sl_error *err);
     sl_status (*apply_at)(const struct sl_op *op, const uint64_t *shape, const struct sl_view *in,
                           const uint64_t *in_start, const struct sl_view *out,
                           const uint64_t *out_start, void *scratch, size_t scratch_bytes,
                           struct sl_error *err);
 };
 
-/** Number of built-in operations.  Thread-safety: any thread. */
+/**
+ * Number of operations: the built-in ones and those added so far.
+ * Thread-safety: any thread.
+ */
 SL_API uint32_t sl_op_count(void);
 
 /**
- * The `i`-th operation in name order; NULL when `i` >= sl_op_count().
+ * The `i`-th operation: the built-in ones in name order, then the added
+ * ones in the order they were added; NULL when `i` >= sl_op_count().
  * Thread-safety: any thread.
  */
 SL_API const struct sl_op_desc *sl_op_at(uint32_t i);
 
 /**
- * Look up an operation by name.
+ * True when `d` is one of the built-in operations (not added).
+ * Thread-safety: any thread.
+ */
+SL_API bool sl_op_is_builtin(const struct sl_op_desc *d);
+
+/**
+ * Look up an operation, built-in or added, by name.
  * @return SL_OK, or SL_ENOTFOUND with `unknown op "dwnsample"; known:
  * cast, clip, downsample, scale, threshold`.
- * Thread-safety: any thread.
+ * Thread-safety: any thread, also while another thread adds operations.
  */
 SL_API SL_NODISCARD sl_status sl_op_lookup(const char *name, const struct sl_op_desc **out,
                                            struct sl_error *err);
+
+/**
+ * Check descriptor `d` as sl_op_register does, without adding it: a name of
+ * 1 to SL_OP_NAME_MAX letters, digits and '_' (a letter first) that is no
+ * other kind of graph file node ("get", "expr", ...); a known kind; a
+ * summary; at most SL_OP_MAX_PARAMS parameters, each with a known type, a
+ * doc and a name like an op's that is neither repeated nor a field every
+ * op node has ("op", "id", "input", "chunks", "comment"); `bind`; `apply`
+ * for map and regrid ops, `apply_at` for halo ops, and `scratch_bytes`
+ * only with them.
+ * @return SL_OK, or SL_EINVAL saying what is wrong (naming the op, and the
+ * parameter by index and name).
+ * Thread-safety: any thread.
+ */
+SL_API SL_NODISCARD sl_status sl_op_desc_check(const struct sl_op_desc *d, struct sl_error *err);
+
+/**
+ * Add operation `d` to the process's registry, so that sl_op_lookup, and
+ * so graph files and sl_graph_add_op, find it by name.  `*d` is copied;
+ * what it points to is retained for the rest of the process (static
+ * storage).  Operations are never removed.  Add them before loading the
+ * graphs that name them.
+ * @return SL_OK; SL_EINVAL (sl_op_desc_check's refusals); SL_EEXIST (a
+ * built-in or added operation has that name: "op \"cast\" exists: a
+ * built-in operation"); SL_EOVERFLOW (SL_OP_MAX_ADDED already added).  On
+ * failure the registry is unchanged.
+ * Thread-safety: any thread; concurrent calls are serialized, and lookups
+ * on other threads see an op only once it is complete.
+ */
+SL_API SL_NODISCARD sl_status sl_op_register(const struct sl_op_desc *d, struct sl_error *err);
 
 /**
  * Write the operation names, comma separated, into `buf`.

@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import zarr  # noqa: E402
 
 EXAMPLES = os.path.join(SOURCE, "examples", "graphs")
+BUILD = os.environ.get("SL_BUILD_ROOT", os.path.join(SOURCE, "build"))
 
 
 def workdir(tmp, name):
@@ -32,6 +33,8 @@ def workdir(tmp, name):
     for g in glob.glob(os.path.join(EXAMPLES, "*.json")):
         shutil.copy(g, d)
     subprocess.run([sys.executable, os.path.join(EXAMPLES, "make_raw.py"), d], check=True)
+    # plugin.json's library, the example plugin, beside it.
+    shutil.copy(os.path.join(BUILD, "examples", "libinvert.so"), d)
     # pyramid.json's input, small: a 5-D TCZYX sample from sluice itself.
     rc, _, err = run("generate", os.path.join(d, "tczyx.zarr"), "--shape", "2,1,32,96,160",
                      "--chunks", "1,1,32,64,64", "--no-progress")
@@ -141,6 +144,12 @@ def check_pyramid(d, raw):
         prev = got
 
 
+def check_plugin(d, raw):
+    got = read(d, "out/inverted.zarr")
+    expect(got.dtype == np.uint16 and np.array_equal(got, 65535 - raw),
+           "plugin: the example plugin's invert is 65535 - x for uint16")
+
+
 def check_copy_group(d, raw):
     group = os.path.join(d, "out", "image_v3.zarr")
     meta = json.load(open(os.path.join(group, "zarr.json")))
@@ -170,6 +179,7 @@ CHECKS = {
     "flatfield.json": check_flatfield,
     "mip.json": check_mip,
     "stats.json": check_stats,
+    "plugin.json": check_plugin,
 }
 
 
@@ -180,13 +190,15 @@ def check_examples(tmp):
     expect(len(names) >= 4, f"the examples are found: {names}")
     for name in names:
         graph = os.path.join(d, name)
-        rc, out, err = run("validate", graph)
+        # Graphs that load plugins need the permission.
+        allow = ["--allow-plugins"] if "plugins" in json.load(open(graph)) else []
+        rc, out, err = run("validate", *allow, graph)
         expect(rc == 0 and "valid" in out, f"{name} validates: {err}")
-        rc, out, err = run("run", "--dry-run", graph)
+        rc, out, err = run("run", "--dry-run", *allow, graph)
         expect(rc == 0 and ", 0 missing" in out, f"{name} dry-runs with nothing missing: {out}{err}")
         expect(not os.path.exists(os.path.join(d, "out")), f"{name}: a dry run creates nothing")
         report = os.path.join(d, "report.json")
-        rc, out, err = run("run", "--no-progress", "--report", report, graph)
+        rc, out, err = run("run", "--no-progress", *allow, "--report", report, graph)
         expect(rc == 0, f"{name} runs: {err}")
         summary = json.load(open(report))["summary"] if rc == 0 else {}
         expect(summary.get("ok") == summary.get("chunks") and summary.get("failed") == 0,
