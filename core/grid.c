@@ -217,6 +217,19 @@ sl_grid_chunk_start(const struct sl_grid *g, uint32_t dim, uint64_t i)
     return i * g->chunk[dim];
 }
 
+uint64_t
+sl_grid_max_chunk(const struct sl_grid *g, uint32_t dim)
+{
+    if (g->bounds[dim] == NULL)
+        return g->chunk[dim] < g->shape[dim] ? g->chunk[dim] : g->shape[dim];
+    uint64_t best = 0;
+    for (uint64_t k = 0; k < g->n_chunks[dim]; k++) {
+        uint64_t e = g->bounds[dim][k + 1] - g->bounds[dim][k];
+        best = e > best ? e : best;
+    }
+    return best;
+}
+
 void
 sl_grid_chunk_region(const struct sl_grid *g, const uint64_t *coords, struct sl_region *out)
 {

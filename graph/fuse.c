@@ -170,20 +170,6 @@ fuse_decide(const sl_graph *g, struct sl__edge *e)
         e->reason = fuse_check_broadcast(g, c, e->input, e->detail, sizeof(e->detail));
 }
 
-/* Largest chunk extent along `dim`. */
-static uint64_t
-grid_max_extent(const struct sl_grid *grid, uint32_t dim)
-{
-    if (grid->bounds[dim] == NULL)
-        return grid->chunk[dim] < grid->shape[dim] ? grid->chunk[dim] : grid->shape[dim];
-    uint64_t best = 0;
-    for (uint64_t k = 0; k < grid->n_chunks[dim]; k++) {
-        uint64_t e = grid->bounds[dim][k + 1] - grid->bounds[dim][k];
-        best = e > best ? e : best;
-    }
-    return best;
-}
-
 /* Bytes of the largest chunk of node `n` (saturating). */
 static size_t
 node_chunk_bytes(const struct sl__node *n)
@@ -193,7 +179,7 @@ node_chunk_bytes(const struct sl__node *n)
         return sl_array_chunk_bytes(n->u.io.array);
     uint64_t shape[SL_MAX_RANK];
     for (uint32_t d = 0; d < n->grid.rank; d++)
-        shape[d] = grid_max_extent(&n->grid, d);
+        shape[d] = sl_grid_max_chunk(&n->grid, d);
     size_t bytes;
     if (sl_shape_bytes(n->grid.rank, shape, sl_dtype_size(n->dtype), &bytes, NULL) != SL_OK)
         return SIZE_MAX;

@@ -226,16 +226,8 @@ exec_workers(struct sl__exec *ex, struct sl_error *err)
         size_t bytes = 0;
         /* Halo ops size their scratch by the output block: the largest chunk. */
         uint64_t chunk[SL_MAX_RANK];
-        for (uint32_t d = 0; d < n->grid.rank; d++) {
-            chunk[d] = 0;
-            for (uint64_t k = 0; k < n->grid.n_chunks[d]; k++) {
-                uint64_t e =
-                    sl_grid_chunk_start(&n->grid, d, k + 1) - sl_grid_chunk_start(&n->grid, d, k);
-                chunk[d] = e > chunk[d] ? e : chunk[d];
-                if (n->grid.bounds[d] == NULL)
-                    break; /* regular: the first chunk is the largest */
-            }
-        }
+        for (uint32_t d = 0; d < n->grid.rank; d++)
+            chunk[d] = sl_grid_max_chunk(&n->grid, d);
         const bool halo = n->op.desc->kind == SL_OP_KIND_HALO;
         SL_TRY(sl_op_scratch_bytes(&n->op, halo ? chunk : NULL, &bytes, err));
         scratch = bytes > scratch ? bytes : scratch;

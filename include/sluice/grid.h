@@ -103,6 +103,13 @@ SL_API uint64_t sl_grid_chunk_at(const struct sl_grid *g, uint32_t dim, uint64_t
  */
 SL_API uint64_t sl_grid_chunk_start(const struct sl_grid *g, uint32_t dim, uint64_t i);
 
+/**
+ * Extent of the largest chunk in `dim` (clipped at the array edge; 0 for an
+ * empty dimension).
+ * Thread-safety: any thread.
+ */
+SL_API uint64_t sl_grid_max_chunk(const struct sl_grid *g, uint32_t dim);
+
 /** Region of the chunk at `coords`, clipped at the array edge.  Thread-safety: any thread. */
 SL_API void sl_grid_chunk_region(const struct sl_grid *g, const uint64_t *coords,
                                  struct sl_region *out);

@@ -26,6 +26,13 @@ Test(core_grid, regular_grid_clips_edge_chunks)
     cr_assert_eq(sl_grid_chunk_at(&g, 0, 9), 2);
     cr_assert_eq(sl_grid_chunk_at(&g, 0, 3), 0);
     cr_assert(sl_grid_is_regular(&g));
+    cr_assert_eq(sl_grid_max_chunk(&g, 0), 4);
+    cr_assert_eq(sl_grid_max_chunk(&g, 1), 7);
+    sl_grid_fini(&g);
+    /* A chunk larger than the array is clipped to it. */
+    cr_assert_eq(sl_grid_init_regular(&g, 1, (const uint64_t[]){3}, (const uint64_t[]){8}, NULL),
+                 SL_OK);
+    cr_assert_eq(sl_grid_max_chunk(&g, 0), 3);
     sl_grid_fini(&g);
 }
 
@@ -147,6 +154,8 @@ Test(core_grid, irregular_grid_lookup_and_regions)
     cr_assert_eq(r.stop[0], 4);
     cr_assert_eq(r.start[1], 10);
     cr_assert_eq(r.stop[1], 12);
+    cr_assert_eq(sl_grid_max_chunk(&g, 0), 6, "the largest of 3, 1 and 6");
+    cr_assert_eq(sl_grid_max_chunk(&g, 1), 5);
     sl_grid_fini(&g);
 }
 
