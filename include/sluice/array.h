@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/codec.h>
 #include <sluice/common.h>
@@ -43,7 +44,20 @@ struct sl_array_opts {
                                          (default: delete them instead) */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
-#define SL_ARRAY_OPTS_DEFAULT ((struct sl_array_opts){.write_fill_chunks = false, .alloc = NULL})
+/**
+ * SL_ARRAY_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_array_opts
+sl_array_opts_default(void)
+{
+    struct sl_array_opts o;
+    memset(&o, 0, sizeof o);
+
+    return o;
+}
+#define SL_ARRAY_OPTS_DEFAULT (sl_array_opts_default())
 
 /* What sl_array_create makes. */
 struct sl_array_spec {
@@ -68,12 +82,23 @@ struct sl_array_spec {
                                                  object under it is deleted first (not
                                                  atomic; sl_fs_replace_begin is) */
 };
-#define SL_ARRAY_SPEC_DEFAULT                               \
-    ((struct sl_array_spec){.zarr_format = 3,               \
-                            .rank = 0,                      \
-                            .dtype = SL_DTYPE_U8,           \
-                            .codec = SL_CODEC_SPEC_DEFAULT, \
-                            .endian = SL_ENDIAN_LITTLE})
+/**
+ * SL_ARRAY_SPEC_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_array_spec
+sl_array_spec_default(void)
+{
+    struct sl_array_spec o;
+    memset(&o, 0, sizeof o);
+    o.zarr_format = 3;
+    o.dtype = SL_DTYPE_U8;
+    o.codec = SL_CODEC_SPEC_DEFAULT;
+    o.endian = SL_ENDIAN_LITTLE;
+    return o;
+}
+#define SL_ARRAY_SPEC_DEFAULT (sl_array_spec_default())
 
 /**
  * Open the array at `path` in `store` ("" for the store's root): reads

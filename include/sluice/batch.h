@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/array.h>
 #include <sluice/codec.h>
@@ -62,13 +63,21 @@ struct sl_batch_opts {
                                          the bytes wanted (not below 1 MiB) */
     struct sl_batch_stats *stats;     /* optional output: filled when not NULL */
 };
-#define SL_BATCH_OPTS_DEFAULT                                         \
-    ((struct sl_batch_opts){.par = NULL,                              \
-                            .ctx = NULL,                              \
-                            .worker_ctxs = NULL,                      \
-                            .coalesce_gap_bytes = (uint64_t)1 << 20,  \
-                            .coalesce_max_bytes = (uint64_t)16 << 20, \
-                            .stats = NULL})
+/**
+ * SL_BATCH_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_batch_opts
+sl_batch_opts_default(void)
+{
+    struct sl_batch_opts o;
+    memset(&o, 0, sizeof o);
+    o.coalesce_gap_bytes = (uint64_t)1 << 20;
+    o.coalesce_max_bytes = (uint64_t)16 << 20;
+    return o;
+}
+#define SL_BATCH_OPTS_DEFAULT (sl_batch_opts_default())
 
 /**
  * Read `n` selections of `a`: selection i, `regions[i]` (array

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/common.h>
@@ -30,7 +31,20 @@ struct sl_buf {
     size_t capacity;           /* bytes allocated */
     struct sl_allocator alloc; /* where `data` comes from; zeroed: the default */
 };
-#define SL_BUF_INIT ((struct sl_buf){.data = NULL, .size = 0, .capacity = 0})
+/**
+ * SL_BUF_INIT's value (an empty record) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_buf
+sl_buf_init(void)
+{
+    struct sl_buf o;
+    memset(&o, 0, sizeof o);
+
+    return o;
+}
+#define SL_BUF_INIT (sl_buf_init())
 
 /**
  * Make room for at least `n` bytes, keeping the first `size` bytes.

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/common.h>
@@ -69,13 +70,23 @@ struct sl_codec_spec {
 };
 
 /* zstd level 1: fast, and what the benchmarks measure. */
-#define SL_CODEC_SPEC_DEFAULT                                 \
-    ((struct sl_codec_spec){.compressor = SL_COMPRESSOR_ZSTD, \
-                            .level = 1,                       \
-                            .checksum = false,                \
-                            .crc32c = false,                  \
-                            .blosc_cname = "lz4",             \
-                            .blosc_shuffle = SL_BLOSC_SHUFFLE})
+/**
+ * SL_CODEC_SPEC_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_codec_spec
+sl_codec_spec_default(void)
+{
+    struct sl_codec_spec o;
+    memset(&o, 0, sizeof o);
+    o.compressor = SL_COMPRESSOR_ZSTD;
+    o.level = 1;
+    memcpy(o.blosc_cname, "lz4", sizeof "lz4");
+    o.blosc_shuffle = SL_BLOSC_SHUFFLE;
+    return o;
+}
+#define SL_CODEC_SPEC_DEFAULT (sl_codec_spec_default())
 
 /**
  * Parse a codec chain as the launcher's `--codec` option spells it: a

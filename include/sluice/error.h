@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/common.h>
 #include <sluice/status.h>
@@ -38,7 +39,21 @@ struct sl_error {
     char path[128];            /* JSON pointer, e.g. "/nodes/3/kind" */
     char text[512];            /* message with the numbers, NUL-terminated */
 };
-#define SL_ERROR_INIT ((struct sl_error){.code = SL_OK, .line = -1, .column = -1})
+/**
+ * SL_ERROR_INIT's value (an empty record) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_error
+sl_error_init(void)
+{
+    struct sl_error o;
+    memset(&o, 0, sizeof o);
+    o.line = -1;
+    o.column = -1;
+    return o;
+}
+#define SL_ERROR_INIT (sl_error_init())
 
 /**
  * Forget any recorded error: make `err` an empty record, as

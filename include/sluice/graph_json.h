@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/common.h>
@@ -122,28 +123,20 @@ struct sl_graph_json_opts {
                                                 device had written.  For scratch outputs
                                                 (default false) */
 };
-#define SL_GRAPH_JSON_OPTS_DEFAULT                                      \
-    ((struct sl_graph_json_opts){.new_arrays = SL_GRAPH_JSON_IN_MEMORY, \
-                                 .allow_outside = false,                \
-                                 .allow_plugins = false,                \
-                                 .base_dir = NULL,                      \
-                                 .max_bytes = 0,                        \
-                                 .max_depth = 0,                        \
-                                 .io_concurrency = 0,                   \
-                                 .io_attempts = 0,                      \
-                                 .io_deadline_s = 0,                    \
-                                 .memory = 0,                           \
-                                 .missing_on_403 = false,               \
-                                 .endpoint = NULL,                      \
-                                 .region = NULL,                        \
-                                 .no_sign_request = false,              \
-                                 .local_only = false,                   \
-                                 .alloc = NULL,                         \
-                                 .resume = NULL,                        \
-                                 .n_resume = 0,                         \
-                                 .resuming = false,                     \
-                                 .defer_sync = false,                   \
-                                 .no_sync = false})
+/**
+ * SL_GRAPH_JSON_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_graph_json_opts
+sl_graph_json_opts_default(void)
+{
+    struct sl_graph_json_opts o;
+    memset(&o, 0, sizeof o);
+    o.new_arrays = SL_GRAPH_JSON_IN_MEMORY;
+    return o;
+}
+#define SL_GRAPH_JSON_OPTS_DEFAULT (sl_graph_json_opts_default())
 
 /*
  * Where the loader reports what is wrong with a file: the caller's array of

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/common.h>
 #include <sluice/error.h>
@@ -54,13 +55,20 @@ struct sl_journal_opts {
                                        itself.  Borrowed for the call */
     uint32_t n_resume_from;         /* how many; 0 with NULL */
 };
-#define SL_JOURNAL_OPTS_DEFAULT                       \
-    ((struct sl_journal_opts){.resume = false,        \
-                              .staging = NULL,        \
-                              .n_staging = 0,         \
-                              .sync_interval_s = 2.0, \
-                              .resume_from = NULL,    \
-                              .n_resume_from = 0})
+/**
+ * SL_JOURNAL_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_journal_opts
+sl_journal_opts_default(void)
+{
+    struct sl_journal_opts o;
+    memset(&o, 0, sizeof o);
+    o.sync_interval_s = 2.0;
+    return o;
+}
+#define SL_JOURNAL_OPTS_DEFAULT (sl_journal_opts_default())
 
 /* The most staging directories a journal names. */
 #define SL_JOURNAL_MAX_STAGING 64

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <sluice/common.h>
 #include <sluice/error.h>
@@ -92,21 +93,24 @@ struct sl_plan_opts {
                                    (0.05 s; at most 60) */
 };
 /* clang-format off */
-#define SL_PLAN_OPTS_DEFAULT                                                   \
-    ((struct sl_plan_opts){.memory_budget = 0,                                 \
-                           .policy = SL_POLICY_COLLECT,                        \
-                           .missing_is_error = false,                          \
-                           .max_errors = 10000,                                \
-                           .progress = NULL,                                   \
-                           .progress_ctx = NULL,                               \
-                           .progress_interval_s = 0.5,                         \
-                           .trace_path = NULL,                                 \
-                           .n_parts = 1,                                       \
-                           .part = 0,                                          \
-                           .phase_done = NULL,                                 \
-                           .phase_ctx = NULL,                          \
-                           .retries = 0,                               \
-                           .retry_backoff_s = 0.05})
+/**
+ * SL_PLAN_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_plan_opts
+sl_plan_opts_default(void)
+{
+    struct sl_plan_opts o;
+    memset(&o, 0, sizeof o);
+    o.policy = SL_POLICY_COLLECT;
+    o.max_errors = 10000;
+    o.progress_interval_s = 0.5;
+    o.n_parts = 1;
+    o.retry_backoff_s = 0.05;
+    return o;
+}
+#define SL_PLAN_OPTS_DEFAULT (sl_plan_opts_default())
 /* clang-format on */
 
 /* One failed chunk of a put, with its message. */

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/common.h>
@@ -69,15 +70,24 @@ struct sl_pool_opts {
 };
 
 /* clang-format off */
-#define SL_POOL_OPTS_DEFAULT                                         \
-    ((struct sl_pool_opts){.n_workers = 0,                           \
-                           .topology = NULL,                         \
-                           .pin = SL_PIN_COMPACT,                    \
-                           .deque_capacity = 256,                    \
-                           .inject_capacity = 4096,                  \
-                           .spin_rounds = 64,                        \
-                           .buf_cache_bytes = (size_t)64 << 20,      \
-                           .alloc = NULL})
+/**
+ * SL_POOL_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_pool_opts
+sl_pool_opts_default(void)
+{
+    struct sl_pool_opts o;
+    memset(&o, 0, sizeof o);
+    o.pin = SL_PIN_COMPACT;
+    o.deque_capacity = 256;
+    o.inject_capacity = 4096;
+    o.spin_rounds = 64;
+    o.buf_cache_bytes = (size_t)64 << 20;
+    return o;
+}
+#define SL_POOL_OPTS_DEFAULT (sl_pool_opts_default())
 /* clang-format on */
 
 /* Scheduling counters, summed over workers (see sl_pool_get_stats). */

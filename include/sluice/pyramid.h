@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/array.h>
 #include <sluice/common.h>
@@ -100,14 +101,24 @@ struct sl_pyramid_opts {
                                      and end; SL_PYRAMID_OPTS_DEFAULT sets 0.1 and 99.9 */
 };
 /* clang-format off */
-#define SL_PYRAMID_OPTS_DEFAULT                                          \
-    ((struct sl_pyramid_opts){.n_levels = 1,                             \
-                              .method = SL_DOWNSAMPLE_MEAN,              \
-                              .level = SL_ARRAY_SPEC_DEFAULT,            \
-                              .name = NULL,                              \
-                              .omero = false,                            \
-                              .omero_percentiles = {SL_PYRAMID_OMERO_START, \
-                                                    SL_PYRAMID_OMERO_END}})
+/**
+ * SL_PYRAMID_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_pyramid_opts
+sl_pyramid_opts_default(void)
+{
+    struct sl_pyramid_opts o;
+    memset(&o, 0, sizeof o);
+    o.n_levels = 1;
+    o.method = SL_DOWNSAMPLE_MEAN;
+    o.level = SL_ARRAY_SPEC_DEFAULT;
+    o.omero_percentiles[0] = SL_PYRAMID_OMERO_START;
+    o.omero_percentiles[1] = SL_PYRAMID_OMERO_END;
+    return o;
+}
+#define SL_PYRAMID_OPTS_DEFAULT (sl_pyramid_opts_default())
 /* clang-format on */
 
 /**

@@ -16,6 +16,7 @@
 #define SL_REMOTE_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/common.h>
@@ -42,18 +43,28 @@ struct sl_http_store_opts {
                                          waiting, at most (256 MiB; one fetch may pass it) */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
-#define SL_HTTP_STORE_OPTS_DEFAULT                                      \
-    ((struct sl_http_store_opts){.io_concurrency = 64,                  \
-                                 .max_attempts = 10,                    \
-                                 .backoff_first_s = 0.1,                \
-                                 .backoff_cap_s = 15,                   \
-                                 .request_deadline_s = 300,             \
-                                 .connect_timeout_s = 5,                \
-                                 .low_speed_bytes = 1024,               \
-                                 .low_speed_s = 30,                     \
-                                 .missing_on_403 = false,               \
-                                 .prefetch_bytes = (uint64_t)256 << 20, \
-                                 .alloc = NULL})
+/**
+ * SL_HTTP_STORE_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_http_store_opts
+sl_http_store_opts_default(void)
+{
+    struct sl_http_store_opts o;
+    memset(&o, 0, sizeof o);
+    o.io_concurrency = 64;
+    o.max_attempts = 10;
+    o.backoff_first_s = 0.1;
+    o.backoff_cap_s = 15;
+    o.request_deadline_s = 300;
+    o.connect_timeout_s = 5;
+    o.low_speed_bytes = 1024;
+    o.low_speed_s = 30;
+    o.prefetch_bytes = (uint64_t)256 << 20;
+    return o;
+}
+#define SL_HTTP_STORE_OPTS_DEFAULT (sl_http_store_opts_default())
 
 /**
  * Open a read-only store over `url` (http:// or https://; a trailing "/" is
@@ -131,15 +142,22 @@ struct sl_s3_store_opts {
                                       the second fails with SL_ECONFLICT instead of losing
                                       the first's update (AUTO) */
 };
-#define SL_S3_STORE_OPTS_DEFAULT                                      \
-    ((struct sl_s3_store_opts){.endpoint = NULL,                      \
-                               .region = NULL,                        \
-                               .profile = NULL,                       \
-                               .anonymous = false,                    \
-                               .read_only = false,                    \
-                               .multipart_bytes = (uint64_t)64 << 20, \
-                               .part_bytes = (uint64_t)16 << 20,      \
-                               .conditional = SL_S3_CONDITIONAL_AUTO})
+/**
+ * SL_S3_STORE_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_s3_store_opts
+sl_s3_store_opts_default(void)
+{
+    struct sl_s3_store_opts o;
+    memset(&o, 0, sizeof o);
+    o.multipart_bytes = (uint64_t)64 << 20;
+    o.part_bytes = (uint64_t)16 << 20;
+    o.conditional = SL_S3_CONDITIONAL_AUTO;
+    return o;
+}
+#define SL_S3_STORE_OPTS_DEFAULT (sl_s3_store_opts_default())
 
 /**
  * Open the S3 store `url` names ("s3://bucket" or "s3://bucket/prefix"):
@@ -171,10 +189,22 @@ struct sl_url_store_opts {
     struct sl_http_store_opts http; /* for http://, https:// and s3:// */
     struct sl_s3_store_opts s3;     /* for s3:// */
 };
-#define SL_URL_STORE_OPTS_DEFAULT                                   \
-    ((struct sl_url_store_opts){.fs = SL_FS_STORE_OPTS_DEFAULT,     \
-                                .http = SL_HTTP_STORE_OPTS_DEFAULT, \
-                                .s3 = SL_S3_STORE_OPTS_DEFAULT})
+/**
+ * SL_URL_STORE_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_url_store_opts
+sl_url_store_opts_default(void)
+{
+    struct sl_url_store_opts o;
+    memset(&o, 0, sizeof o);
+    o.fs = SL_FS_STORE_OPTS_DEFAULT;
+    o.http = SL_HTTP_STORE_OPTS_DEFAULT;
+    o.s3 = SL_S3_STORE_OPTS_DEFAULT;
+    return o;
+}
+#define SL_URL_STORE_OPTS_DEFAULT (sl_url_store_opts_default())
 
 /**
  * Whether `text` is a URL sluice opens remotely (http://, https:// or s3://).

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/common.h>
@@ -43,7 +44,20 @@ struct sl_stats_opts {
     size_t n_percentiles; /* 0 ... SL_STATS_MAX_PERCENTILES */
     double percentiles[SL_STATS_MAX_PERCENTILES]; /* each in [0, 100] */
 };
-#define SL_STATS_OPTS_DEFAULT ((struct sl_stats_opts){.bins = 0})
+/**
+ * SL_STATS_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_stats_opts
+sl_stats_opts_default(void)
+{
+    struct sl_stats_opts o;
+    memset(&o, 0, sizeof o);
+
+    return o;
+}
+#define SL_STATS_OPTS_DEFAULT (sl_stats_opts_default())
 
 /* An accumulator of one set of statistics over elements of one dtype. */
 typedef struct sl_stats sl_stats;

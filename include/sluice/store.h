@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/alloc.h>
 #include <sluice/buf.h>
@@ -149,15 +150,22 @@ struct sl_fs_store_opts {
                                          ahead of the reads; later hints wait their turn
                                          (default 32 MiB); 0: hints are ignored */
 };
-#define SL_FS_STORE_OPTS_DEFAULT                      \
-    ((struct sl_fs_store_opts){.durable = false,      \
-                               .create = true,        \
-                               .read_only = false,    \
-                               .direct_writes = true, \
-                               .io = NULL,            \
-                               .alloc = NULL,         \
-                               .defer_sync = false,   \
-                               .read_ahead_bytes = (uint64_t)32 << 20})
+/**
+ * SL_FS_STORE_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_fs_store_opts
+sl_fs_store_opts_default(void)
+{
+    struct sl_fs_store_opts o;
+    memset(&o, 0, sizeof o);
+    o.create = true;
+    o.direct_writes = true;
+    o.read_ahead_bytes = (uint64_t)32 << 20;
+    return o;
+}
+#define SL_FS_STORE_OPTS_DEFAULT (sl_fs_store_opts_default())
 
 /**
  * Open a filesystem store rooted at directory `root`.  Keys map to paths
@@ -192,8 +200,20 @@ struct sl_mem_store_opts {
     sl_mem_store_hook *hook;          /* NULL: none */
     void *hook_ctx;                   /* passed to `hook` */
 };
-#define SL_MEM_STORE_OPTS_DEFAULT \
-    ((struct sl_mem_store_opts){.alloc = NULL, .hook = NULL, .hook_ctx = NULL})
+/**
+ * SL_MEM_STORE_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_mem_store_opts
+sl_mem_store_opts_default(void)
+{
+    struct sl_mem_store_opts o;
+    memset(&o, 0, sizeof o);
+
+    return o;
+}
+#define SL_MEM_STORE_OPTS_DEFAULT (sl_mem_store_opts_default())
 
 /**
  * Create an empty store in memory.  @param opts NULL for the default.
@@ -418,14 +438,25 @@ struct sl_custom_store_opts {
     uint64_t prefetch_bytes;          /* bytes fetched ahead at most (256 MiB); 0: none */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
 };
-#define SL_CUSTOM_STORE_OPTS_DEFAULT                                      \
-    ((struct sl_custom_store_opts){.io_concurrency = 64,                  \
-                                   .max_attempts = 10,                    \
-                                   .backoff_first_s = 0.1,                \
-                                   .backoff_cap_s = 15,                   \
-                                   .request_deadline_s = 300,             \
-                                   .prefetch_bytes = (uint64_t)256 << 20, \
-                                   .alloc = NULL})
+/**
+ * SL_CUSTOM_STORE_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_custom_store_opts
+sl_custom_store_opts_default(void)
+{
+    struct sl_custom_store_opts o;
+    memset(&o, 0, sizeof o);
+    o.io_concurrency = 64;
+    o.max_attempts = 10;
+    o.backoff_first_s = 0.1;
+    o.backoff_cap_s = 15;
+    o.request_deadline_s = 300;
+    o.prefetch_bytes = (uint64_t)256 << 20;
+    return o;
+}
+#define SL_CUSTOM_STORE_OPTS_DEFAULT (sl_custom_store_opts_default())
 
 /**
  * Open a store whose objects the program reads (and optionally writes)

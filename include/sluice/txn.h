@@ -73,6 +73,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sluice/array.h>
 #include <sluice/codec.h>
@@ -141,17 +142,22 @@ struct sl_txn_opts {
  * (S3: 8 PUTs in flight); 0 where a set does not wait (the memory store),
  * where a thread more would only compete for the cores. */
 #define SL_TXN_WRITE_BEHIND_AUTO UINT_MAX
-#define SL_TXN_OPTS_DEFAULT                         \
-    ((struct sl_txn_opts){.flush_full = true,       \
-                          .clean_leftovers = true,  \
-                          .par = NULL,              \
-                          .on_unit = NULL,          \
-                          .on_unit_arg = NULL,      \
-                          .write_behind = 0,        \
-                          .reread = false,          \
-                          .encode_on_write = false, \
-                          .retries = 0,             \
-                          .retry_backoff_s = 0.05})
+/**
+ * SL_TXN_OPTS_DEFAULT's value (the defaults) as a function, for C and C++ alike: every
+ * field not named below is zero.
+ * Thread-safety: any thread.
+ */
+static inline struct sl_txn_opts
+sl_txn_opts_default(void)
+{
+    struct sl_txn_opts o;
+    memset(&o, 0, sizeof o);
+    o.flush_full = true;
+    o.clean_leftovers = true;
+    o.retry_backoff_s = 0.05;
+    return o;
+}
+#define SL_TXN_OPTS_DEFAULT (sl_txn_opts_default())
 
 /* What a transaction did so far. */
 struct sl_txn_stats {
