@@ -18,6 +18,9 @@
  * OUT receives the copy.  Exit status 0 when every chunk is copied, 1 when
  * some failed (each named), 2 for bad arguments.
  */
+/* pread and O_CLOEXEC are POSIX.1-2008, beyond C11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Install the build into a scratch DESTDIR, then build and run a program
-# that includes only <sluice.h> against the installed library, using only
-# what `pkg-config --cflags --libs sluice` says.
+# Install the build into a scratch DESTDIR, then, using only what
+# `pkg-config --cflags --libs sluice` says, build and run against the
+# installed library: a program that checks the version, the README's C
+# example, and every program of examples/ (those that need no server or
+# fixture are run).  Also checks that sluice.pc leaks no dependency's flags,
+# that the installed `sluice` finds its library by RUNPATH, and that the
+# example plugin loads.
 #
 #   tests/check_install.sh SOURCE_ROOT BUILD_ROOT
 set -eu
@@ -22,6 +26,15 @@ flags=$(pkg-config --cflags --libs sluice)
 echo "pkg-config --cflags --libs sluice: $flags"
 # The prefix pkg-config derives from the .pc location must be inside DESTDIR.
 case $flags in *"$dest"*) ;; *) echo "flags do not point into the install tree" >&2; exit 1 ;; esac
+# Only the include directory: no -D or -I of a dependency (no public header
+# includes one).
+cflags=$(pkg-config --cflags sluice)
+for f in $cflags; do
+    case $f in
+    -I"$dest"*) ;;
+    *) echo "pkg-config --cflags sluice leaks $f (all: $cflags)" >&2; exit 1 ;;
+    esac
+done
 
 cat >"$dest/prog.c" <<'C'
 #include <sluice.h>
@@ -44,11 +57,42 @@ extra=""
 cc -std=c11 -Wall -Wextra -Werror $extra -o "$dest/prog" "$dest/prog.c" $flags
 libdir=$(pkg-config --variable=libdir sluice)
 LD_LIBRARY_PATH=$libdir "$dest/prog"
+# The README's C example, as printed there.
+awk '/<!-- c-example -->/ {f = 1; next} f && /^```c$/ {p = 1; next} p && /^```$/ {exit} p' \
+    "$src/README.md" >"$dest/readme_example.c"
+[ -s "$dest/readme_example.c" ] || { echo "README.md has no C example after <!-- c-example -->" >&2; exit 1; }
+cc -std=c11 -Wall -Wextra -Werror $extra -o "$dest/readme_example" "$dest/readme_example.c" $flags
+LD_LIBRARY_PATH=$libdir "$dest/readme_example"
+# Every example, out of the tree; those that run alone are run small (the
+# others need a server or fixtures, and tests/examples runs them in-tree).
+for c in "$src"/examples/*.c; do
+    name=$(basename "$c" .c)
+    cc -std=c11 -Wall -Wextra -Werror $extra -o "$dest/$name" "$c" $flags -lm
+    case $name in
+    katdal_getter) LD_LIBRARY_PATH=$libdir "$dest/$name" 128 200 >/dev/null ;;
+    blockwise) LD_LIBRARY_PATH=$libdir "$dest/$name" 150 230 >/dev/null ;;
+    shard_txn) LD_LIBRARY_PATH=$libdir "$dest/$name" "$dest/shard-txn.zarr" >/dev/null ;;
+    *) continue ;;
+    esac
+    echo "example $name: built against the installed library, ran"
+done
 # The example plugin, built out of tree as the README's "Writing a plugin"
 # shows, loads into the installed sluice.
 cc -std=c11 -Wall -Wextra -Werror $extra -shared -fPIC -o "$dest/libinvert.so" \
     "$src/examples/plugins/invert.c" $(pkg-config --cflags sluice)
 exe=$(find "$dest" -name sluice -type f -perm -u+x | head -n 1)
+# The installed program finds libsluice where it was installed: RUNPATH is
+# the configured libdir (none under /usr, where the system path serves).
+prefix=$(meson introspect --buildoptions "$build" |
+    python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+runpath=$(readelf -d "$exe" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+if [ "$prefix" = /usr ]; then
+    [ -z "$runpath" ] || { echo "sluice under /usr has a RUNPATH: $runpath" >&2; exit 1; }
+else
+    [ "$runpath" = "${libdir#"$dest"}" ] ||
+        { echo "installed sluice's RUNPATH is '$runpath', not ${libdir#"$dest"}" >&2; exit 1; }
+    echo "installed sluice: RUNPATH $runpath"
+fi
 LD_LIBRARY_PATH=$libdir "$exe" ops --allow-plugins --plugin "$dest/libinvert.so" |
     grep -q '^invert (map, plugin ' || { echo "the installed sluice did not load the plugin" >&2; exit 1; }
 # The library exports sl_ symbols only: sl__ internals stay hidden.

@@ -58,8 +58,9 @@ for s in $stages; do
         ;;
     plain)
         stage "plain build, -Werror"
-        # The plain build also runs the MPI tests (1, 2 and 3 ranks).
-        build_and_test build-ci -- -Dwerror=true -Dbuildtype=debugoptimized -Dmpi=enabled
+        # The plain build also runs the MPI tests (1, 2 and 3 ranks) and
+        # builds the benchmarks, so they compile under -Werror.
+        build_and_test build-ci -- -Dwerror=true -Dbuildtype=debugoptimized -Dmpi=enabled -Dbench=true
         ;;
     asan)
         stage "ASan + UBSan build"
