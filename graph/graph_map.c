@@ -10,6 +10,7 @@
  * k is computed from input chunk k (same coordinates), whatever the factors.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sluice/checked.h>
@@ -144,6 +145,22 @@ sl__node_input_region(const sl_graph *g, const struct sl__node *node, uint32_t i
     }
 }
 
+/* "shape [..], chunk shape [..], [..] chunks" of `grid` (the largest chunk
+ * per dimension, "irregular" where the chunks differ). */
+static void
+grid_describe(const struct sl_grid *grid, char *buf, size_t size)
+{
+    char shape[64], chunk[64], count[64];
+    uint64_t largest[SL_MAX_RANK];
+    for (uint32_t d = 0; d < grid->rank; d++)
+        largest[d] = sl_grid_max_chunk(grid, d);
+    sl_shape_format(grid->rank, grid->shape, shape, sizeof(shape));
+    sl_shape_format(grid->rank, largest, chunk, sizeof(chunk));
+    sl_shape_format(grid->rank, grid->n_chunks, count, sizeof(count));
+    snprintf(buf, size, "shape %s, chunk shape %s%s, %s chunks", shape, chunk,
+             sl_grid_is_regular(grid) ? "" : " at most (irregular)", count);
+}
+
 /* Check that every input of a map shares the first input's chunk grid. */
 static sl_status
 map_check_inputs(const sl_graph *g, const char *name, size_t n, const uint32_t *inputs,
@@ -156,12 +173,12 @@ map_check_inputs(const sl_graph *g, const char *name, size_t n, const uint32_t *
         const struct sl__node *other = sl__graph_node(g, inputs[i]);
         if (sl_grid_equal(&first->grid, &other->grid))
             continue;
-        char a[96], b[96];
-        sl_shape_format(first->grid.rank, first->grid.n_chunks, a, sizeof(a));
-        sl_shape_format(other->grid.rank, other->grid.n_chunks, b, sizeof(b));
+        char a[160], b[160];
+        grid_describe(&first->grid, a, sizeof(a));
+        grid_describe(&other->grid, b, sizeof(b));
         return sl_error_set(err, SL_EINVAL, NULL,
-                            "node \"%s\": inputs \"%s\" (chunks %s) and \"%s\" (chunks %s) have "
-                            "different chunk grids; rechunk one of them",
+                            "node \"%s\": inputs \"%s\" (%s) and \"%s\" (%s) have different "
+                            "chunk grids; rechunk one of them",
                             name, first->name, a, other->name, b);
     }
     return SL_OK;

@@ -161,8 +161,10 @@ Test(graph_build, map_inputs_must_share_a_grid)
     const struct sl_map_desc md = {.fn = sl_test_map_noop, .out_dtype = SL_DTYPE_F64};
     struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_add_map(g, "m", 2, in, &md, NULL, &err), SL_EINVAL);
-    cr_assert_not_null(strstr(err.text, "\"a\" (chunks [10]) and \"b\" (chunks [5])"), "%s",
-                       err.text);
+    /* The numbers are the ones the words name: chunk shapes, then counts. */
+    cr_assert_not_null(strstr(err.text, "\"a\" (shape [100], chunk shape [10], [10] chunks) and "
+                                        "\"b\" (shape [100], chunk shape [20], [5] chunks)"),
+                       "%s", err.text);
     struct sl_error e2 = SL_ERROR_INIT;
     uint32_t bogus = 99;
     cr_assert_eq(sl_graph_add_map(g, "m", 1, &bogus, &md, NULL, &e2), SL_EINVAL);
