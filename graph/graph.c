@@ -244,6 +244,9 @@ sl_graph_add_getter(sl_graph *g, const char *name, const struct sl_getter_desc *
         return sl__node_fail(err, name, st);
     tmp.u.getter.fn = desc->fn;
     tmp.u.getter.ctx = desc->ctx;
+    memset(tmp.u.getter.fill, 0, sizeof tmp.u.getter.fill);
+    if (desc->fill_value != NULL)
+        memcpy(tmp.u.getter.fill, desc->fill_value, sl_dtype_size(desc->dtype));
     tmp.u.getter.array_name = sl_strdup(&g->alloc, desc->array_name);
     if (tmp.u.getter.array_name == NULL) {
         sl__node_fini(g, &tmp);

@@ -124,6 +124,7 @@ struct sl__node {
             char *array_name; /* owned */
             sl_getter_fn *fn;
             void *ctx;
+            unsigned char fill[16]; /* the fill value of absent chunks, one element */
         } getter;
         struct {
             uint32_t axis;                   /* concatenation axis */

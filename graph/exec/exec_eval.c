@@ -308,6 +308,18 @@ eval_getter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
     struct sl_error err;
     sl_error_clear(&err);
     sl_status st = n->u.getter.fn(n->u.getter.ctx, n->u.getter.array_name, r, &out->block, &err);
+    if (st == SL_EABSENT) {
+        /* As a get node's absent stored chunk: the fill value, or a failure. */
+        sl_error_clear(&err);
+        if (ev->ex->plan->opts.missing_is_error) {
+            char key[96];
+            coords_text(n, coords, key, sizeof(key));
+            st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of getter \"%s\" is absent",
+                              key, n->u.getter.array_name);
+        } else {
+            st = sl_view_fill(&out->block.view, n->u.getter.fill, &err);
+        }
+    }
     if (st == SL_OK)
         return SL_OK;
     out_release(ev->ex, out);

@@ -46,9 +46,13 @@ SL_API const char *sl_node_kind_name(sl_node_kind kind);
 /**
  * A getter: fill `out` with the stored chunk covering `region` of array
  * `array_name`.  `out` is C-order contiguous, with `out->region == *region`
- * and `out->chunk` its chunk coordinates.  Return SL_OK or a failure status
- * (recorded for the chunk; use `err` for the message).  Called concurrently
- * from several workers for different chunks.
+ * and `out->chunk` its chunk coordinates.  Return SL_OK; SL_EABSENT when
+ * the chunk does not exist (a lost dump, say), as a `get` node treats an
+ * absent stored chunk: the executor fills it with the getter's fill value,
+ * or, with sl_plan_opts.missing_is_error, fails it with SL_ENOTFOUND (the
+ * getter need not touch `out`); or a failure status (recorded for the
+ * chunk; use `err` for the message).  Called concurrently from several
+ * workers for different chunks.
  */
 typedef sl_status sl_getter_fn(void *ctx, const char *array_name, const struct sl_region *region,
                                struct sl_block *out, struct sl_error *err);
@@ -62,6 +66,8 @@ struct sl_getter_desc {
     const uint64_t *chunk_shape; /* stored chunk shape, `rank` entries */
     sl_getter_fn *fn;            /* the reader */
     void *ctx;                   /* borrowed; must outlive every run */
+    const void *fill_value;      /* one element (native order) for the chunks `fn` says are
+                                    absent (SL_EABSENT); copied; NULL: zero */
 };
 
 /* A select node: slices of the input, concatenated along `axis`. */

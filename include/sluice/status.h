@@ -40,7 +40,8 @@ extern "C" {
     X(ENETWORK,     "network transfer failed")                    \
     X(ETIMEDOUT,    "remote request timed out")                   \
     X(EHTTP,        "server answered with an error")             \
-    X(ECONFLICT,    "changed by another writer")
+    X(ECONFLICT,    "changed by another writer")                  \
+    X(EABSENT,      "chunk absent: the fill value stands for it")
 /* clang-format on */
 
 typedef enum sl_status {

@@ -176,6 +176,81 @@ Test(graph_io_nodes, missing_chunks_fill_or_fail_per_chunk)
     sl_pool_destroy(pool);
 }
 
+/* A getter of 2-D float32 chunks holding 0.5 * (C-order index) of a 20 x 20
+ * array, which says chunk (1, 0) is absent. */
+static sl_status
+getter_losing_a_chunk(void *ctx, const char *array_name, const struct sl_region *region,
+                      struct sl_block *out, struct sl_error *err)
+{
+    (void)ctx, (void)array_name, (void)err;
+    if (out->chunk.idx[0] == 1 && out->chunk.idx[1] == 0)
+        return SL_EABSENT;
+    float *p = out->view.data;
+    for (uint64_t i = region->start[0]; i < region->stop[0]; i++)
+        for (uint64_t j = region->start[1]; j < region->stop[1]; j++)
+            *p++ = 0.5f * (float)(i * 20 + j);
+    return SL_OK;
+}
+
+Test(graph_io_nodes, absent_getter_chunks_take_the_fill_value_or_fail)
+{
+    sl_pool *pool = sl_test_pool(2);
+    sl_store *s = mem_store();
+    const uint64_t shape[] = {20, 20}, chunk[] = {10, 10};
+    const float fill = -7.25f;
+    const struct sl_getter_desc gd = {.array_name = "dumps",
+                                      .dtype = SL_DTYPE_F32,
+                                      .rank = 2,
+                                      .shape = shape,
+                                      .chunk_shape = chunk,
+                                      .fn = getter_losing_a_chunk,
+                                      .fill_value = &fill};
+    for (int strict = 0; strict < 2; strict++) {
+        sl_array *dst = make_source(s, strict ? "strict" : "lenient", 3, shape, chunk, NULL);
+        sl_graph *g = sl_graph_create(NULL, NULL);
+        uint32_t get, put;
+        struct sl_error err = SL_ERROR_INIT;
+        cr_assert_eq(sl_graph_add_getter(g, "dumps", &gd, &get, &err), SL_OK, "%s", err.text);
+        cr_assert_eq(sl_graph_add_put(g, "dst", get, dst, &put, &err), SL_OK, "%s", err.text);
+        cr_assert_eq(sl_graph_seal(g, &err), SL_OK, "%s", err.text);
+        struct sl_plan_opts o = SL_PLAN_OPTS_DEFAULT;
+        o.missing_is_error = strict;
+        sl_plan *plan = sl_plan_create(g, &o, &err);
+        cr_assert_not_null(plan, "%s", err.text);
+        sl_status st = sl_plan_run(plan, pool, &err);
+        struct sl_put_status ps;
+        cr_assert_eq(sl_plan_put_status(plan, put, &ps, NULL), SL_OK);
+        float back[400];
+        struct sl_region all = sl_region_whole(2, shape);
+        struct sl_error e2 = SL_ERROR_INIT;
+        cr_assert_eq(sl_array_read_region(dst, &all, back, sizeof back, NULL, NULL, &e2), SL_OK,
+                     "%s", e2.text);
+        if (!strict) {
+            cr_assert_eq(st, SL_OK, "%s", err.text);
+            cr_assert_eq(ps.n_ok, 4);
+            for (size_t i = 0; i < 400; i++) {
+                bool lost = i / 20 >= 10 && i % 20 < 10;
+                cr_assert_eq(back[i], lost ? fill : 0.5f * (float)i, "element %zu", i);
+            }
+        } else {
+            cr_assert_eq(st, SL_ENOTFOUND, "%s", err.text);
+            cr_assert_not_null(strstr(err.text, "chunk (1, 0) of getter \"dumps\" is absent"), "%s",
+                               err.text);
+            cr_assert_eq(ps.codes[2], SL_ENOTFOUND);
+            cr_assert_eq(ps.n_ok, 3);
+            /* The failed chunk was not written: readers see the array's fill (0). */
+            cr_assert_eq(back[10 * 20], 0.0f);
+            cr_assert_eq(back[10 * 20 + 9], 0.0f);
+            cr_assert_eq(back[1], 0.5f, "the other chunks are written");
+        }
+        sl_plan_destroy(plan);
+        sl_graph_unref(g);
+        sl_array_unref(dst);
+    }
+    sl_store_unref(s);
+    sl_pool_destroy(pool);
+}
+
 Test(graph_io_nodes, corrupt_chunk_fails_alone_naming_the_key)
 {
     sl_pool *pool = sl_test_pool(2);
