@@ -367,6 +367,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
     s->n_retries = atomic_load_explicit(&ex->n_retries, memory_order_relaxed);
     if (ex->stores != NULL)
         exec_store_bytes(ex, s);
+    s->run_error = st;
     if (st != SL_OK) {
         /* The run itself failed (budget, memory): that is the first error. */
         if (s->first_error == SL_OK)

@@ -149,6 +149,11 @@ struct sl_run_summary {
     double journal_s;              /* time spent in the plan's journal, set by sl_journal_close:
                                       opening (reading the earlier one), records and syncs
                                       (every thread's summed) and closing; 0 without one */
+    sl_status run_error;           /* SL_OK, or why the run itself could not go on (SL_EBUDGET,
+                                      SL_ENOMEM for its own structures, a phase callback's or
+                                      the trace's failure): then chunks were left untried
+                                      (n_canceled) and sl_plan_run returned this code.  SL_OK
+                                      with first_error set: the run went on, chunks failed */
 };
 
 /* A put's per-chunk status array. */
@@ -214,6 +219,9 @@ SL_API void sl_plan_summary(const sl_plan *plan, struct sl_run_summary *out);
  * code, with its message in `err` (the status arrays and sl_plan_errors
  * hold every failure).  SL_EBUDGET when the budget cannot hold what must
  * be alive to go on; SL_ENOMEM when the run's own structures do not fit.
+ * A run that could not go on and one where chunks failed may return the
+ * same code (SL_ENOMEM, say): sl_plan_summary's `run_error` tells them
+ * apart (set only for the former).
  * A run whose every chunk succeeded then writes the OME "omero" metadata
  * of the pyramids that asked for it (sl_plan_pyramid_omero); when that
  * fails, its code and message.

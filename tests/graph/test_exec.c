@@ -455,6 +455,7 @@ Test(graph_exec, failed_intermediate_marks_dependents_upstream)
     sl_plan_summary(plan, &sum);
     cr_assert_eq(sum.n_upstream, 2);
     cr_assert_eq(sum.first_error, SL_ECORRUPT);
+    cr_assert_eq(sum.run_error, SL_OK, "chunks failed; the run itself went on");
     sl_plan_destroy(plan);
     sl_graph_unref(g);
     sl_pool_destroy(pool);

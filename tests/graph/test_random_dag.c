@@ -404,6 +404,7 @@ random_trial(sl_pool *pool, unsigned trial, unsigned *n_budget_stops)
                       sum.peak_bytes, o.memory_budget);
     if (st == SL_EBUDGET && o.memory_budget != 0) {
         cr_assert_not_null(strstr(err.text, "held by intermediate chunks"), "%s", err.text);
+        cr_assert_eq(sum.run_error, SL_EBUDGET, "trial %u: the run could not go on", trial);
         (*n_budget_stops)++;
         for (uint32_t k = 0; k < n_sinks; k++)
             for (uint64_t i = 0; i < dense_count(&sinks[k].got); i++)
