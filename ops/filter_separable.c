@@ -172,49 +172,29 @@ SL__FILT_CORR_(line_anti, -)
 #undef SL__FILT_CORR_
 #undef SL__FILT_CORR_BLOCK_
 
-/* MEAN: scipy's running sum, per column: the first `size` elements added
- * to 0.0 in order, then + (entering − leaving) each step, each result the
- * sum divided by the size.  A running sum that met inf or NaN stays NaN
- * after it leaves (scipy's does, down the rest of the line, whatever the
- * window holds then), so a column holding one is summed window by window
- * instead: the result then depends on the window alone, as it must for
- * blocks to agree. */
+/* MEAN: each result the sum of its own window, added to 0.0 in order, then
+ * divided by the size.  Not scipy's running sum (+ entering - leaving),
+ * whose rounding depends on where the line starts: a block that starts
+ * inside the array would round differently from the whole array, and
+ * chunks must agree with it bit for bit.  Integer inputs sum exactly
+ * either way, so they still equal scipy's; inf and NaN stay in the
+ * windows that hold them. */
 static void
 line_mean(const double *restrict e, double *restrict o, size_t n, size_t tw, uint64_t size,
           double *restrict t)
 {
     const double s = (double)size;
-    const size_t len = n + (size_t)size - 1;
-    for (size_t x = 0; x < tw; x++)
-        t[x] = 0.0;
-    for (uint64_t i = 0; i < size; i++)
+    for (size_t i = 0; i < n; i++) {
         for (size_t x = 0; x < tw; x++)
-            t[x] += e[i * tw + x];
-    for (size_t x = 0; x < tw; x++)
-        o[x] = t[x] / s;
-    for (size_t i = 1; i < n; i++) {
-        const double *restrict in = e + (i + size - 1) * tw, *restrict out = e + (i - 1) * tw;
+            t[x] = 0.0;
+        for (uint64_t j = 0; j < size; j++) {
+            const double *restrict ej = e + (i + j) * tw;
+            for (size_t x = 0; x < tw; x++)
+                t[x] += ej[x];
+        }
         double *restrict oi = o + i * tw;
-        for (size_t x = 0; x < tw; x++) {
-            t[x] += in[x] - out[x];
-            oi[x] = t[x] / s;
-        }
-    }
-    /* t[x] becomes 0 for finite columns: x - x is 0 for finite x only. */
-    for (size_t x = 0; x < tw; x++)
-        t[x] = 0.0;
-    for (size_t i = 0; i < len; i++)
         for (size_t x = 0; x < tw; x++)
-            t[x] += e[i * tw + x] - e[i * tw + x];
-    for (size_t x = 0; x < tw; x++) {
-        if (t[x] == 0.0)
-            continue;
-        for (size_t i = 0; i < n; i++) {
-            double sum = 0.0;
-            for (uint64_t j = 0; j < size; j++)
-                sum += e[(i + j) * tw + x];
-            o[i * tw + x] = sum / s;
-        }
+            oi[x] = t[x] / s;
     }
 }
 
@@ -302,7 +282,7 @@ sl__filt_pass_run(const struct sl__filt_ctx *ctx, const struct sl__filt_pass *p,
     sl__filt_store_fn *store = sl__filt_store[ctx->dtype];
     /* Columns: the last axis after `a` with more than one element.  Along
      * the last axis the weights vectorize over one line at a time, but the
-     * running sum and extrema are sequential along a line, so they take
+     * window sums and extrema are sequential along a line, so they take
      * the lines of the last axis before `a` as columns (gathered with its
      * stride) instead; with neither, one line at a time. */
     uint32_t w = rank;
