@@ -14,6 +14,7 @@ sl_status
 sl_block_init(struct sl_block *b, sl_dtype dtype, uint32_t rank, const uint64_t *shape, void *data,
               const struct sl_region *region, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (region != NULL) {
         for (uint32_t d = 0; d < rank; d++)
             if (region->rank != rank || region->stop[d] - region->start[d] != shape[d])
@@ -40,6 +41,7 @@ sl_status
 sl_block_slice(const struct sl_block *b, const struct sl_region *sub, struct sl_block *out,
                struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (!sl_region_contains(&b->region, sub)) {
         char outer[160], inner[160];
         sl_region_format(&b->region, outer, sizeof(outer));

@@ -25,6 +25,7 @@ sl_shape_format(uint32_t rank, const uint64_t *shape, char *buf, size_t size)
 sl_status
 sl_shape_count(uint32_t rank, const uint64_t *shape, uint64_t *count, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     uint64_t n = 1;
     bool overflow = false;
     for (uint32_t d = 0; d < rank; d++) {
@@ -49,6 +50,7 @@ sl_status
 sl_shape_bytes(uint32_t rank, const uint64_t *shape, size_t elem_bytes, size_t *bytes,
                struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     uint64_t n;
     SL_TRY(sl_shape_count(rank, shape, &n, err));
     uint64_t total;

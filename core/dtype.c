@@ -104,6 +104,7 @@ sl_dtype_is_real(sl_dtype dt)
 sl_status
 sl_dtype_from_name(const char *name, sl_dtype *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (name == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "data type name is missing");
     for (unsigned i = 0; i < SL_DTYPE_COUNT_; i++) {
@@ -144,6 +145,7 @@ typestr_kind_is_known_unsupported(char kind)
 sl_status
 sl_dtype_from_typestr(const char *ts, sl_dtype *out, sl_endian *endian, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (ts == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "typestr is missing");
     char order = ts[0];
@@ -180,6 +182,7 @@ sl_dtype_from_typestr(const char *ts, sl_dtype *out, sl_endian *endian, struct s
 sl_status
 sl_dtype_typestr(sl_dtype dt, sl_endian endian, char *buf, size_t size, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (!dtype_valid(dt))
         return sl_error_set(err, SL_EINVAL, NULL, "typestr: invalid dtype %d", (int)dt);
     if (buf == NULL || size < 8)

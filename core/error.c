@@ -282,6 +282,7 @@ sl__error_locate(struct sl_error *err, const char *key, uint32_t rank, const uin
 sl_status
 sl_status_from_name(const char *name, sl_status *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (name == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "status from name: NULL argument");
     if (!sl__status_find(name, out))

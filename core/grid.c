@@ -45,6 +45,7 @@ sl_status
 sl_grid_init_regular(struct sl_grid *g, uint32_t rank, const uint64_t *shape, const uint64_t *chunk,
                      struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (rank > SL_MAX_RANK)
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,
                             "rank %" PRIu32 " exceeds the maximum of %d", rank, SL_MAX_RANK);
@@ -94,6 +95,7 @@ sl_status
 sl_grid_init_bounds(struct sl_grid *g, const struct sl_allocator *alloc, uint32_t rank,
                     const uint64_t *n_chunks, const uint64_t *const *bounds, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (rank > SL_MAX_RANK)
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,
                             "rank %" PRIu32 " exceeds the maximum of %d", rank, SL_MAX_RANK);
@@ -127,6 +129,7 @@ sl_status
 sl_grid_copy(struct sl_grid *dst, const struct sl_grid *src, const struct sl_allocator *alloc,
              struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     /* Regular dimensions are copied as they are, in O(1): a grid of 2^40
      * chunks copies without materializing a boundary per chunk. */
     struct sl_grid tmp = *src;
@@ -297,6 +300,7 @@ sl_status
 sl_grid_iter_init_at(struct sl_grid_iter *it, const struct sl_grid *g, const uint64_t *origin,
                      const uint64_t *sel_shape, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_region sel = {.rank = g->rank};
     for (uint32_t d = 0; d < g->rank; d++) {
         sel.start[d] = origin[d];

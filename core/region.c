@@ -14,6 +14,7 @@ sl_status
 sl_region_init(struct sl_region *r, uint32_t rank, const uint64_t *start, const uint64_t *stop,
                struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (rank > SL_MAX_RANK)
         return sl_error_set(err, SL_EUNSUPPORTED, NULL,
                             "rank %" PRIu32 " exceeds the maximum of %d", rank, SL_MAX_RANK);
@@ -67,6 +68,7 @@ sl_region_is_empty(const struct sl_region *r)
 sl_status
 sl_region_count(const struct sl_region *r, uint64_t *count, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     uint64_t shape[SL_MAX_RANK];
     sl_region_shape(r, shape);
     return sl_shape_count(r->rank, shape, count, err);
@@ -129,6 +131,7 @@ sl_status
 sl_region_check_within(const struct sl_region *r, uint32_t rank, const uint64_t *shape,
                        struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     char sel[160], arr[128];
     if (r->rank != rank) {
         sl_region_format(r, sel, sizeof(sel));

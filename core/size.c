@@ -77,6 +77,7 @@ size_fraction(const char *begin, const char *end, uint64_t unit)
 sl_status
 sl_size_parse(const char *text, uint64_t *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (text == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "sl_size_parse: text or out is NULL");
     if (text[0] == '\0')

@@ -19,6 +19,7 @@ sl_status
 sl_view_init(struct sl_view *v, sl_dtype dtype, uint32_t rank, const uint64_t *shape, void *data,
              struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (v == NULL || (shape == NULL && rank > 0))
         return sl_error_set(err, SL_EINVAL, NULL, "view: NULL %s", v == NULL ? "view" : "shape");
     if (rank > SL_MAX_RANK)
@@ -72,6 +73,7 @@ view_dim_span(const struct sl_view *v, uint32_t d, size_t es, uint64_t *span)
 sl_status
 sl_view_check(const struct sl_view *v, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (v == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "view: NULL");
     if (v->rank > SL_MAX_RANK)
@@ -121,6 +123,7 @@ sl_status
 sl_view_slice(const struct sl_view *v, const struct sl_region *region, struct sl_view *out,
               struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (v == NULL || region == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "view slice: NULL argument");
     if (region->rank != v->rank)
@@ -191,6 +194,7 @@ sl__view_check_same_shape(const char *what, const struct sl_view *a, const struc
 sl_status
 sl_view_copy(const struct sl_view *dst, const struct sl_view *src, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl_view_check(src, err));
     SL_TRY(sl_view_check(dst, err));
     if (dst->dtype != src->dtype)
@@ -217,6 +221,7 @@ sl_view_count(const struct sl_view *v)
 sl_status
 sl_view_fill(const struct sl_view *v, const void *value, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl_view_check(v, err));
     if (sl__view_is_empty(v))
         return SL_OK;

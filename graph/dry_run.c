@@ -245,6 +245,7 @@ dry_fini(struct dry *s)
 sl_status
 sl_graph_check_inputs(const sl_graph *g, sl_input_chunk_fn *fn, void *ctx, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (g == NULL || fn == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "check inputs: NULL graph or callback");
     if (!g->sealed)

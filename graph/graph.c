@@ -36,6 +36,7 @@ sl_node_kind_name(sl_node_kind kind)
 sl_graph *
 sl_graph_create(const struct sl_allocator *alloc, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_allocator a = alloc != NULL ? *alloc : sl_allocator_default();
     sl_graph *g = sl_alloc(&a, sizeof(*g), 0);
     if (g == NULL) {
@@ -225,6 +226,7 @@ sl_status
 sl_graph_add_getter(sl_graph *g, const char *name, const struct sl_getter_desc *desc, uint32_t *id,
                     struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     if (desc == NULL || desc->fn == NULL || desc->array_name == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,
@@ -259,6 +261,7 @@ sl_graph_add_getter(sl_graph *g, const char *name, const struct sl_getter_desc *
 sl_status
 sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl__node *n = sl__graph_node(g, id);
     if (n == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,
@@ -274,6 +277,7 @@ sl_graph_set_fusable(sl_graph *g, uint32_t id, bool fusable, struct sl_error *er
 sl_status
 sl_graph_seal(sl_graph *g, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (g->sealed)
         return SL_OK;
     bool any_put = false;
@@ -308,6 +312,7 @@ sl_graph_node_count(const sl_graph *g)
 sl_status
 sl_graph_find(const sl_graph *g, const char *name, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         if (strcmp(g->nodes[i].name, name) == 0) {
             *id = i;
@@ -320,6 +325,7 @@ sl_graph_find(const sl_graph *g, const char *name, uint32_t *id, struct sl_error
 sl_status
 sl_graph_node_info(const sl_graph *g, uint32_t id, struct sl_node_info *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__node *n = sl__graph_node(g, id);
     if (n == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,

@@ -177,6 +177,7 @@ sl_status
 sl_graph_add_expr(sl_graph *g, const char *name, size_t n_inputs, const uint32_t *inputs,
                   const struct sl_expr_desc *desc, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     if (desc == NULL || desc->text == NULL || n_inputs == 0 || inputs == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,

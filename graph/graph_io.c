@@ -17,6 +17,7 @@
 sl_status
 sl_graph_add_get(sl_graph *g, const char *name, sl_array *array, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     if (array == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "node \"%s\": a get needs an array", name);
@@ -64,6 +65,7 @@ sl_status
 sl_graph_add_put(sl_graph *g, const char *name, uint32_t input, sl_array *array, uint32_t *id,
                  struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     SL_TRY(sl__graph_check_input(g, name, input, err));
     if (array == NULL)

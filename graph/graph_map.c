@@ -223,6 +223,7 @@ sl_status
 sl_graph_add_map(sl_graph *g, const char *name, size_t n_inputs, const uint32_t *inputs,
                  const struct sl_map_desc *desc, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     if (desc == NULL || desc->fn == NULL || n_inputs == 0 || inputs == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,
@@ -281,6 +282,7 @@ sl_status
 sl_graph_add_regrid(sl_graph *g, const char *name, uint32_t input,
                     const struct sl_regrid_desc *desc, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     SL_TRY(sl__graph_check_input(g, name, input, err));
     if (desc == NULL || desc->fn == NULL || desc->chunk_shape == NULL)
@@ -322,6 +324,7 @@ sl_status
 sl_graph_add_rechunk(sl_graph *g, const char *name, uint32_t input, const uint64_t *chunk_shape,
                      uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_input(g, name != NULL ? name : "", input, err));
     const struct sl__node *in = sl__graph_node(g, input);
     const struct sl_regrid_desc desc = {
@@ -367,6 +370,7 @@ sl_status
 sl_graph_add_putter(sl_graph *g, const char *name, uint32_t input,
                     const struct sl_putter_desc *desc, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     SL_TRY(sl__graph_check_input(g, name, input, err));
     if (desc == NULL || desc->fn == NULL)

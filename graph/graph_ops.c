@@ -70,6 +70,7 @@ sl_status
 sl_graph_add_op(sl_graph *g, const char *name, uint32_t input, const struct sl_op *op,
                 const uint64_t *chunk_shape, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     SL_TRY(sl__graph_check_input(g, name, input, err));
     const struct sl__node *in = sl__graph_node(g, input);

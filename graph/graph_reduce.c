@@ -230,6 +230,7 @@ sl_status
 sl_graph_add_reduce(sl_graph *g, const char *name, uint32_t input,
                     const struct sl_reduce_desc *desc, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__graph_check_new_node(g, name, err));
     SL_TRY(sl__graph_check_input(g, name, input, err));
     if (desc == NULL)

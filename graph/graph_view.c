@@ -91,6 +91,7 @@ sl_status
 sl_graph_add_squeeze(sl_graph *g, const char *name, uint32_t input, size_t n_axes,
                      const uint32_t *axes, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(view_check_one(g, name, input, err));
     const struct sl__node *in = sl__graph_node(g, input);
     bool drop[SL_MAX_RANK] = {false};
@@ -133,6 +134,7 @@ sl_status
 sl_graph_add_expand_dims(sl_graph *g, const char *name, uint32_t input, size_t n_axes,
                          const uint32_t *axes, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(view_check_one(g, name, input, err));
     const struct sl__node *in = sl__graph_node(g, input);
     uint32_t rank = in->grid.rank + (uint32_t)n_axes;
@@ -174,6 +176,7 @@ sl_status
 sl_graph_add_transpose(sl_graph *g, const char *name, uint32_t input, const uint32_t *perm,
                        uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(view_check_one(g, name, input, err));
     const struct sl__node *in = sl__graph_node(g, input);
     bool seen[SL_MAX_RANK] = {false};
@@ -246,6 +249,7 @@ sl_status
 sl_graph_add_stack(sl_graph *g, const char *name, size_t n_inputs, const uint32_t *inputs,
                    uint32_t axis, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(join_check(g, name, "stack", n_inputs, inputs, UINT32_MAX, err));
     const struct sl__node *in = sl__graph_node(g, inputs[0]);
     uint32_t rank = in->grid.rank + 1;
@@ -311,6 +315,7 @@ sl_status
 sl_graph_add_concat(sl_graph *g, const char *name, size_t n_inputs, const uint32_t *inputs,
                     uint32_t axis, uint32_t *id, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(join_check(g, name, "concat", n_inputs, inputs, axis, err));
     const struct sl__node *in = sl__graph_node(g, inputs[0]);
     if (axis >= in->grid.rank)

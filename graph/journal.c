@@ -912,6 +912,7 @@ sl_journal *
 sl_journal_open(sl_plan *plan, const char *path, const struct sl_journal_opts *opts,
                 struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_journal_opts o = opts != NULL ? *opts : SL_JOURNAL_OPTS_DEFAULT;
     if (plan == NULL || path == NULL || path[0] == '\0') {
         sl_error_set(err, SL_EINVAL, NULL, "sl_journal_open needs a plan and a path");
@@ -992,6 +993,7 @@ journal_flush_locked(sl_journal *j)
 sl_status
 sl_journal_close(sl_journal *j, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (j == NULL)
         return SL_OK;
     uint64_t t0 = sl__journal_now_ns();
@@ -1016,6 +1018,7 @@ sl_status
 sl_journal_read_staging(const char *path, struct sl_journal_staging *out, uint32_t cap, uint32_t *n,
                         struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct journal_read r;
     *n = 0;
     sl_status st = journal_read_header(path, &r, err);
@@ -1035,6 +1038,7 @@ sl_journal_read_staging(const char *path, struct sl_journal_staging *out, uint32
 sl_status
 sl_journal_check(const sl_plan *plan, const char *path, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct fingerprint fp = {0};
     struct journal_read r;
     memset(&r, 0, sizeof(r));
@@ -1148,6 +1152,7 @@ sl_status
 sl_journal_check_report(const sl_journal *j, const char *report_path, uint64_t *units,
                         struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     *units = 0;
     json_error_t jerr;
     json_t *doc = json_load_file(report_path, 0, &jerr);

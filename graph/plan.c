@@ -271,6 +271,7 @@ plan_check_budget(const sl_plan *plan, struct sl_error *err)
 sl_plan *
 sl_plan_create(sl_graph *g, const struct sl_plan_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (g == NULL || !g->sealed) {
         sl_error_set(err, SL_ESTATE, NULL, "graph must be sealed before it is prepared");
         return NULL;
@@ -334,6 +335,7 @@ sl_plan_graph(const sl_plan *plan)
 sl_status
 sl_plan_explain(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     sl__fusion_explain(plan->graph, &plan->fusion, out);
     if (plan->opts.memory_budget != 0)
         fprintf(out, "budget: %zu bytes (one task needs at most %zu)\n", plan->opts.memory_budget,
@@ -350,6 +352,7 @@ sl_plan_explain(const sl_plan *plan, FILE *out, struct sl_error *err)
 sl_status
 sl_plan_write_dot(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     sl__fusion_write_dot(plan->graph, &plan->fusion, out);
     if (ferror(out))
         return sl_error_set(err, SL_EIO, NULL,

@@ -16,6 +16,7 @@ sl_status
 sl_plan_merge_codes(sl_plan *plan, uint32_t node, const uint8_t *codes, uint64_t n_codes,
                     struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl__put_state *ps = sl__plan_put(plan, node);
     if (ps == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "node %" PRIu32 " is not a put", node);

@@ -226,6 +226,7 @@ sl_status
 sl_plan_stats_info(const sl_plan *plan, uint32_t node, struct sl_stats_info *out,
                    struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (plan == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "sl_plan_stats_info: NULL argument");
     const struct sl__stats_run *r = stats_of(plan, node, err);
@@ -275,6 +276,7 @@ sl_status
 sl_plan_stats(const sl_plan *plan, uint32_t node, uint64_t set, struct sl_stats_result *out,
               struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (plan == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "sl_plan_stats: NULL argument");
     const struct sl__stats_run *r = stats_of(plan, node, err);

@@ -98,6 +98,7 @@ sl_status
 sl_plan_put_status(const sl_plan *plan, uint32_t node, struct sl_put_status *out,
                    struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__put_state *ps = sl__plan_put(plan, node);
     if (ps == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,

@@ -221,6 +221,7 @@ load_locked(const char *path, struct sl_error *err)
 sl_status
 sl_plugin_load(const char *path, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (path == NULL || path[0] == '\0')
         return sl_error_set(err, SL_EINVAL, NULL, "plugin: no library path");
     pthread_mutex_lock(&plugins_lock);

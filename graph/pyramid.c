@@ -540,6 +540,7 @@ sl_graph_add_pyramid(sl_graph *g, const char *name, uint32_t input, sl_store *st
                      const char *group, const struct sl_pyramid_opts *opts, uint32_t *level_puts,
                      struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (g == NULL || store == NULL || opts == NULL)
         return sl_error_set(err, SL_EINVAL, NULL,
                             "sl_graph_add_pyramid needs a graph, a store and options");

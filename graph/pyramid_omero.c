@@ -124,6 +124,7 @@ sl__pyramid_omero_commit(sl_plan *plan, sl_status run, struct sl_error *err)
 sl_status
 sl_plan_pyramid_omero(const sl_plan *plan, uint32_t node, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (plan == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "sl_plan_pyramid_omero: NULL plan");
     const struct sl__put_state *ps = sl__plan_put(plan, node);

@@ -260,6 +260,7 @@ report_stats(const sl_plan *plan, uint32_t node, FILE *out)
 sl_status
 sl_plan_write_report(const sl_plan *plan, FILE *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     size_t n_rec;
     const struct sl_chunk_error *recs = sl_plan_errors(plan, &n_rec);
     struct report_index *index = NULL;

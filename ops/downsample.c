@@ -35,6 +35,7 @@ sl_downsample_method_name(sl_downsample_method m)
 sl_status
 sl_downsample_method_from_name(const char *name, sl_downsample_method *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (name == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "downsample method: NULL argument");
     for (unsigned m = 0; m < SL_DOWNSAMPLE_METHOD_COUNT_; m++) {
@@ -81,6 +82,7 @@ sl_status
 sl_downsample_check(const struct sl_downsample_params *p, sl_dtype dt, uint32_t rank,
                     struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (p == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "downsample: NULL params");
     if ((unsigned)p->method >= SL_DOWNSAMPLE_METHOD_COUNT_)
@@ -139,6 +141,7 @@ sl_downsample_input_region(const struct sl_downsample_params *p, const uint64_t 
                            const struct sl_region *out_region, struct sl_region *in_region,
                            struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (p == NULL || in_shape == NULL || out_region == NULL || in_region == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "downsample input region: NULL argument");
     if (out_region->rank != p->rank || p->rank > SL_MAX_RANK)
@@ -180,6 +183,7 @@ sl_status
 sl_downsample_scratch_bytes(const struct sl_downsample_params *p, sl_dtype dt,
                             const uint64_t *in_shape, size_t *bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (bytes == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "downsample scratch: NULL argument");
     SL_TRY(sl_downsample_check(p, dt, p == NULL ? 0 : p->rank, err));
@@ -338,6 +342,7 @@ sl_status
 sl_downsample(const struct sl_downsample_params *p, const struct sl_view *in,
               const struct sl_view *out, void *scratch, size_t scratch_bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(check_views(p, in, out, err));
     if (sl__view_is_empty(in))
         return SL_OK;

@@ -203,6 +203,7 @@ ew_prepare(const char *what, const struct sl_view *in, const struct sl_view *out
 sl_status
 sl_cast(const struct sl_view *in, const struct sl_view *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct ew_job job = {.op = EW_CAST};
     SL_TRY(ew_prepare("cast", in, out, false, &job, err));
     if (sl__view_is_empty(in))
@@ -218,6 +219,7 @@ sl_status
 sl_scale(const struct sl_view *in, const struct sl_view *out, double scale, double offset,
          struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct ew_job job = {.op = EW_SCALE, .scale = scale, .offset = offset};
     SL_TRY(sl__scale_check(scale, offset, err));
     SL_TRY(ew_prepare("scale", in, out, true, &job, err));
@@ -294,6 +296,7 @@ sl_status
 sl_clip(const struct sl_view *in, const struct sl_view *out, double lo, double hi,
         struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct ew_job job = {.op = EW_CLIP};
     SL_TRY(ew_prepare("clip", in, out, false, &job, err));
     SL_TRY(sl__clip_check(in->dtype, lo, hi, err));
@@ -333,6 +336,7 @@ sl_status
 sl_threshold(const struct sl_view *in, const struct sl_view *out, double threshold, double value,
              struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct ew_job job = {.op = EW_THRESHOLD};
     SL_TRY(sl__threshold_check(threshold, err));
     SL_TRY(ew_prepare("threshold", in, out, false, &job, err));

@@ -498,6 +498,7 @@ sl_expr_compile(const char *text, size_t n_inputs, const char *const *names,
                 const sl_dtype *in_dtypes, sl_dtype compute, const struct sl_allocator *alloc,
                 sl_expr **out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (out != NULL)
         *out = NULL;
     SL_TRY(compile_check(text, n_inputs, names, in_dtypes, compute, out, err));

@@ -114,6 +114,7 @@ sl_status
 sl_expr_compose(const sl_expr *outer, size_t slot, const sl_expr *inner, sl_dtype via,
                 const struct sl_allocator *alloc, sl_expr **out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (out != NULL)
         *out = NULL;
     SL_TRY(compose_check(outer, slot, inner, via, out, err));

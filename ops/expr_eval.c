@@ -284,6 +284,7 @@ sl_status
 sl_expr_eval(const sl_expr *e, const struct sl_view *inputs, struct sl_view *out,
              struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     bool in_place = false;
     SL_TRY(expr_check(e, inputs, out, &in_place, err));
     if (sl__view_is_empty(out))

@@ -78,6 +78,7 @@ name_find(const char *what, const char *const *names, unsigned count, const char
 sl_status
 sl_filter_kind_from_name(const char *name, sl_filter_kind *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     unsigned i = 0;
     SL_TRY(name_find("filter kind", kind_names, KIND_COUNT, name, &i, err));
     *out = (sl_filter_kind)i;
@@ -87,6 +88,7 @@ sl_filter_kind_from_name(const char *name, sl_filter_kind *out, struct sl_error 
 sl_status
 sl_boundary_from_name(const char *name, sl_boundary *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     unsigned i = 0;
     SL_TRY(name_find("boundary mode", mode_names, MODE_COUNT, name, &i, err));
     *out = (sl_boundary)i;
@@ -131,6 +133,7 @@ radius_of(const struct sl_filter_params *p, uint32_t d)
 sl_status
 sl_filter_check(const struct sl_filter_params *p, sl_dtype dt, uint32_t rank, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (p == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "filter: NULL params");
     if ((unsigned)p->kind >= KIND_COUNT)
@@ -409,6 +412,7 @@ sl_status
 sl_filter_scratch_bytes(const struct sl_filter_params *p, sl_dtype dt, const uint64_t *out_shape,
                         size_t *bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (p == NULL || bytes == NULL || (out_shape == NULL && p->rank > 0))
         return sl_error_set(err, SL_EINVAL, NULL, "filter scratch: NULL argument");
     SL_TRY(sl_filter_check(p, dt, p->rank, err));
@@ -663,6 +667,7 @@ sl_filter(const struct sl_filter_params *p, const uint64_t *shape, const struct 
           const uint64_t *in_start, const struct sl_view *out, const uint64_t *out_start,
           void *scratch, size_t scratch_bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (p == NULL || in == NULL || out == NULL ||
         (p->rank > 0 && (shape == NULL || in_start == NULL || out_start == NULL)))
         return sl_error_set(err, SL_EINVAL, NULL, "filter: NULL argument");

@@ -105,6 +105,7 @@ op_find(const char *name)
 sl_status
 sl_op_lookup(const char *name, const struct sl_op_desc **out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op lookup: NULL argument");
     const struct sl_op_desc *d = op_find(name);
@@ -221,6 +222,7 @@ check_functions(const struct sl_op_desc *d, struct sl_error *err)
 sl_status
 sl_op_desc_check(const struct sl_op_desc *d, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (d == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op descriptor: NULL");
     SL_TRY(check_name(d->name != NULL ? d->name : "", "the name", d->name, err));
@@ -240,6 +242,7 @@ sl_op_desc_check(const struct sl_op_desc *d, struct sl_error *err)
 sl_status
 sl_op_register(const struct sl_op_desc *d, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl_op_desc_check(d, err));
     /* Acquire: pairs with the release clear below, so this writer sees the
      * slots and count the previous one wrote. */

@@ -35,6 +35,7 @@ sl_reduce_method_name(sl_reduce_method m)
 sl_status
 sl_reduce_method_from_name(const char *name, sl_reduce_method *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (name == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "reduce method: NULL argument");
     for (unsigned m = 0; m < SL_REDUCE_METHOD_COUNT_; m++) {
@@ -71,6 +72,7 @@ check_dtype(sl_reduce_method m, const char *what, sl_dtype dt, struct sl_error *
 sl_status
 sl_reduce_default_dtype(sl_reduce_method m, sl_dtype in, sl_dtype *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "reduce default dtype: NULL argument");
     if ((unsigned)m >= SL_REDUCE_METHOD_COUNT_)
@@ -108,6 +110,7 @@ sl_reduce_default_dtype(sl_reduce_method m, sl_dtype in, sl_dtype *out, struct s
 sl_status
 sl_reduce_check(const struct sl_reduce_params *p, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (p == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "reduce: NULL params");
     if ((unsigned)p->method >= SL_REDUCE_METHOD_COUNT_)
@@ -386,6 +389,7 @@ sl_status
 sl_reduce_block(const struct sl_reduce_params *p, const struct sl_view *in, struct sl_view *out,
                 struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__rd_kernel *k;
     SL_TRY(check_block(p, in, &k, err));
     SL_TRY(check_view(p, "output", out, p->out_dtype, p->rank, err));
@@ -404,6 +408,7 @@ sl_reduce_block(const struct sl_reduce_params *p, const struct sl_view *in, stru
 sl_status
 sl_reduce_state_init(const struct sl_reduce_params *p, struct sl_view *state, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl_reduce_check(p, err));
     const struct sl__rd_kernel *k;
     SL_TRY(kernel_of(p, &k, err));
@@ -427,6 +432,7 @@ sl_status
 sl_reduce_state_add(const struct sl_reduce_params *p, const struct sl_view *in,
                     struct sl_view *state, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__rd_kernel *k;
     SL_TRY(check_block(p, in, &k, err));
     SL_TRY(check_state(p, "state", state, k->words, err));
@@ -457,6 +463,7 @@ sl_status
 sl_reduce_state_merge(const struct sl_reduce_params *p, const struct sl_view *from,
                       struct sl_view *into, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__rd_kernel *k;
     SL_TRY(check_from(p, from, &k, err));
     SL_TRY(check_state(p, "merged state", into, k->words, err));
@@ -475,6 +482,7 @@ sl_status
 sl_reduce_state_finish(const struct sl_reduce_params *p, const struct sl_view *from,
                        struct sl_view *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__rd_kernel *k;
     SL_TRY(check_from(p, from, &k, err));
     SL_TRY(check_view(p, "output", out, p->out_dtype, p->rank, err));

@@ -300,6 +300,7 @@ sl_status
 sl_op_args_set_number(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
                       double value, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, SL_OP_PARAM_NUMBER, &v, err));
     v->number = value;
@@ -327,6 +328,7 @@ sl_status
 sl_op_args_set_string(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
                       const char *value, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const int i = sl_op_param_index(d, name);
     const sl_op_param_type type =
         i >= 0 && (d->params[i].type == SL_OP_PARAM_METHOD || d->params[i].type == SL_OP_PARAM_MODE)
@@ -362,6 +364,7 @@ sl_status
 sl_op_args_set_factors(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
                        uint32_t n, const uint64_t *factors, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, SL_OP_PARAM_FACTORS, &v, err));
     if (n > SL_MAX_RANK)
@@ -387,6 +390,7 @@ sl_status
 sl_op_args_set_numbers(struct sl_op_args *args, const struct sl_op_desc *d, const char *name,
                        uint32_t n, const double *values, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_op_value *v = NULL;
     SL_TRY(arg_slot(args, d, name, SL_OP_PARAM_NUMBERS, &v, err));
     if (n == 0 || n > SL_MAX_RANK)
@@ -434,6 +438,7 @@ sl_status
 sl_op_bind(struct sl_op *op, const struct sl_op_desc *d, const struct sl_op_args *args,
            sl_dtype in_dtype, uint32_t rank, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (op == NULL || d == NULL || args == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op bind: NULL argument");
     if (sl_dtype_size(in_dtype) == 0)
@@ -492,6 +497,7 @@ sl_op_input_region(const struct sl_op *op, const uint64_t *in_shape,
                    const struct sl_region *out_region, struct sl_region *in_region,
                    struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (op == NULL || op->desc == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op input region: op not bound");
     if (op->desc->kind == SL_OP_KIND_REGRID)
@@ -511,6 +517,7 @@ sl_status
 sl_op_scratch_bytes(const struct sl_op *op, const uint64_t *in_shape, size_t *bytes,
                     struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (op == NULL || op->desc == NULL || bytes == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op scratch: op not bound or NULL argument");
     if (op->desc->kind == SL_OP_KIND_HALO && op->desc->scratch_bytes != NULL) {
@@ -547,6 +554,7 @@ sl_status
 sl_op_apply(const struct sl_op *op, const struct sl_view *in, const struct sl_view *out,
             void *scratch, size_t scratch_bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (op == NULL || op->desc == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op apply: op not bound");
     if (in == NULL || out == NULL)
@@ -565,6 +573,7 @@ sl_op_apply_at(const struct sl_op *op, const uint64_t *shape, const struct sl_vi
                const uint64_t *in_start, const struct sl_view *out, const uint64_t *out_start,
                void *scratch, size_t scratch_bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (op == NULL || op->desc == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "op apply: op not bound");
     if (op->desc->kind != SL_OP_KIND_HALO || op->desc->apply_at == NULL)

@@ -349,6 +349,7 @@ stats_check_dtype(sl_dtype dt, struct sl_error *err)
 sl_status
 sl_stats_check(sl_dtype dtype, const struct sl_stats_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl_stats_opts o = opts != NULL ? *opts : SL_STATS_OPTS_DEFAULT;
     SL_TRY(stats_check_dtype(dtype, err));
     return stats_check_opts(dtype, &o, err);
@@ -424,6 +425,7 @@ sl_stats *
 sl_stats_create(sl_dtype dtype, const struct sl_stats_opts *opts, const struct sl_allocator *alloc,
                 struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return sl__stats_create_sized(dtype, opts, alloc, SL__SUMMARY_K, SL__SUMMARY_LEVELS, err);
 }
 
@@ -492,6 +494,7 @@ stats_add_view(sl_stats *s, const struct sl_view *v)
 sl_status
 sl_stats_add(sl_stats *s, const struct sl_view *block, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (s == NULL || block == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "stats: NULL %s",
                             s == NULL ? "accumulator" : "block");
@@ -545,6 +548,7 @@ stats_check_same(const sl_stats *a, const sl_stats *b, struct sl_error *err)
 sl_status
 sl_stats_merge(sl_stats *into, const sl_stats *from, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (into == NULL || from == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "stats: NULL accumulator");
     if (into == from)

@@ -197,6 +197,7 @@ stats_exact_hist(const sl_stats *s)
 sl_status
 sl_stats_result(const sl_stats *s, struct sl_stats_result *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (s == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "stats: NULL %s",
                             s == NULL ? "accumulator" : "result");

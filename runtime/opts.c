@@ -84,6 +84,7 @@ parse_pin(const char *name, const char *text, sl_pin *out, struct sl_error *err)
 sl_status
 sl_pool_opts_from_env(struct sl_pool_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (opts == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "sl_pool_opts_from_env: opts is NULL");
     const char *v;

@@ -204,6 +204,7 @@ out_free:
 sl_pool *
 sl_pool_create(const struct sl_pool_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_pool_opts o = opts != NULL ? *opts : SL_POOL_OPTS_DEFAULT;
     if (sl__pool_opts_check(&o, err) != SL_OK)
         return NULL;
@@ -292,6 +293,7 @@ sl_status
 sl_pool_worker_get_stats(const sl_pool *pool, unsigned worker, struct sl_pool_stats *out,
                          struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (worker >= pool->n_workers)
         return sl_error_set(err, SL_EINVAL, NULL,
                             "worker stats: worker %u out of range (%u workers)", worker,
@@ -306,6 +308,7 @@ sl_status
 sl_pool_worker_info(const sl_pool *pool, unsigned worker, struct sl_pool_worker_info *out,
                     struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (worker >= pool->n_workers)
         return sl_error_set(err, SL_EINVAL, NULL,
                             "worker info: worker %u out of range (%u workers)", worker,

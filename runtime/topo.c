@@ -197,6 +197,7 @@ topo_read(sl_topo *t, struct sl_error *err)
 sl_topo *
 sl_topo_create(const char *desc, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     sl_topo *t = calloc(1, sizeof(*t));
     if (t == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "topology: no memory");
@@ -257,6 +258,7 @@ sl_status
 sl_topo_core_place(const sl_topo *topo, unsigned core, struct sl_topo_place *out,
                    struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (core >= topo->counts.n_cores)
         return sl_error_set(err, SL_EINVAL, NULL, "core %u out of range: topology has %u cores",
                             core, topo->counts.n_cores);
@@ -316,6 +318,7 @@ sl_status
 sl_topo_plan(const sl_topo *topo, unsigned n_workers, sl_pin pin, struct sl_topo_place *places,
              struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (n_workers == 0 || places == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "plan needs at least one worker and an array");
     unsigned n_cores = topo->counts.n_cores;
@@ -344,6 +347,7 @@ sl_topo_victims(const sl_topo *topo, const struct sl_topo_place *places, unsigne
                 unsigned thief, unsigned *victims, sl_topo_distance *distances,
                 struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     (void)topo;
     if (places == NULL || victims == NULL || thief >= n_workers)
         return sl_error_set(err, SL_EINVAL, NULL, "victims of worker %u of %u: bad arguments",

@@ -391,6 +391,7 @@ exec_finish(struct sl__exec *ex, sl_status st, struct sl_error *run_err, struct 
 sl_status
 sl_plan_run(sl_plan *plan, sl_pool *pool, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (plan == NULL || pool == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "sl_plan_run needs a plan and a pool");
     struct sl__exec ex;

@@ -436,6 +436,7 @@ sl__jarrays_fini(sl_graph_json *doc)
 sl_status
 sl_graph_json_write_arrays(const sl_graph_json *doc, FILE *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     for (size_t i = 0; i < doc->n_arrays; i++) {
         const struct sl__jarray *a = &doc->arrays[i];
         const sl_array *arr = a->array;

@@ -244,6 +244,7 @@ jrep_commit(struct sl__jrep *jr, struct sl_error *err)
 sl_status
 sl_graph_json_commit(sl_graph_json *doc, bool run_ok, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     sl_status st = SL_OK;
     for (size_t i = 0; i < doc->n_reps; i++) {
         struct sl__jrep *jr = &doc->reps[i];
@@ -288,6 +289,7 @@ sl_graph_json_n_in_place(const sl_graph_json *doc)
 sl_status
 sl_graph_json_check_in_place(sl_graph_json *doc, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     for (size_t i = 0; i < doc->n_inplace; i++) {
         const struct sl__jinplace *ip = &doc->inplace[i];
         struct sl_error e = SL_ERROR_INIT;

@@ -2,8 +2,13 @@
 /*
  * Error records.  A `struct sl_error` is owned by the caller, has a fixed
  * size and is filled without allocating, so even SL_ENOMEM can be recorded.
- * The first error recorded wins: the cascade that follows a failure cannot
- * overwrite its cause.  A record says where the failure happened in one of
+ * Records are per call: every public function that takes one empties it
+ * on entry, so after a failure the program chose to tolerate, the next
+ * call's record says only what that call did, and its code is the status
+ * the call returns.  Within one call the first error recorded wins: the
+ * cascade that follows a failure cannot overwrite its cause.  (The
+ * recording functions below are the exception: they add to the record.)
+ * A record says where the failure happened in one of
  * three ways: line/column/byte position for text input, a JSON pointer for
  * meaning, chunk coordinates for data.
  */

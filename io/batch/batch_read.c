@@ -305,6 +305,7 @@ sl_array_read_batch(const sl_array *a, size_t n, const struct sl_region *regions
                     const size_t *buf_bytes, const struct sl_batch_opts *opts, sl_status *status,
                     struct sl_error *errors, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(check_call(a, n, regions, opts, err));
     if (n > 0 && (bufs == NULL || buf_bytes == NULL))
         return sl_error_set(err, SL_EINVAL, NULL, "%zu selections but no buffers or sizes", n);
@@ -385,6 +386,7 @@ sl_status
 sl_array_batch_concat_shape(const sl_array *a, size_t n, const struct sl_region *regions,
                             uint32_t axis, uint64_t *shape, size_t *bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     size_t bad;
     if (a == NULL || shape == NULL || bytes == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "array, shape or bytes is missing");
@@ -419,6 +421,7 @@ sl_array_read_batch_concat(const sl_array *a, size_t n, const struct sl_region *
                            const struct sl_batch_opts *opts, sl_status *status,
                            struct sl_error *errors, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(check_call(a, n, regions, opts, err));
     uint64_t shape[SL_MAX_RANK];
     size_t bytes, bad;

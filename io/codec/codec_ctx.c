@@ -12,6 +12,7 @@
 sl_codec_ctx *
 sl_codec_ctx_create(const struct sl_allocator *alloc, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_allocator a = alloc != NULL ? *alloc : sl_allocator_default();
     sl_codec_ctx *ctx = sl_alloc(&a, sizeof(*ctx), 0);
     if (ctx == NULL) {

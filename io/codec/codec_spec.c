@@ -134,6 +134,7 @@ spec_parse_compressor(const char *text, struct sl_codec_spec *out, struct sl_err
 sl_status
 sl_codec_spec_parse(const char *text, struct sl_codec_spec *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (text == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "codec text is missing");
     const char *comma = strchr(text, ',');

@@ -69,6 +69,7 @@ path_absolute(const char *path, char *abs, size_t size, struct sl_error *err)
 sl_status
 sl_fs_path_resolve(const char *path, char *out, size_t size, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (path == NULL || path[0] == '\0')
         return sl_error_set(err, SL_EINVAL, NULL, "empty path");
     char abs[PATH_MAX], real[PATH_MAX];

@@ -92,6 +92,7 @@ remove_entry(int dirfd, const char *name, const char *top, struct sl_error *err)
 sl_status
 sl_fs_remove_tree(const char *path, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return remove_entry(AT_FDCWD, path, path, err);
 }
 
@@ -273,6 +274,7 @@ remove_stale_siblings(const char *parent, const char *base, const char *host, co
 sl_status
 sl_fs_replace_find(const char *dest, char *out, size_t size, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     char resolved[PATH_MAX], parent[PATH_MAX], found[NAME_MAX + 1] = "";
     SL_TRY(sl_fs_path_resolve(dest, resolved, sizeof(resolved), err));
     const char *base;
@@ -444,6 +446,7 @@ replace_start(struct sl_fs_replace *r, struct sl_error *err)
 sl_fs_replace *
 sl_fs_replace_begin(const char *dest, sl_fs_replace_mode mode, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (dest == NULL || dest[0] == '\0') {
         sl_error_set(err, SL_EINVAL, NULL, "empty destination path");
         return NULL;
@@ -543,6 +546,7 @@ sl_fs_replace *
 sl_fs_replace_resume(const char *dest, const char *staging, uint64_t dev, uint64_t ino,
                      struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_fs_replace *r = calloc(1, sizeof(*r));
     if (r == NULL) {
         sl_error_set(err, SL_ENOMEM, NULL, "out of memory resuming \"%s\"", dest);
@@ -616,6 +620,7 @@ replace_swap(struct sl_fs_replace *r, struct sl_error *err)
 sl_status
 sl_fs_replace_commit(sl_fs_replace *r, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (r->mode == SL_FS_REPLACE_IN_PLACE && r->existed) {
         free(r);
         return SL_OK;

@@ -39,6 +39,7 @@ buf_grow(struct sl_buf *b, size_t cap, struct sl_error *err)
 sl_status
 sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (n <= b->capacity)
         return SL_OK;
     size_t cap = b->capacity < 256 ? 256 : b->capacity;
@@ -50,12 +51,14 @@ sl_buf_reserve(struct sl_buf *b, size_t n, struct sl_error *err)
 sl_status
 sl_buf_reserve_exact(struct sl_buf *b, size_t n, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return n <= b->capacity ? SL_OK : buf_grow(b, n, err);
 }
 
 sl_status
 sl_buf_append(struct sl_buf *b, const void *data, size_t n, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     size_t need;
     if (!sl_size_add_fits(b->size, n, &need))
         return sl_error_set(err, SL_EOVERFLOW, NULL, "buffer of %zu bytes cannot grow by %zu",
@@ -401,6 +404,7 @@ sl_status
 sl_store_get(sl_store *s, const char *key, const struct sl_byte_range *range, struct sl_buf *out,
              uint64_t *object_bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl__reader rd;
     SL_TRY(sl__reader_open_first(s, key, range, &rd, err));
     sl_status st = sl__reader_read_range(&rd, range, out, err);
@@ -413,6 +417,7 @@ sl_store_get(sl_store *s, const char *key, const struct sl_byte_range *range, st
 sl_status
 sl_store_size(sl_store *s, const char *key, uint64_t *bytes, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl__reader rd;
     SL_TRY(sl__reader_open(s, key, &rd, err));
     *bytes = rd.size;
@@ -423,6 +428,7 @@ sl_store_size(sl_store *s, const char *key, uint64_t *bytes, struct sl_error *er
 sl_status
 sl_store_set(sl_store *s, const char *key, const void *data, size_t n, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return sl__store_set(s, key, data, n, 0, err);
 }
 
@@ -446,6 +452,7 @@ sl__store_set(sl_store *s, const char *key, const void *data, size_t n, unsigned
 sl_status
 sl_store_delete(sl_store *s, const char *key, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (s == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
     SL_TRY(sl__key_check(key, key != NULL ? strlen(key) : 0, err));
@@ -459,6 +466,7 @@ sl_store_delete(sl_store *s, const char *key, struct sl_error *err)
 sl_status
 sl_store_sync(sl_store *s, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (s == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
     return s->vt->sync != NULL ? s->vt->sync(s, err) : SL_OK;
@@ -468,6 +476,7 @@ sl_status
 sl_store_list(sl_store *s, const char *prefix, sl_store_list_fn *fn, void *arg,
               struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (s == NULL || fn == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store or callback is missing");
     SL_TRY(sl__key_prefix_check(prefix, err));
@@ -515,6 +524,7 @@ sl_status
 sl_store_objects_match(sl_store *ref, sl_store *other, char *first, size_t size, bool *missing,
                        struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (size > 0)
         first[0] = '\0';
     *missing = false;
@@ -610,6 +620,7 @@ key_list_add(void *arg, const char *key, uint64_t bytes)
 sl_status
 sl_store_delete_tree(sl_store *s, const char *path, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (s == NULL || path == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store or path is missing");
     struct key_list k = {.path = path, .path_len = strlen(path)};

@@ -953,6 +953,7 @@ fs_make_root(const struct sl_io_table *io, const char *root, struct sl_error *er
 sl_store *
 sl_store_open_fs(const char *root, const struct sl_fs_store_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_fs_store_opts o = opts != NULL ? *opts : SL_FS_STORE_OPTS_DEFAULT;
     const struct sl_io_table *io = o.io != NULL ? o.io : sl_io_table_default();
     if (root == NULL || root[0] == '\0') {

@@ -327,6 +327,7 @@ static const struct sl__store_vtable mem_vtable = {
 sl_store *
 sl_store_create_memory(const struct sl_mem_store_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_mem_store_opts o = opts != NULL ? *opts : SL_MEM_STORE_OPTS_DEFAULT;
     struct sl_allocator alloc = o.alloc != NULL ? *o.alloc : sl_allocator_default();
     struct mem_store *ms = sl_alloc(&alloc, sizeof(*ms), 0);

@@ -966,6 +966,7 @@ sl_store *
 sl_store_open_custom(const struct sl_store_impl *impl, void *ctx,
                      const struct sl_custom_store_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_custom_store_opts o = opts != NULL ? *opts : SL_CUSTOM_STORE_OPTS_DEFAULT;
     if (impl == NULL || (impl->get == NULL && impl->get_async == NULL)) {
         sl_error_set(err, SL_EINVAL, NULL, "a store of the program's own needs get or get_async");

@@ -1029,6 +1029,7 @@ sl_store *
 sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
                  const struct sl_s3_store_opts *s3, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_http_store_opts ho = http != NULL ? *http : SL_HTTP_STORE_OPTS_DEFAULT;
     struct sl_s3_store_opts so = s3 != NULL ? *s3 : SL_S3_STORE_OPTS_DEFAULT;
     if (url == NULL || strncasecmp(url, "s3://", 5) != 0) {

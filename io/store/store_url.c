@@ -14,6 +14,7 @@
 sl_store *
 sl_store_open_url(const char *text, const struct sl_url_store_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct sl_url_store_opts o = opts != NULL ? *opts : SL_URL_STORE_OPTS_DEFAULT;
     if (text == NULL || text[0] == '\0') {
         sl_error_set(err, SL_EINVAL, NULL, "empty path or URL");
@@ -87,6 +88,7 @@ sl_store_open_s3(const char *url, const struct sl_http_store_opts *http,
 sl_store *
 sl_store_open_http(const char *url, const struct sl_http_store_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     (void)opts;
     sl_error_set(err, SL_EUNSUPPORTED, NULL,
                  "cannot open %s: this sluice was built without libcurl (install "
@@ -99,6 +101,7 @@ sl_store *
 sl_store_open_http_mapped(sl_store_url_fn *url_of, void *ctx, const struct sl_http_store_opts *opts,
                           struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     (void)url_of, (void)ctx, (void)opts;
     sl_error_set(err, SL_EUNSUPPORTED, NULL,
                  "cannot open a mapped HTTP store: this sluice was built without libcurl");

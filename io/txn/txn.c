@@ -48,6 +48,7 @@ phase_name(int phase)
 sl_status
 sl_txn_clean_leftovers(sl_array *a, uint64_t *n_removed, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     uint64_t n = 0;
     if (a == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "array is missing");
@@ -60,6 +61,7 @@ sl_txn_clean_leftovers(sl_array *a, uint64_t *n_removed, struct sl_error *err)
 sl_txn *
 sl_txn_open(sl_array *a, const struct sl_txn_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (a == NULL) {
         sl_error_set(err, SL_EINVAL, NULL, "array is missing");
         return NULL;
@@ -241,6 +243,7 @@ sl_status
 sl_txn_write_chunk(sl_txn *t, const uint64_t *coords, const void *buf, size_t buf_bytes,
                    sl_codec_ctx *ctx, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(writer_enter(t, err));
     struct sl__txn_unit *flush = NULL;
     sl_status st = sl__array_check_coords(t->a, coords, err);
@@ -302,6 +305,7 @@ sl_status
 sl_txn_write_region(sl_txn *t, const struct sl_region *region, const void *buf, size_t buf_bytes,
                     sl_codec_ctx *ctx, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(writer_enter(t, err));
     sl_status st = write_region_entered(t, region, buf, buf_bytes, ctx, err);
     writer_leave(t);
@@ -366,6 +370,7 @@ unit_bytes(const sl_txn *t, const struct sl__txn_unit *u)
 sl_status
 sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(phase_leave_open(t, SL__TXN_COMMITTING, err));
     sl__txn_behind_drain(t);
     size_t n;
@@ -397,6 +402,7 @@ sl_txn_commit(sl_txn *t, sl_codec_ctx *ctx, struct sl_error *err)
 sl_status
 sl_txn_abort(sl_txn *t, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(phase_leave_open(t, SL__TXN_ABORTED, err));
     sl__txn_behind_drain(t); /* early writes are final: let them end */
     for (int i = 0; i < SL__TXN_STRIPES; i++) {

@@ -12,6 +12,7 @@ sl_status
 sl_array_iter_shards(const sl_array *a, const struct sl_region *sel, struct sl_array_iter *it,
                      struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (a == NULL || it == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "array or iterator is missing");
     if (sel != NULL)
@@ -25,6 +26,7 @@ sl_status
 sl_array_iter_shard_chunks(const sl_array *a, const uint64_t *shard, struct sl_array_iter *it,
                            struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (a == NULL || it == NULL || (shard == NULL && a->meta.rank > 0))
         return sl_error_set(err, SL_EINVAL, NULL, "array, shard or iterator is missing");
     SL_TRY(sl__array_check_object_coords(a, shard, err));

@@ -59,6 +59,7 @@ sl_status
 sl_txn_read_chunk(sl_txn *t, const uint64_t *coords, void *buf, size_t buf_bytes, sl_codec_ctx *ctx,
                   bool *missing, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (t == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "transaction is missing");
     const sl_array *a = t->a;
@@ -182,6 +183,7 @@ sl_status
 sl_txn_read_region(sl_txn *t, const struct sl_region *region, void *buf, size_t buf_bytes,
                    sl_codec_ctx *ctx, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (t == NULL || region == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "transaction or region is missing");
     const sl_array *a = t->a;

@@ -175,6 +175,7 @@ sl_status
 sl_zarr_probe(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
               struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return sl__zarr_read_node(store, path, kind, zarr_format, NULL, NULL, 0, err);
 }
 
@@ -182,6 +183,7 @@ sl_status
 sl_zarr_read_node(sl_store *store, const char *path, sl_zarr_kind *kind, int *zarr_format,
                   struct sl_buf *attrs, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (store == NULL || kind == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store or kind is missing");
     char source[SL_STORE_KEY_MAX + 16];
@@ -266,6 +268,7 @@ sl_array *
 sl_array_open(sl_store *store, const char *path, const struct sl_array_opts *opts,
               struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (store == NULL || sl__node_path_check(path, err) != SL_OK) {
         sl_error_set(err, SL_EINVAL, NULL, "store or path is missing");
         return NULL;
@@ -508,6 +511,7 @@ sl_array *
 sl_array_create(sl_store *store, const char *path, const struct sl_array_spec *spec,
                 const struct sl_array_opts *opts, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (store == NULL || spec == NULL || sl__node_path_check(path, err) != SL_OK) {
         sl_error_set(err, SL_EINVAL, NULL, "store, path or spec is missing");
         return NULL;
@@ -546,6 +550,7 @@ sl_status
 sl_group_create(sl_store *store, const char *path, int zarr_format, const char *attributes_json,
                 struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__node_path_check(path, err));
     json_t *attrs =
         json_loads(attributes_json != NULL ? attributes_json : "{}", JSON_REJECT_DUPLICATES, NULL);
@@ -661,12 +666,14 @@ sl_array_store(const sl_array *a)
 sl_status
 sl_array_chunk_grid(const sl_array *a, struct sl_grid *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return sl_grid_copy(out, &a->chunk_grid, NULL, err);
 }
 
 sl_status
 sl_array_shard_grid(const sl_array *a, struct sl_grid *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     return sl_grid_copy(out, &a->object_grid, NULL, err);
 }
 

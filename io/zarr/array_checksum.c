@@ -100,6 +100,7 @@ sl_status
 sl_array_checksum(const sl_array *a, uint8_t digest[SL_SHA256_BYTES], const struct sl_parallel *par,
                   struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     const struct sl__meta *m = &a->meta;
     struct sl_sha256 sha;
     sl_sha256_init(&sha);
@@ -171,6 +172,7 @@ count_object(void *arg, const char *key, uint64_t bytes)
 sl_status
 sl_array_stored(const sl_array *a, struct sl_array_stored *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     *out = (struct sl_array_stored){0, 0};
     struct stored_count c = {a, out};
     return sl_store_list(a->store, a->prefix, count_object, &c, err);

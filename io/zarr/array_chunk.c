@@ -131,6 +131,7 @@ sl_status
 sl_array_read_chunk(const sl_array *a, const uint64_t *coords, void *buf, size_t buf_bytes,
                     sl_codec_ctx *given, bool *missing, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__array_check_coords(a, coords, err));
     SL_TRY(check_buffer(a, buf, buf_bytes, err));
     sl_codec_ctx *ctx;
@@ -229,6 +230,7 @@ sl_status
 sl_array_write_chunk(sl_array *a, const uint64_t *coords, const void *buf, size_t buf_bytes,
                      sl_codec_ctx *given, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__array_check_coords(a, coords, err));
     SL_TRY(check_buffer(a, buf, buf_bytes, err));
     sl_codec_ctx *ctx;
@@ -271,6 +273,7 @@ sl_status
 sl_array_shard_chunks_exist(const sl_array *a, const uint64_t *shard, bool *exist, size_t n_exist,
                             sl_codec_ctx *given, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     SL_TRY(sl__array_check_object_coords(a, shard, err));
     uint64_t n = a->meta.sharded ? a->meta.n_per_shard : 1;
     if (exist == NULL || n_exist < n)

@@ -344,6 +344,7 @@ sl_status
 sl_array_read_region(const sl_array *a, const struct sl_region *region, void *buf, size_t buf_bytes,
                      sl_codec_ctx *ctx, const struct sl_parallel *par, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct region_job job;
     size_t n = 0;
     if (buf == NULL && buf_bytes > 0)
@@ -361,6 +362,7 @@ sl_array_write_region(sl_array *a, const struct sl_region *region, const void *b
                       size_t buf_bytes, sl_codec_ctx *ctx, const struct sl_parallel *par,
                       struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     struct region_job job;
     size_t n = 0;
     if (buf == NULL && buf_bytes > 0)

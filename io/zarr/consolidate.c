@@ -111,6 +111,7 @@ cons_write(sl_store *store, const char *path, int format, json_t *md, struct sl_
 sl_status
 sl_group_consolidate(sl_store *store, const char *path, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (store == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store is missing");
     sl_zarr_kind kind = SL_ZARR_NONE;

@@ -265,6 +265,7 @@ sl_status
 sl_group_members(sl_store *store, const char *path, sl_group_member_fn *fn, void *arg,
                  struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (store == NULL || fn == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "store or callback is missing");
     SL_TRY(sl__node_path_check(path, err));
@@ -321,6 +322,7 @@ sl_array *
 sl_group_member_open(const struct sl_group_member *m, const struct sl_array_opts *opts,
                      struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (m == NULL || m->store == NULL || m->path == NULL) {
         sl_error_set(err, SL_EINVAL, NULL, "member is missing");
         return NULL;
@@ -358,6 +360,7 @@ sl__group_attributes(sl_store *store, const char *path, struct sl_buf *out, char
 sl_status
 sl_group_attributes(sl_store *store, const char *path, struct sl_buf *out, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     char source[SL_STORE_KEY_MAX + 16];
     return sl__group_attributes(store, path, out, source, sizeof(source), err);
 }
@@ -366,6 +369,7 @@ sl_status
 sl_group_member_attributes(const struct sl_group_member *m, struct sl_buf *out,
                            struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (m == NULL || m->store == NULL || m->path == NULL || out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "member or output buffer is missing");
     const struct group_entry *e = m->internal_;

@@ -191,6 +191,7 @@ sl_status
 sl_ome_multiscale_parse(const char *attributes_json, const char *source, uint32_t index,
                         struct sl_ome_multiscale *out, uint32_t *n_images, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (n_images != NULL)
         *n_images = 0;
     if (out == NULL || attributes_json == NULL)
@@ -235,6 +236,7 @@ sl_status
 sl_ome_multiscale_read(sl_store *store, const char *path, uint32_t index,
                        struct sl_ome_multiscale *out, uint32_t *n_images, struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (n_images != NULL)
         *n_images = 0;
     if (out == NULL)

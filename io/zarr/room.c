@@ -24,6 +24,7 @@ sl_status
 sl_zarr_make_room(sl_store *store, const char *path, bool overwrite, bool clear, bool *existed,
                   struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     sl_zarr_kind kind = SL_ZARR_NONE;
     int format = 0;
     if (existed != NULL)

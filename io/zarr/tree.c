@@ -68,6 +68,7 @@ sl_status
 sl_group_tree_read(sl_store *store, const char *path, struct sl_group_tree *out,
                    struct sl_error *err)
 {
+    sl_error_clear(err); /* each call reports its own errors */
     if (out == NULL)
         return sl_error_set(err, SL_EINVAL, NULL, "no tree to read into");
     memset(out, 0, sizeof(*out));
