@@ -341,20 +341,17 @@ static const struct filter_spec uniform6 = {
 
 Test(graph_halo, uniform_by_chunks_equals_whole_array)
 {
-    /* float64 is left to the test below, which fails: a known bug. */
+    /* float64 has a test of its own below. */
     const sl_dtype dtypes[] = {SL_DTYPE_F32, SL_DTYPE_U16};
     check_filter_dtypes(&uniform6, HALO_LEN(dtypes), dtypes);
 }
 
 /*
- * KNOWN BUG: this test fails (on purpose, until the library is fixed).
- * uniform's running sum (line_mean in ops/filter_separable.c) starts at
- * each block's first output element, so the rounding of float64 results
- * depends on where the block starts: a chunked array filtered chunk by
- * chunk differs from the whole array filtered at once in the last bits,
- * against <sluice/filter.h>'s "a chunked array filtered block by block
- * equals the whole array filtered at once".  The next test shows it with
- * sl_filter alone, without a graph.
+ * float64 shows rounding most: a running sum (scipy's, + entering -
+ * leaving) that started at each block's first element would make a
+ * chunked array filtered chunk by chunk differ from the whole array in
+ * the last bits, against <sluice/filter.h>'s promise that they are equal.
+ * The next test checks the same with sl_filter alone, without a graph.
  */
 Test(graph_halo, uniform_float64_by_chunks_equals_whole_array)
 {
@@ -362,7 +359,7 @@ Test(graph_halo, uniform_float64_by_chunks_equals_whole_array)
     check_filter_dtypes(&uniform6, HALO_LEN(dtypes), dtypes);
 }
 
-/* KNOWN BUG (see above): two blocks of sl_filter differ from one. */
+/* Two blocks of sl_filter equal one (see above). */
 Test(graph_halo, uniform_float64_two_blocks_equal_one_block)
 {
     const uint64_t shape[] = {8};
