@@ -314,8 +314,8 @@ eval_getter(struct eval *ev, const struct sl__node *n, const struct sl_region *r
         if (ev->ex->plan->opts.missing_is_error) {
             char key[96];
             coords_text(n, coords, key, sizeof(key));
-            st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of getter \"%s\" is absent",
-                              key, n->u.getter.array_name);
+            st = sl_error_set(&err, SL_ENOTFOUND, NULL, "chunk %s of getter \"%s\" is absent", key,
+                              n->u.getter.array_name);
         } else {
             st = sl_view_fill(&out->block.view, n->u.getter.fill, &err);
         }
