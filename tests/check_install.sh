@@ -82,6 +82,19 @@ cc -std=c11 -Wall -Wextra -Werror $extra -shared -fPIC -o "$dest/libinvert.so" \
 exe=$(find "$dest" -name sluice -type f -perm -u+x | head -n 1)
 LD_LIBRARY_PATH=$libdir "$exe" ops --allow-plugins --plugin "$dest/libinvert.so" |
     grep -q '^invert (map, plugin ' || { echo "the installed sluice did not load the plugin" >&2; exit 1; }
+# The Python package, when built, imports from where meson installed it
+# (not under a sanitizer: the interpreter is not instrumented) and reads
+# what the installed example wrote.
+ext=$(find "$dest" -name '_sluice*.so' | head -n 1)
+if [ -n "$ext" ] && { [ -z "$san" ] || [ "$san" = none ]; }; then
+    site=$(dirname "$(dirname "$ext")")
+    PYTHONPATH=$site LD_LIBRARY_PATH=$libdir /usr/bin/python3 -c '
+import sys, sluice
+assert sluice.__file__.startswith(sys.argv[1]), sluice.__file__
+a = sluice.open(sys.argv[2])
+print("python package: imported from the install tree, read", a.shape, a.dtype)
+' "$site" "$dest/shard-txn.zarr"
+fi
 # The library exports sl_ symbols only: sl__ internals stay hidden.
 so=$(find "$dest" -name 'libsluice.so.*' -type f | head -n 1)
 leaked=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^sl_[a-z]' | grep -v -E '^_' || true)
