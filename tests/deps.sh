@@ -13,11 +13,12 @@
 # what tests/ops/check_filter_scipy.py checks the filters against; linux-perf and
 # binutils' nm give bench_graph_downsample its profile of sluice's CPU time;
 # python3-dev builds the Python package, python/, whose tests in tests/python
-# run under python3-pytest and hand arrays to python3-dask):
+# run under python3-pytest and hand arrays to python3-dask and its
+# python3-distributed):
 SL_BUILD_PACKAGES="gcc g++ meson ninja-build pkg-config libhwloc-dev libck-dev libzstd-dev
   libjansson-dev zlib1g-dev libblosc-dev libcurl4-openssl-dev libpng-dev"
 SL_TEST_PACKAGES="$SL_BUILD_PACKAGES libcriterion-dev clang-format python3 python3-numpy python3-scipy
-  python3-zarr python3-numcodecs python3-numexpr python3-jsonschema python3-dev python3-pytest python3-dask strace util-linux libopenmpi-dev openmpi-bin clang
+  python3-zarr python3-numcodecs python3-numexpr python3-jsonschema python3-dev python3-pytest python3-dask python3-distributed strace util-linux libopenmpi-dev openmpi-bin clang
   libclang-rt-14-dev nodejs npm nginx-light curl"
 SL_BENCH_PACKAGES="$SL_BUILD_PACKAGES python3 python3-numpy python3-zarr python3-numcodecs
   python3-dask python3-numexpr python3-aiohttp python3-fsspec nodejs npm nginx-light libtbb-dev libomp-dev clang time zstd
