@@ -19,7 +19,11 @@ if [ -d "$build" ]; then
 else
     meson setup "$build" -Dbuildtype=release -Dbench=true >/dev/null
 fi
-meson compile -C "$build" bench launcher/sluice >/dev/null
+targets="bench launcher/sluice"
+# The Python package, when this build has it (bench_py_read imports it).
+meson introspect "$build" --targets | grep -q '"name": "python-package"' && targets="$targets python-package"
+# shellcheck disable=SC2086
+meson compile -C "$build" $targets >/dev/null
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
