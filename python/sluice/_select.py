@@ -139,4 +139,8 @@ def region(sel, shape):
                 " the numpy array)" % (_describe(item), dim)
             )
         dim += 1
+    if any(s is Ellipsis for s in (sel if isinstance(sel, tuple) else (sel,))):
+        # numpy's rule: with '...' the result is an array, 0-d too, never a
+        # scalar; a trailing '...' in the index keeps that.
+        index.append(Ellipsis)
     return Selection(tuple(start), tuple(stop), tuple(index), tuple(out_shape), dense)
