@@ -49,6 +49,7 @@ class Graph:
         self._arrays = {}
         self._nodes = {}
         self._count = {}
+        self._fns = []  # the functions of map nodes, by their "fn" index
         self.run = dict(run or {})
         self.plugins = list(plugins or [])
 
@@ -119,11 +120,20 @@ class Graph:
         """Read an existing array: a ``get`` node."""
         return self.add("get", name=name, array=self.array(path, **store))
 
-    def put(self, node, path, *, name=None, create=None, like=None, overwrite=None, **store):
-        """Write ``node`` into the array at ``path``, created unless it
-        exists and ``overwrite`` is True: without ``create`` or ``like`` it
-        is created as the node's shape, dtype and chunks say."""
-        if create is None and like is None and overwrite is not True:
+    def put(self, node, path, *, name=None, create=None, like=None, overwrite=None,
+            existing=False, **store):
+        """Write ``node`` into a new array at ``path``: without ``create``
+        (a dict of the graph file's settings) or ``like`` (another array's
+        name in the graph) it is made as the node's shape, dtype and chunks
+        say.  ``overwrite=True`` replaces what is stored there when the
+        run succeeds.  ``existing=True`` writes into the array already
+        stored at ``path`` instead (its shape and dtype must match)."""
+        if existing:
+            if create is not None or like is not None:
+                raise ValueError("put: existing=True writes an array as it is stored: "
+                                 "no create or like")
+            overwrite = True
+        elif create is None and like is None:
             create = {}
         key = self.array(path, create=create, like=like, overwrite=overwrite, **store)
         return self.add("put", node, name=name, array=key)
@@ -184,6 +194,27 @@ class Graph:
     def transpose(self, node, axes, *, name=None):
         """numpy's ``transpose``."""
         return self.add("transpose", node, name=name, axes=axes)
+
+    def map(self, fn, input, *, dtype=None, name=None):
+        """Call Python function ``fn(block, where)`` per block of ``input``.
+
+        ``block`` is a read-only numpy view of the input block (valid only
+        during the call: copy what you keep); ``where`` a tuple of slices
+        saying where the block lies in the array.  ``fn`` returns an array
+        of the block's shape, converted to ``dtype`` (default: the input's)
+        as ``numpy.ndarray.astype`` converts.  An exception fails that
+        chunk, its status message holding the exception's type and text;
+        the other chunks go on.
+
+        The calls run on sluice's workers, each holding the GIL while it
+        runs, so Python functions run one at a time (numpy code inside
+        them that releases the GIL runs alongside), while reads, decodes
+        and writes of other chunks go on in parallel.
+        """
+        if not callable(fn):
+            raise TypeError("map: a function, not %s" % type(fn).__name__)
+        self._fns.append(fn)
+        return self.add("python", input, name=name, fn=len(self._fns) - 1, dtype=dtype)
 
     def pyramid(self, node, group, levels, factors, *, name=None, **fields):
         """An OME-Zarr pyramid of ``node`` written into a new group."""

@@ -89,12 +89,22 @@ class Report:
         )
 
 
-def _graph_text(graph, base_dir):
+def _with_functions(graph, numbers):
+    """The Graph's dict with each map node's function index replaced by
+    the number the module registered the function under."""
+    doc = graph.to_dict()
+    for node in doc["nodes"].values():
+        if node.get("op") == "python":
+            node["fn"] = numbers[node["fn"]]
+    return doc
+
+
+def _graph_text(graph, base_dir, numbers=None):
     """(text, source, base_dir) of a graph file, a dict or a Graph."""
     from ._graph import Graph
 
     if isinstance(graph, Graph):
-        graph = graph.to_dict()
+        graph = _with_functions(graph, numbers)
     if isinstance(graph, dict):
         try:
             text = json.dumps(graph, allow_nan=False)
@@ -158,7 +168,23 @@ def run(
     raises sluice.Error for the first).  A graph that cannot be loaded
     raises sluice.Error with ``errors``, every message the loader gave.
     """
-    text, source, base = _graph_text(graph, base_dir)
+    from ._graph import Graph
+
+    fns = graph._fns if isinstance(graph, Graph) else []
+    numbers = []
+    try:
+        for fn in fns:
+            numbers.append(_sluice.fn_register(fn))
+        return _run(graph, numbers, threads, memory, error_policy, missing, retries,
+                    allow_plugins, base_dir, check)
+    finally:
+        for k in numbers:
+            _sluice.fn_release(k)
+
+
+def _run(graph, numbers, threads, memory, error_policy, missing, retries, allow_plugins,
+         base_dir, check):
+    text, source, base = _graph_text(graph, base_dir, numbers)
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
         raise TypeError("threads: an int")
     if threads is not None and not 1 <= threads <= 4096:

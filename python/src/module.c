@@ -287,7 +287,8 @@ PyInit__sluice(void)
     if (m == NULL)
         return NULL;
     if (add_error_type(m) != 0 || sl_py_store_init(m) != 0 || sl_py_array_init(m) != 0 ||
-        sl_py_run_init(m) != 0 || PyModule_AddStringConstant(m, "version", sl_version()) != 0) {
+        sl_py_run_init(m) != 0 || sl_py_pymap_init(m) != 0 ||
+        PyModule_AddStringConstant(m, "version", sl_version()) != 0) {
         Py_DECREF(m);
         return NULL;
     }

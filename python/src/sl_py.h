@@ -69,5 +69,6 @@ int sl_py_u64_seq(PyObject *seq, uint32_t rank, uint64_t *out, const char *what)
 int sl_py_store_init(PyObject *m);
 int sl_py_array_init(PyObject *m);
 int sl_py_run_init(PyObject *m);
+int sl_py_pymap_init(PyObject *m);
 
 #endif

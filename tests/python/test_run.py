@@ -170,3 +170,76 @@ def test_bad_graphs(tmp_path):
     g.get(tmp_path / "x.zarr", name="a")
     with pytest.raises(ValueError):
         g.get(tmp_path / "x.zarr", name="a")
+
+
+def test_map_calls_python_per_block(tmp_path, rng):
+    v = random_values(rng, (30, 44), "int16")
+    make_array(str(tmp_path / "in.zarr"), v, (8, 16))
+    seen = []
+
+    def fn(block, where):
+        assert not block.flags.writeable
+        seen.append(tuple((s.start, s.stop) for s in where))
+        # The location is the block's: offsets make every block different.
+        return block.astype("float64") * 0.5 + where[0].start * 1000 + where[1].start
+
+    g = sluice.Graph()
+    m = g.map(fn, g.get(tmp_path / "in.zarr"), dtype="float64")
+    g.put(m, tmp_path / "out.zarr")
+    report = sluice.run(g, threads=2, check=True)
+    assert report.ok
+    want = v.astype("float64") * 0.5
+    for i in range(0, 30, 8):
+        for j in range(0, 44, 16):
+            want[i:i + 8, j:j + 16] += i * 1000 + j
+    np.testing.assert_array_equal(sluice.open(tmp_path / "out.zarr")[...], want)
+    assert sorted(seen) == sorted({((i, min(i + 8, 30)), (j, min(j + 16, 44)))
+                                   for i in range(0, 30, 8) for j in range(0, 44, 16)})
+
+
+def test_map_failures_fail_their_chunks_only(tmp_path):
+    v = np.arange(64, dtype="float32").reshape(8, 8)
+    make_array(str(tmp_path / "in.zarr"), v, (4, 4))
+
+    def picky(block, where):
+        if (where[0].start, where[1].start) == (4, 0):
+            raise KeyError("no such thing")
+        if (where[0].start, where[1].start) == (0, 4):
+            return block[:2]  # a wrong shape
+        if (where[0].start, where[1].start) == (4, 4):
+            return np.array([["a"] * 4] * 4)  # not numbers
+        return -block
+
+    g = sluice.Graph()
+    g.put(g.map(picky, g.get(tmp_path / "in.zarr")), tmp_path / "out.zarr", name="w")
+    report = sluice.run(g)
+    assert not report.ok and report.n_failed == 3
+    msgs = {tuple(f["chunk"]): f["message"] for f in report.failed}
+    assert set(msgs) == {(1, 0), (0, 1), (1, 1)}
+    assert all(f["code"] == "EFUNC" for f in report.failed)
+    assert "KeyError" in msgs[(1, 0)] and "no such thing" in msgs[(1, 0)]
+    assert "picky" in msgs[(1, 0)]
+    assert "ValueError" in msgs[(0, 1)] and "(2, 4)" in msgs[(0, 1)]
+    assert "TypeError" in msgs[(1, 1)]
+    status = report.status("w")
+    assert status[0, 0] == 0 and np.count_nonzero(status) == 3
+
+
+def test_map_in_a_chain_and_bad_uses(tmp_path):
+    v = np.arange(100, dtype="uint8").reshape(10, 10)
+    make_array(str(tmp_path / "in.zarr"), v, (5, 5))
+    g = sluice.Graph()
+    r = g.get(tmp_path / "in.zarr")
+    e = g.expr("x * 2", x=r, dtype="float32")
+    m = g.map(lambda b, w: np.sqrt(b), e)
+    g.put(g.reduce(m, "sum", axes=[0]), tmp_path / "sum.zarr")
+    assert sluice.run(g).ok
+    np.testing.assert_allclose(sluice.open(tmp_path / "sum.zarr")[...],
+                               np.sqrt(v.astype("float32") * 2).sum(axis=0), rtol=1e-6)
+    with pytest.raises(TypeError):
+        g.map(5, r)
+    # A dict naming a function no run registered is refused when loaded.
+    doc = g.to_dict()
+    with pytest.raises(sluice.Error) as err:
+        sluice.run(doc)
+    assert any("Graph.map" in m for m in err.value.errors), err.value.errors
