@@ -6,6 +6,7 @@ import json
 import os
 
 from . import _sluice
+from ._array import _error
 
 __all__ = ["Report", "run", "downsample", "pyramid"]
 
@@ -72,13 +73,11 @@ class Report:
                 f["chunk"],
                 f["message"],
             )
-            e = _sluice.Error(msg)
-            e.code, e.chunk, e.source = f["code"], f["chunk"], f["path"]
+            e = _error(f["code"], msg, f["path"] or None)
+            e.chunk = f["chunk"]
         else:
             msg = self.error or self.commit_error or "the run failed"
-            e = _sluice.Error(msg)
-            e.code, e.chunk, e.source = self.counts.get("run_error"), None, None
-        e.message, e.status, e.pointer, e.line, e.column = msg, None, None, None, None
+            e = _error(self.counts.get("run_error"), msg)
         raise e
 
     def __repr__(self):

@@ -21,20 +21,6 @@ array_dealloc(SlPyArray *self)
     PyObject_Free(self);
 }
 
-static PyObject *
-u64_tuple(const uint64_t *v, uint32_t n)
-{
-    PyObject *t = PyTuple_New(n);
-    for (uint32_t d = 0; t != NULL && d < n; d++) {
-        PyObject *x = PyLong_FromUnsignedLongLong(v[d]);
-        if (x == NULL)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, d, x);
-    }
-    return t;
-}
-
 /* Region [start, stop) of `self` from two sequences; -1 with an exception
  * (IndexError for one outside the array). */
 static int
@@ -310,14 +296,14 @@ static PyObject *
 array_get_shape(SlPyArray *self, void *closure)
 {
     (void)closure;
-    return u64_tuple(sl_array_shape(self->array), sl_array_rank(self->array));
+    return sl_py_u64_tuple(sl_array_shape(self->array), sl_array_rank(self->array));
 }
 
 static PyObject *
 array_get_chunks(SlPyArray *self, void *closure)
 {
     (void)closure;
-    return u64_tuple(sl_array_chunk_shape(self->array), sl_array_rank(self->array));
+    return sl_py_u64_tuple(sl_array_chunk_shape(self->array), sl_array_rank(self->array));
 }
 
 static PyObject *
@@ -327,7 +313,7 @@ array_get_shards(SlPyArray *self, void *closure)
     const uint64_t *s = sl_array_shard_shape(self->array);
     if (s == NULL)
         Py_RETURN_NONE;
-    return u64_tuple(s, sl_array_rank(self->array));
+    return sl_py_u64_tuple(s, sl_array_rank(self->array));
 }
 
 static PyObject *

@@ -35,21 +35,26 @@ str_or_none(const char *s)
     return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
 }
 
+PyObject *
+sl_py_u64_tuple(const uint64_t *v, uint32_t n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (uint32_t d = 0; t != NULL && d < n; d++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(v[d]);
+        if (x == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, d, x);
+    }
+    return t;
+}
+
 static PyObject *
 chunk_tuple(const struct sl_chunk_key *k)
 {
     if (k->rank == 0)
         Py_RETURN_NONE;
-    PyObject *t = PyTuple_New(k->rank);
-    for (uint32_t d = 0; t != NULL && d < k->rank; d++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(k->idx[d]);
-        if (v == NULL) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, d, v);
-    }
-    return t;
+    return sl_py_u64_tuple(k->idx, k->rank);
 }
 
 static PyObject *

@@ -87,20 +87,6 @@ summary_dict(const struct sl_run_summary *s, sl_status st)
     return d;
 }
 
-static PyObject *
-key_tuple(const struct sl_chunk_key *k)
-{
-    PyObject *t = PyTuple_New(k->rank);
-    for (uint32_t d = 0; t != NULL && d < k->rank; d++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(k->idx[d]);
-        if (v == NULL)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, d, v);
-    }
-    return t;
-}
-
 /* [{"put", "chunk", "code", "message", "path"}, ...] */
 static PyObject *
 failed_list(const sl_plan *plan)
@@ -115,8 +101,9 @@ failed_list(const sl_plan *plan)
             info = (struct sl_node_info){.name = "?"};
         const char *path = info.array != NULL ? sl_array_path(info.array) : "";
         PyObject *rec =
-            Py_BuildValue("{s:s,s:N,s:s,s:s,s:s}", "put", info.name, "chunk", key_tuple(&e[i].key),
-                          "code", sl_status_name(e[i].code), "message", e[i].text, "path", path);
+            Py_BuildValue("{s:s,s:N,s:s,s:s,s:s}", "put", info.name, "chunk",
+                          sl_py_u64_tuple(e[i].key.idx, e[i].key.rank), "code",
+                          sl_status_name(e[i].code), "message", e[i].text, "path", path);
         if (rec == NULL)
             Py_CLEAR(out);
         else

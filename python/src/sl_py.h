@@ -62,6 +62,9 @@ int sl_py_npy_type(sl_dtype dt);
  * ValueError set when sluice has no such type. */
 int sl_py_dtype_of_name(const char *name, sl_dtype *out);
 
+/* A tuple of `n` Python ints; NULL with an exception. */
+PyObject *sl_py_u64_tuple(const uint64_t *v, uint32_t n);
+
 /* Parse a sequence of `rank` non-negative integers; -1 with an exception. */
 int sl_py_u64_seq(PyObject *seq, uint32_t rank, uint64_t *out, const char *what);
 

@@ -62,7 +62,8 @@ def report(name, value, unit):
     print("%s: %.6g %s" % (name, value, unit), flush=True)
 
 
-def median_of(fn, expect, reps):
+def times(fn, expect, reps):
+    """One checked warm-up call, then the times of `reps` checked calls."""
     out = fn()
     assert np.array_equal(out, expect)
     ts = []
@@ -71,22 +72,7 @@ def median_of(fn, expect, reps):
         out = fn()
         ts.append(time.perf_counter() - t0)
         assert np.array_equal(out, expect)
-    return statistics.median(ts)
-
-
-def best_of(fn, expect, reps, ctl=None):
-    out = fn()
-    assert np.array_equal(out, expect)
-    if ctl:
-        peer_remote.control(ctl, "DELETE", "log")
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-        assert np.array_equal(out, expect)
-    requests = peer_remote.log_totals(ctl)[0] / reps if ctl else None
-    return min(ts), requests
+    return ts
 
 
 def readers(sluice, zarr_array, sluice_array):
@@ -110,7 +96,7 @@ def local_case(sluice, path, reps):
 
     z = zarr.open_array(path, mode="r")
     expect = np.concatenate([z[a:b] for a, b in peer_zarr_read.SLICES])
-    t = {name: median_of(fn, expect, reps)
+    t = {name: statistics.median(times(fn, expect, reps))
          for name, fn in readers(sluice, z, sluice.open(path)).items()}
     for name, v in t.items():
         report("py_local_%s" % name, v, "s")
@@ -129,7 +115,10 @@ def remote_case(sluice, url, ctl, delay_ms, reps):
     tag = "py_remote_%dms" % delay_ms
     t = {}
     for name, fn in readers(sluice, z, sluice.open(url)).items():
-        t[name], requests = best_of(fn, expect, reps, ctl)
+        fn()  # a warm-up outside the proxy's count
+        peer_remote.control(ctl, "DELETE", "log")
+        t[name] = min(times(fn, expect, reps))
+        requests = peer_remote.log_totals(ctl)[0] / (reps + 1)
         report("%s_%s" % (tag, name), t[name], "s")
         report("%s_%s_requests" % (tag, name), requests, "requests")
     zarr_best = min(t["zarr_loop"], t["zarr_oindex"])
