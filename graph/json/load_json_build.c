@@ -260,6 +260,9 @@ sl__jnode_build(sl_graph_json *doc, size_t i, bool on_disk)
     case SL__JNODE_STATS:
         ok = sl__jstats_build(doc, n);
         break;
+    case SL__JNODE_MAP:
+        ok = sl__jmap_build(doc, n);
+        break;
     }
     n->bad = !ok;
     return ok;

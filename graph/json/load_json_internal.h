@@ -105,6 +105,7 @@ typedef enum sl__jnode_kind {
     SL__JNODE_VIEW,    /* squeeze, expand_dims, transpose ("input"), stack, concat ("inputs") */
     SL__JNODE_REDUCE,  /* a reduction along axes */
     SL__JNODE_STATS,   /* statistics of the input (a sink, like a put) */
+    SL__JNODE_MAP,     /* a function the loading program supplies, over "inputs" */
 } sl__jnode_kind;
 
 /* Most entries of a node's "inputs" (the graph's limit on a map's inputs). */
@@ -206,35 +207,37 @@ bool sl__jpyramid_build(sl_graph_json *doc, struct sl__jnode *n, bool on_disk);
 
 /* One node of the file. */
 struct sl__jnode {
-    const char *id;               /* its id, borrowed from the document */
-    char ptr[SL__JPTR_MAX];       /* "/nodes/<id>" or "/nodes/<index>" */
-    const json_t *obj;            /* the node object, borrowed */
-    sl__jnode_kind kind;          /* what it is */
-    const struct sl_op_desc *op;  /* SL__JNODE_OP: the operation */
-    struct sl_op_args args;       /* SL__JNODE_OP: its parameters */
-    const char *input_name;       /* "input", or NULL */
-    int input;                    /* its node index, or -1 */
-    const char *array_name;       /* get and put: "array" */
-    int array;                    /* its index, or -1 */
-    uint32_t n_chunks;            /* rechunk, downsample: "chunks" entries; 0: none */
-    uint64_t chunks[SL_MAX_RANK]; /* "chunks" */
-    bool concat;                  /* select: "regions" (else "region") */
-    uint32_t axis;                /* select: "axis" */
-    size_t n_slices;              /* select: slices */
-    struct sl__jslice *slices;    /* select: owned */
-    struct sl__jpyramid pyramid;  /* pyramid fields */
-    struct sl__jcopy copy;        /* copy fields */
-    struct sl__jinputs inputs;    /* "inputs" of nodes with several */
-    struct sl__jexpr expr;        /* expr fields */
-    struct sl__jreduce reduce;    /* reduce fields */
-    struct sl_stats_desc stats;   /* stats fields ("per" in n_axes and axes) */
-    const char *view_op;          /* views: "squeeze", "stack", ... */
-    uint32_t n_axes;              /* views: "axes" entries */
-    uint32_t axes[SL_MAX_RANK];   /* views: "axes" */
-    int n_consumers;              /* nodes naming it as input */
-    bool bad;                     /* an error was reported for it, or an input is bad */
-    int mark;                     /* cycle search and build state: 0, 1 visiting, 2 done */
-    uint32_t gid;                 /* its id in the graph once built */
+    const char *id;                      /* its id, borrowed from the document */
+    char ptr[SL__JPTR_MAX];              /* "/nodes/<id>" or "/nodes/<index>" */
+    const json_t *obj;                   /* the node object, borrowed */
+    sl__jnode_kind kind;                 /* what it is */
+    const struct sl_op_desc *op;         /* SL__JNODE_OP: the operation */
+    struct sl_op_args args;              /* SL__JNODE_OP: its parameters */
+    const char *input_name;              /* "input", or NULL */
+    int input;                           /* its node index, or -1 */
+    const char *array_name;              /* get and put: "array" */
+    int array;                           /* its index, or -1 */
+    uint32_t n_chunks;                   /* rechunk, downsample: "chunks" entries; 0: none */
+    uint64_t chunks[SL_MAX_RANK];        /* "chunks" */
+    bool concat;                         /* select: "regions" (else "region") */
+    uint32_t axis;                       /* select: "axis" */
+    size_t n_slices;                     /* select: slices */
+    struct sl__jslice *slices;           /* select: owned */
+    struct sl__jpyramid pyramid;         /* pyramid fields */
+    struct sl__jcopy copy;               /* copy fields */
+    struct sl__jinputs inputs;           /* "inputs" of nodes with several */
+    struct sl__jexpr expr;               /* expr fields */
+    struct sl__jreduce reduce;           /* reduce fields */
+    struct sl_stats_desc stats;          /* stats fields ("per" in n_axes and axes) */
+    const struct sl_graph_json_map *map; /* map: the function "fn" names */
+    sl_dtype map_dtype;                  /* map: "dtype"; SL_DTYPE_COUNT_: the first input's */
+    const char *view_op;                 /* views: "squeeze", "stack", ... */
+    uint32_t n_axes;                     /* views: "axes" entries */
+    uint32_t axes[SL_MAX_RANK];          /* views: "axes" */
+    int n_consumers;                     /* nodes naming it as input */
+    bool bad;                            /* an error was reported for it, or an input is bad */
+    int mark;                            /* cycle search and build state: 0, 1 visiting, 2 done */
+    uint32_t gid;                        /* its id in the graph once built */
 };
 
 /* A node the document writes in place (an s3:// URL: S3 renames no
@@ -354,6 +357,17 @@ void sl__jreduce_parse(sl_graph_json *doc, struct sl__jnode *n);
 
 /* Add reduce node `n` to the graph.  @return false after reporting. */
 bool sl__jreduce_build(sl_graph_json *doc, struct sl__jnode *n);
+
+/* "inputs" of node `n` as a list of 1 to 8 node ids, in order
+ * (load_json_view.c; stack, concat and map nodes). */
+void sl__jinputs_parse_list(sl_graph_json *doc, struct sl__jnode *n);
+
+/* The fields of map node `n` (load_json_map.c). */
+void sl__jmap_parse(sl_graph_json *doc, struct sl__jnode *n);
+
+/* Add map node `n` to the graph (its inputs are built).  @return false
+ * after reporting. */
+bool sl__jmap_build(sl_graph_json *doc, struct sl__jnode *n);
 
 /* The fields of view node `n` (load_json_view.c). */
 void sl__jview_parse(sl_graph_json *doc, struct sl__jnode *n);

@@ -37,6 +37,7 @@ static const char *const reduce_keys[] = {"op",     "id",          "input",   "m
 static const char *const stats_keys[] = {"op",        "id",          "input",   "per",
                                          "histogram", "percentiles", "comment", NULL};
 static const char *const join_keys[] = {"op", "id", "inputs", "axis", "comment", NULL};
+static const char *const map_fn_keys[] = {"op", "id", "inputs", "fn", "dtype", "comment", NULL};
 
 static const char *const copy_keys[] = {"op",      "id",        "source",  "group", "create",
                                         "members", "overwrite", "comment", NULL};
@@ -61,6 +62,7 @@ static const struct {
     {"transpose", SL__JNODE_VIEW, axes_keys},
     {"stack", SL__JNODE_VIEW, join_keys},
     {"concat", SL__JNODE_VIEW, join_keys},
+    {"map", SL__JNODE_MAP, map_fn_keys},
 };
 
 /* A required field of node `n`, or NULL after reporting it missing. */
@@ -332,7 +334,7 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
              kind_name);
     sl__jcheck_keys(&doc->diag, n->obj, n->ptr, what, keys, n->op);
     node_string(doc, n, "comment", NULL, &(const char *){NULL});
-    bool joins = n->kind == SL__JNODE_EXPR ||
+    bool joins = n->kind == SL__JNODE_EXPR || n->kind == SL__JNODE_MAP ||
                  (n->kind == SL__JNODE_VIEW &&
                   (strcmp(n->view_op, "stack") == 0 || strcmp(n->view_op, "concat") == 0));
     if (n->kind != SL__JNODE_GET && n->kind != SL__JNODE_COPY && !joins)
@@ -372,6 +374,9 @@ node_parse(sl_graph_json *doc, struct sl__jnode *n)
         break;
     case SL__JNODE_STATS:
         sl__jstats_parse(doc, n);
+        break;
+    case SL__JNODE_MAP:
+        sl__jmap_parse(doc, n);
         break;
     case SL__JNODE_GET:
     case SL__JNODE_PUT:

@@ -13,9 +13,8 @@
 #include "core_internal.h"
 #include "load_json_internal.h"
 
-/* "inputs": a list of 1 to 8 node ids. */
-static void
-view_parse_inputs(sl_graph_json *doc, struct sl__jnode *n)
+void
+sl__jinputs_parse_list(sl_graph_json *doc, struct sl__jnode *n)
 {
     const json_t *v = json_object_get(n->obj, "inputs");
     char at[SL__JPTR_MAX];
@@ -47,7 +46,7 @@ sl__jview_parse(sl_graph_json *doc, struct sl__jnode *n)
     const char *op = n->view_op;
     bool joins = strcmp(op, "stack") == 0 || strcmp(op, "concat") == 0;
     if (joins) {
-        view_parse_inputs(doc, n);
+        sl__jinputs_parse_list(doc, n);
         const json_t *v = json_object_get(n->obj, "axis");
         sl__jptr_key(at, n->ptr, "axis");
         uint64_t axis = 0;

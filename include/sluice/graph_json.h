@@ -58,6 +58,18 @@ typedef enum sl_graph_json_arrays {
 } sl_graph_json_arrays;
 
 /* How to load a graph file. */
+/*
+ * A function that a graph file's "map" nodes call by name ({"op": "map",
+ * "fn": NAME, "inputs": [...]}), supplied by the program that loads the
+ * file, never by the file itself: the Python package's sluice.Graph.map
+ * hands its Python functions to the loader this way.
+ */
+struct sl_graph_json_map {
+    const char *name; /* what "fn" names it: 1 to 63 characters; borrowed for the load */
+    sl_map_fn *fn;    /* called per output block with the input blocks (see sl_map_fn) */
+    void *ctx;        /* passed to `fn`; borrowed: must outlive every run of the graph */
+};
+
 struct sl_graph_json_opts {
     sl_graph_json_arrays new_arrays;  /* see sl_graph_json_arrays */
     bool allow_outside;               /* accept absolute array paths and ".." components; false:
@@ -90,6 +102,10 @@ struct sl_graph_json_opts {
     bool local_only;                  /* refuse remote paths (SL_EACCES) instead of reading
                                          them: validation that must not touch the network */
     const struct sl_allocator *alloc; /* copied; NULL: the default allocator */
+    const struct sl_graph_json_map *maps;    /* the functions "map" nodes may call; borrowed
+                                                for the load (a file naming another is
+                                                refused); NULL: none */
+    size_t n_maps;                           /* entries of `maps` */
     const struct sl_journal_staging *resume; /* with SL_GRAPH_JSON_CREATE: the directories
                                                 an earlier run of the file wrote into (its
                                                 journal's); each node is taken over from

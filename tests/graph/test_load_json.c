@@ -627,3 +627,106 @@ Test(graph_load_json, a_copy_node_copies_a_whole_group)
     sl_graph_json_destroy(other);
     sl_test_rmtree(dir);
 }
+
+/* A map function: out = a + 2 * b + (the block's first z), as float32. */
+static sl_status
+add_twice(void *ctx, struct sl_block *out, size_t n, const struct sl_block *in,
+          struct sl_error *err)
+{
+    int *calls = ctx;
+    __atomic_fetch_add(calls, 1, __ATOMIC_RELAXED);
+    if (n != 2 || in[0].view.dtype != SL_DTYPE_U16 || out->view.dtype != SL_DTYPE_F32)
+        return sl_error_set(err, SL_EINVAL, NULL, "add_twice: %zu inputs", n);
+    if (out->region.start[0] == 10 && out->region.start[1] == 20 && out->region.start[2] == 0)
+        return sl_error_set(err, SL_EFUNC, NULL, "add_twice refuses this block");
+    const struct sl_view *a = &in[0].view, *b = &in[1].view, *o = &out->view;
+    for (uint64_t z = 0; z < o->shape[0]; z++)
+        for (uint64_t y = 0; y < o->shape[1]; y++)
+            for (uint64_t x = 0; x < o->shape[2]; x++) {
+                int64_t ia = (int64_t)z * a->stride[0] + (int64_t)y * a->stride[1] +
+                             (int64_t)x * a->stride[2];
+                int64_t ib = (int64_t)z * b->stride[0] + (int64_t)y * b->stride[1] +
+                             (int64_t)x * b->stride[2];
+                int64_t io = (int64_t)z * o->stride[0] + (int64_t)y * o->stride[1] +
+                             (int64_t)x * o->stride[2];
+                ((float *)o->data)[io] = (float)((const uint16_t *)a->data)[ia] +
+                                         2.0f * (float)((const uint16_t *)b->data)[ib] +
+                                         (float)out->region.start[0];
+            }
+    return SL_OK;
+}
+
+Test(graph_load_json, map_nodes_call_the_functions_the_loader_is_given)
+{
+    const char *dir = sl_test_tmpdir("json-map");
+    make_array(dir, "raw.zarr", raw_shape, raw_chunks, NULL, true);
+    const char *text =
+        "{\"sluice\": 1,\n"
+        " \"arrays\": {\"raw\": {\"path\": \"raw.zarr\"}, \"out\": {\"path\": \"out.zarr\", "
+        "\"create\": {}}},\n"
+        " \"nodes\": {\"r\": {\"op\": \"get\", \"array\": \"raw\"},\n"
+        "   \"m\": {\"op\": \"map\", \"fn\": \"add_twice\", \"inputs\": [\"r\", \"r\"], "
+        "\"dtype\": \"float32\"},\n"
+        "   \"w\": {\"op\": \"put\", \"input\": \"m\", \"array\": \"out\"}}}";
+    struct errs e;
+    /* Without the function: refused, naming what the loader has (nothing). */
+    cr_assert_null(load_text(dir, text, false, &e));
+    cr_assert_str_eq(e.rec[0].path, "/nodes/m/fn");
+    cr_assert(strstr(e.rec[0].text, "no function \"add_twice\"") != NULL &&
+                  strstr(e.rec[0].text, "supplies none") != NULL,
+              "%s", e.rec[0].text);
+
+    int calls = 0;
+    struct sl_graph_json_map maps[] = {{"other", add_twice, &calls},
+                                       {"add_twice", add_twice, &calls}};
+    struct sl_graph_json_opts o = SL_GRAPH_JSON_OPTS_DEFAULT;
+    o.base_dir = dir;
+    o.new_arrays = SL_GRAPH_JSON_CREATE;
+    o.maps = maps;
+    o.n_maps = 2;
+    sl_graph_json *doc =
+        sl_graph_json_load_string(text, strlen(text), "t.json", &o, errs_init(&e, MAX_ERRORS));
+    cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
+    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
+    po.n_workers = 2;
+    po.pin = SL_PIN_NONE;
+    sl_pool *pool = sl_pool_create(&po, NULL);
+    struct sl_error err = SL_ERROR_INIT;
+    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
+    cr_assert_not_null(plan, "%s", err.text);
+    /* One block refuses: that chunk fails with the function's error, the
+     * others are written. */
+    cr_assert_neq(sl_plan_run(plan, pool, &err), SL_OK);
+    struct sl_run_summary s;
+    sl_plan_summary(plan, &s);
+    cr_assert_eq(s.n_failed, 1, "%llu failed", (unsigned long long)s.n_failed);
+    cr_assert_eq(calls, 24, "%d calls for 24 chunks", calls);
+    size_t n_err = 0;
+    const struct sl_chunk_error *ce = sl_plan_errors(plan, &n_err);
+    cr_assert_eq(n_err, 1);
+    cr_assert_eq(ce[0].key.idx[0], 1);
+    cr_assert_eq(ce[0].key.idx[1], 2);
+    cr_assert_eq(ce[0].code, SL_EFUNC);
+    cr_assert(strstr(ce[0].text, "add_twice refuses") != NULL, "%s", ce[0].text);
+    sl_plan_destroy(plan);
+    sl_pool_destroy(pool);
+    cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
+    sl_graph_json_destroy(doc);
+
+    sl_array *out = open_array(dir, "out.zarr");
+    cr_assert_eq(sl_array_dtype(out), SL_DTYPE_F32);
+    static float got[20 * 30 * 40];
+    struct sl_region all = sl_region_whole(3, raw_shape);
+    cr_assert_eq(sl_array_read_region(out, &all, got, sizeof(got), NULL, NULL, &err), SL_OK, "%s",
+                 err.text);
+    for (uint64_t z = 0, i = 0; z < 20; z++)
+        for (uint64_t y = 0; y < 30; y++)
+            for (uint64_t x = 0; x < 40; x++, i++) {
+                if (z >= 10 && y >= 20 && x < 10)
+                    continue; /* the failed chunk */
+                float want = 3.0f * (float)(z * 100 + y + x) + (float)(z / 10 * 10);
+                cr_assert_eq(got[i], want, "at (%d, %d, %d)", (int)z, (int)y, (int)x);
+            }
+    sl_array_unref(out);
+    sl_test_rmtree(dir);
+}
