@@ -49,7 +49,7 @@ class Graph:
         self._arrays = {}
         self._nodes = {}
         self._count = {}
-        self._fns = []  # the functions of map nodes, by their "fn" index
+        self._fns = {}  # the functions of map nodes, by their "fn" name
         self.run = dict(run or {})
         self.plugins = list(plugins or [])
 
@@ -195,16 +195,18 @@ class Graph:
         """numpy's ``transpose``."""
         return self.add("transpose", node, name=name, axes=axes)
 
-    def map(self, fn, input, *, dtype=None, name=None):
-        """Call Python function ``fn(block, where)`` per block of ``input``.
+    def map(self, fn, *inputs, dtype=None, name=None):
+        """Call Python function ``fn(*blocks, where)`` per block.
 
-        ``block`` is a read-only numpy view of the input block (valid only
-        during the call: copy what you keep); ``where`` a tuple of slices
-        saying where the block lies in the array.  ``fn`` returns an array
-        of the block's shape, converted to ``dtype`` (default: the input's)
-        as ``numpy.ndarray.astype`` converts.  An exception fails that
-        chunk, its status message holding the exception's type and text;
-        the other chunks go on.
+        ``inputs``: 1 to 8 nodes sharing one chunk grid (rechunk first
+        where they differ).  ``blocks`` are read-only numpy views of their
+        blocks at one place (valid only during the call: copy what you
+        keep); ``where`` a tuple of slices saying where the block lies.
+        ``fn`` returns an array of the block's shape, converted to
+        ``dtype`` (default: the first input's) as
+        ``numpy.ndarray.astype`` converts.  An exception fails that chunk,
+        its status message holding the function's name and the exception's
+        type and text; the other chunks go on.
 
         The calls run on sluice's workers, each holding the GIL while it
         runs, so Python functions run one at a time (numpy code inside
@@ -213,8 +215,17 @@ class Graph:
         """
         if not callable(fn):
             raise TypeError("map: a function, not %s" % type(fn).__name__)
-        self._fns.append(fn)
-        return self.add("python", input, name=name, fn=len(self._fns) - 1, dtype=dtype)
+        if not inputs:
+            raise TypeError("map: fn and at least one input node")
+        base = getattr(fn, "__name__", "fn")
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)[:40] or "fn"
+        key = base
+        k = 1
+        while key in self._fns:
+            key = "%s_%d" % (base, k)
+            k += 1
+        self._fns[key] = fn
+        return self.add("map", name=name, inputs=list(inputs), fn=key, dtype=dtype)
 
     def pyramid(self, node, group, levels, factors, *, name=None, **fields):
         """An OME-Zarr pyramid of ``node`` written into a new group."""

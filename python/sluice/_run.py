@@ -88,22 +88,12 @@ class Report:
         )
 
 
-def _with_functions(graph, numbers):
-    """The Graph's dict with each map node's function index replaced by
-    the number the module registered the function under."""
-    doc = graph.to_dict()
-    for node in doc["nodes"].values():
-        if node.get("op") == "python":
-            node["fn"] = numbers[node["fn"]]
-    return doc
-
-
-def _graph_text(graph, base_dir, numbers=None):
+def _graph_text(graph, base_dir):
     """(text, source, base_dir) of a graph file, a dict or a Graph."""
     from ._graph import Graph
 
     if isinstance(graph, Graph):
-        graph = _with_functions(graph, numbers)
+        graph = graph.to_dict()
     if isinstance(graph, dict):
         try:
             text = json.dumps(graph, allow_nan=False)
@@ -150,6 +140,7 @@ def run(
     allow_plugins=False,
     base_dir=None,
     check=False,
+    functions=None,
 ):
     """Run a graph and return its Report.
 
@@ -161,7 +152,9 @@ def run(
     pool, one worker per core), ``memory`` (the chunk-buffer budget: bytes
     or ``"2G"``), ``error_policy`` (``"collect"`` or ``"fail_fast"``),
     ``missing`` (``"fill"`` or ``"error"``: an input chunk not stored),
-    ``retries`` (per chunk), ``allow_plugins`` (load the file's plugins).
+    ``retries`` (per chunk), ``allow_plugins`` (load the file's plugins),
+    ``functions`` (a dict of the Python functions a graph file's ``map``
+    nodes name by their ``"fn"``; a Graph brings those of its ``map``).
 
     Chunks that fail do not raise: the report holds them (``check=True``
     raises sluice.Error for the first).  A graph that cannot be loaded
@@ -169,21 +162,10 @@ def run(
     """
     from ._graph import Graph
 
-    fns = graph._fns if isinstance(graph, Graph) else []
-    numbers = []
-    try:
-        for fn in fns:
-            numbers.append(_sluice.fn_register(fn))
-        return _run(graph, numbers, threads, memory, error_policy, missing, retries,
-                    allow_plugins, base_dir, check)
-    finally:
-        for k in numbers:
-            _sluice.fn_release(k)
-
-
-def _run(graph, numbers, threads, memory, error_policy, missing, retries, allow_plugins,
-         base_dir, check):
-    text, source, base = _graph_text(graph, base_dir, numbers)
+    fns = dict(graph._fns) if isinstance(graph, Graph) else {}
+    if functions is not None:
+        fns.update(functions)
+    text, source, base = _graph_text(graph, base_dir)
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
         raise TypeError("threads: an int")
     if threads is not None and not 1 <= threads <= 4096:
@@ -206,6 +188,7 @@ def _run(graph, numbers, threads, memory, error_policy, missing, retries, allow_
         _POLICY[error_policy],
         _MISSING[missing],
         -1 if retries is None else retries,
+        fns,
     )
     report = Report(raw)
     if check:

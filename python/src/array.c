@@ -255,10 +255,14 @@ array_read_many(SlPyArray *self, PyObject *arg)
     struct sl_error err = SL_ERROR_INIT;
     sl_status st = SL_OK;
     if (b.n > 0) {
+        /* The module's warm codec contexts when no other read has them. */
+        o.worker_ctxs = sl_py_ctxs_take(par);
         Py_BEGIN_ALLOW_THREADS;
         st = sl_array_read_batch(self->array, b.n, b.regions, b.bufs, b.bytes, &o, b.status,
                                  b.errors, &err);
         Py_END_ALLOW_THREADS;
+        if (o.worker_ctxs != NULL)
+            sl_py_ctxs_give();
     }
     batch_free(&b);
     if (st != SL_OK) {

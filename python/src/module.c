@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <sluice/checked.h>
+#include <sluice/codec.h>
 #include <sluice/pool.h>
 #include <sluice/version.h>
 
@@ -129,10 +130,8 @@ sl_py_parallel(void)
         sl_py_raise(&err, "SLUICE_* environment");
         return NULL;
     }
-    sl_pool *pool;
-    Py_BEGIN_ALLOW_THREADS;
-    pool = sl_pool_create(&po, &err);
-    Py_END_ALLOW_THREADS;
+    /* The GIL stays held: another thread must not make a second pool. */
+    sl_pool *pool = sl_pool_create(&po, &err);
     if (pool == NULL) {
         sl_py_raise(&err, "starting sluice's worker pool");
         return NULL;
@@ -143,9 +142,66 @@ sl_py_parallel(void)
     return &g_par;
 }
 
+/* ---- warm codec contexts --------------------------------------------------------- */
+
+static sl_codec_ctx **g_ctxs;
+static unsigned g_n_ctxs;
+static pid_t g_ctxs_pid;
+static pthread_mutex_t g_ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct sl_codec_ctx *const *
+sl_py_ctxs_take(const struct sl_parallel *par)
+{
+    /* After fork a lock taken by a thread the child lacks stays taken:
+     * trylock never waits, the child's reads make their own contexts. */
+    if (pthread_mutex_trylock(&g_ctxs_lock) != 0)
+        return NULL;
+    if (g_ctxs_pid != getpid()) {
+        /* A child's copy of its parent's contexts is not its own to free. */
+        g_ctxs = NULL;
+        g_n_ctxs = 0;
+        g_ctxs_pid = getpid();
+    }
+    unsigned n = sl_parallel_workers(par);
+    if (g_ctxs == NULL || g_n_ctxs != n) {
+        for (unsigned i = 0; g_ctxs != NULL && i < g_n_ctxs; i++)
+            sl_codec_ctx_destroy(g_ctxs[i]);
+        free(g_ctxs);
+        g_n_ctxs = 0;
+        if ((g_ctxs = calloc(n > 0 ? n : 1, sizeof *g_ctxs)) == NULL) {
+            pthread_mutex_unlock(&g_ctxs_lock);
+            return NULL;
+        }
+        g_n_ctxs = n;
+        /* A context that cannot be made stays NULL: the read makes one. */
+        for (unsigned i = 0; i < n; i++)
+            g_ctxs[i] = sl_codec_ctx_create(NULL, NULL);
+    }
+    return g_ctxs;
+}
+
+void
+sl_py_ctxs_give(void)
+{
+    pthread_mutex_unlock(&g_ctxs_lock);
+}
+
+static void
+ctxs_free(void)
+{
+    if (g_ctxs_pid != getpid())
+        return;
+    for (unsigned i = 0; g_ctxs != NULL && i < g_n_ctxs; i++)
+        sl_codec_ctx_destroy(g_ctxs[i]);
+    free(g_ctxs);
+    g_ctxs = NULL;
+    g_n_ctxs = 0;
+}
+
 static void
 pool_free(void *module)
 {
+    ctxs_free();
     (void)module;
     if (g_pool != NULL && g_pool_pid == getpid()) {
         Py_BEGIN_ALLOW_THREADS;
@@ -292,8 +348,7 @@ PyInit__sluice(void)
     if (m == NULL)
         return NULL;
     if (add_error_type(m) != 0 || sl_py_store_init(m) != 0 || sl_py_array_init(m) != 0 ||
-        sl_py_run_init(m) != 0 || sl_py_pymap_init(m) != 0 ||
-        PyModule_AddStringConstant(m, "version", sl_version()) != 0) {
+        sl_py_run_init(m) != 0 || PyModule_AddStringConstant(m, "version", sl_version()) != 0) {
         Py_DECREF(m);
         return NULL;
     }

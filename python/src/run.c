@@ -305,8 +305,43 @@ pool_for(const struct run_args *ra, sl_pool **shared)
     return *shared != NULL ? 0 : -1;
 }
 
+/* Most Python functions one run's map nodes call. */
+#define MAPS_MAX 256
+
+/* The loader's table of `fns` ({name: callable}, kept alive by the caller
+ * for the run); -1 with an exception. */
+static int
+maps_of(PyObject *fns, struct sl_graph_json_map *maps, size_t *n)
+{
+    *n = 0;
+    if (!PyDict_Check(fns)) {
+        PyErr_SetString(PyExc_TypeError, "run_graph: maps is a dict {name: function}");
+        return -1;
+    }
+    if (PyDict_Size(fns) > MAPS_MAX) {
+        PyErr_Format(PyExc_ValueError, "a run calls at most %d Python functions, not %zd", MAPS_MAX,
+                     PyDict_Size(fns));
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *fn;
+    while (PyDict_Next(fns, &pos, &key, &fn)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (name == NULL || !PyCallable_Check(fn)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "run_graph: maps is a dict {str: function}");
+            return -1;
+        }
+        maps[*n].name = name;
+        maps[*n].fn = sl_py_map_call;
+        maps[*n].ctx = fn;
+        (*n)++;
+    }
+    return 0;
+}
+
 /* run_graph(text, source, base_dir, allow_plugins, threads, memory, fail_fast,
- *           missing_error, retries) -> report dict */
+ *           missing_error, retries, maps) -> report dict */
 static PyObject *
 py_run_graph(PyObject *self, PyObject *args)
 {
@@ -316,8 +351,13 @@ py_run_graph(PyObject *self, PyObject *args)
     int allow_plugins;
     struct run_args ra;
     unsigned long long memory;
-    if (!PyArg_ParseTuple(args, "s#zzpIKiii", &text, &len, &source, &base_dir, &allow_plugins,
-                          &ra.threads, &memory, &ra.fail_fast, &ra.missing_error, &ra.retries))
+    PyObject *fns;
+    struct sl_graph_json_map maps[MAPS_MAX];
+    size_t n_maps;
+    if (!PyArg_ParseTuple(args, "s#zzpIKiiiO", &text, &len, &source, &base_dir, &allow_plugins,
+                          &ra.threads, &memory, &ra.fail_fast, &ra.missing_error, &ra.retries,
+                          &fns) ||
+        maps_of(fns, maps, &n_maps) != 0)
         return NULL;
     ra.memory = (size_t)memory;
     sl_pool *shared;
@@ -329,6 +369,8 @@ py_run_graph(PyObject *self, PyObject *args)
     lo.allow_outside = true;
     lo.allow_plugins = allow_plugins != 0;
     lo.memory = ra.memory;
+    lo.maps = maps;
+    lo.n_maps = n_maps;
     struct sl_error records[LOAD_ERRORS];
     struct sl_graph_json_errors errs = {.errors = records, .capacity = LOAD_ERRORS};
     struct sl_error err = SL_ERROR_INIT, cerr = SL_ERROR_INIT;
@@ -359,7 +401,8 @@ py_run_graph(PyObject *self, PyObject *args)
 static PyMethodDef run_methods[] = {
     {"run_graph", py_run_graph, METH_VARARGS,
      "run_graph(text, source, base_dir, allow_plugins, threads, memory, fail_fast, "
-     "missing_error, retries) -> dict: load a graph file's text, run it, commit it."},
+     "missing_error, retries, maps) -> dict: load a graph file's text (its map nodes calling "
+     "the functions of `maps`, {name: function}), run it, commit it."},
     {NULL, NULL, 0, NULL},
 };
 

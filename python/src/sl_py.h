@@ -55,6 +55,15 @@ const struct sl_parallel *sl_py_parallel(void);
 struct sl_pool;
 struct sl_pool *sl_py_pool(void);
 
+/* Codec contexts, one per worker of `par` (the module's pool), kept across
+ * batched reads so their buffers stay warm: the pages of a chunk's body
+ * and scratch are faulted in once, not on every read.  One read at a time
+ * holds them: NULL when another does (the read then makes its own).  Give
+ * them back with sl_py_ctxs_give.  Call with the GIL held. */
+struct sl_codec_ctx;
+struct sl_codec_ctx *const *sl_py_ctxs_take(const struct sl_parallel *par);
+void sl_py_ctxs_give(void);
+
 /* The numpy type number of a sluice dtype. */
 int sl_py_npy_type(sl_dtype dt);
 
@@ -68,10 +77,15 @@ PyObject *sl_py_u64_tuple(const uint64_t *v, uint32_t n);
 /* Parse a sequence of `rank` non-negative integers; -1 with an exception. */
 int sl_py_u64_seq(PyObject *seq, uint32_t rank, uint64_t *out, const char *what);
 
+/* The sl_map_fn of graph files' "map" nodes whose function is Python
+ * callable `ctx` (pymap.c): ctx(*input_blocks, where) -> block. */
+struct sl_block;
+sl_status sl_py_map_call(void *ctx, struct sl_block *out, size_t n_inputs,
+                         const struct sl_block *inputs, struct sl_error *err);
+
 /* Set up each file's part of the module; -1 with an exception. */
 int sl_py_store_init(PyObject *m);
 int sl_py_array_init(PyObject *m);
 int sl_py_run_init(PyObject *m);
-int sl_py_pymap_init(PyObject *m);
 
 #endif

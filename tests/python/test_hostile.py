@@ -12,7 +12,7 @@ from sluice import _sluice
 
 ATOMS = [None, True, False, 0, -1, 1, 2**63, -(2**63) - 1, 2**64, 1.5, float("inf"), "",
          "x", "get", "put", "expr", "../../etc", "s3://", "http://127.0.0.1:1/a", [], {},
-         [1, 2, 3], [[0, 1]], {"op": "get"}, "a" * 5000]
+         [1, 2, 3], [[0, 1]], {"op": "get"}, "a" * 5000, "map", "fn0"]
 
 
 def random_value(rng, depth=0):
@@ -23,7 +23,7 @@ def random_value(rng, depth=0):
         return [random_value(rng, depth + 1) for _ in range(rng.integers(0, 4))]
     keys = ["op", "input", "inputs", "array", "path", "create", "like", "expr", "axes", "factors",
             "method", "dtype", "chunks", "shape", "sluice", "arrays", "nodes", "run", "memory",
-            "threads", "levels", "group", "per", "histogram", "percentiles", "z"]
+            "threads", "levels", "group", "per", "histogram", "percentiles", "fn", "z"]
     return {keys[rng.integers(0, len(keys))]: random_value(rng, depth + 1)
             for _ in range(rng.integers(0, 5))}
 
@@ -134,7 +134,11 @@ def test_c_types_used_directly(tmp_path):
     with pytest.raises(TypeError):
         _sluice.run_graph("{}")
     with pytest.raises(sluice.Error):
-        _sluice.run_graph("\xff{", "x", "/", False, 0, 0, -1, -1, -1)
+        _sluice.run_graph("\xff{", "x", "/", False, 0, 0, -1, -1, -1, {})
+    with pytest.raises(TypeError):
+        _sluice.run_graph("{}", "x", "/", False, 0, 0, -1, -1, -1, {"f": 5})
+    with pytest.raises(TypeError):
+        _sluice.run_graph("{}", "x", "/", False, 0, 0, -1, -1, -1, [])
     with pytest.raises(ValueError):
         sluice.parse_size("12Q")
     assert sluice.parse_size("2K") == 2048

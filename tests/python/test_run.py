@@ -218,7 +218,7 @@ def test_map_failures_fail_their_chunks_only(tmp_path):
     assert set(msgs) == {(1, 0), (0, 1), (1, 1)}
     assert all(f["code"] == "EFUNC" for f in report.failed)
     assert "KeyError" in msgs[(1, 0)] and "no such thing" in msgs[(1, 0)]
-    assert "picky" in msgs[(1, 0)]
+    assert "picky" in msgs[(1, 0)] and "python function" in msgs[(1, 0)]
     assert "ValueError" in msgs[(0, 1)] and "(2, 4)" in msgs[(0, 1)]
     assert "TypeError" in msgs[(1, 1)]
     status = report.status("w")
@@ -238,8 +238,44 @@ def test_map_in_a_chain_and_bad_uses(tmp_path):
                                np.sqrt(v.astype("float32") * 2).sum(axis=0), rtol=1e-6)
     with pytest.raises(TypeError):
         g.map(5, r)
-    # A dict naming a function no run registered is refused when loaded.
+    with pytest.raises(TypeError):
+        g.map(np.sqrt)
+    # A dict naming a function the run was not given is refused when loaded.
     doc = g.to_dict()
     with pytest.raises(sluice.Error) as err:
         sluice.run(doc)
-    assert any("Graph.map" in m for m in err.value.errors), err.value.errors
+    assert any("no function" in m and "supplies none" in m for m in err.value.errors), \
+        err.value.errors
+    # ... and runs with the function given by name.
+    for a in doc["arrays"].values():
+        if "create" in a:
+            a["overwrite"] = True
+    assert sluice.run(doc, functions={"_lambda_": lambda b, w: np.sqrt(b)}).ok
+
+
+def test_map_over_several_inputs(tmp_path, rng):
+    raw = random_values(rng, (3, 20, 24), "uint16")
+    dark = rng.integers(0, 50, size=(3, 20, 24)).astype("uint16")
+    gain = rng.uniform(0.5, 2, size=(3, 20, 24)).astype("float32")
+    for name, v in (("raw", raw), ("dark", dark), ("gain", gain)):
+        make_array(str(tmp_path / (name + ".zarr")), v, (1, 10, 12))
+
+    def correct(r, d, k, where):
+        assert r.shape == d.shape == k.shape
+        assert r.dtype == np.uint16 and k.dtype == np.float32
+        return (r.astype("float32") - d) * k
+
+    g = sluice.Graph()
+    ins = [g.get(tmp_path / (n + ".zarr")) for n in ("raw", "dark", "gain")]
+    g.put(g.map(correct, *ins, dtype="float32"), tmp_path / "out.zarr")
+    assert sluice.run(g, threads=2).ok
+    np.testing.assert_array_equal(sluice.open(tmp_path / "out.zarr")[...],
+                                  (raw.astype("float32") - dark) * gain)
+    # Inputs on different chunk grids are refused, naming the node.
+    make_array(str(tmp_path / "other.zarr"), dark, (3, 5, 5))
+    g2 = sluice.Graph()
+    g2.put(g2.map(correct, g2.get(tmp_path / "raw.zarr"), g2.get(tmp_path / "other.zarr"),
+                  g2.get(tmp_path / "gain.zarr"), name="m"), tmp_path / "bad.zarr")
+    with pytest.raises(sluice.Error) as err:
+        sluice.run(g2)
+    assert err.value.pointer == "/nodes/m/inputs", (err.value.pointer, str(err.value))
