@@ -9,6 +9,7 @@ import os
 import numpy as np
 
 from . import _sluice
+from ._cache import ChunkCache, cache_bytes
 from ._select import region
 
 __all__ = ["Array", "Group", "open", "create"]
@@ -86,19 +87,20 @@ class Array:
     chunks=a.chunks)`` works, on dask.distributed too.
     """
 
-    __slots__ = ("_a", "_location", "_path", "_options", "_writable", "__weakref__")
+    __slots__ = ("_a", "_location", "_path", "_options", "_writable", "_cache", "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("open arrays with sluice.open(...) or make them with sluice.create(...)")
 
     @classmethod
-    def _make(cls, c_array, location, path, options, writable):
+    def _make(cls, c_array, location, path, options, writable, cache=0):
         self = object.__new__(cls)
         self._a = c_array
         self._location = location
         self._path = path
         self._options = options
         self._writable = writable
+        self._cache = ChunkCache(cache, c_array.shape, c_array.chunks) if cache > 0 else None
         return self
 
     # ---- metadata ------------------------------------------------------
@@ -163,6 +165,17 @@ class Array:
         return json.loads(self._a.attrs_json)
 
     @property
+    def cache_info(self):
+        """The chunk cache's state (``open(..., cache=...)``): a dict of
+        ``budget``, ``bytes``, ``chunks``, ``hits`` and ``misses``, or None
+        without a cache."""
+        c = self._cache
+        if c is None:
+            return None
+        return {"budget": c.budget, "bytes": c._bytes, "chunks": len(c._chunks),
+                "hits": c.hits, "misses": c.misses}
+
+    @property
     def url(self):
         """Where the array is: its store's location and path."""
         if self._path == "":
@@ -189,6 +202,14 @@ class Array:
         s = region(sel, self.shape)
         if s.empty:
             return np.empty(s.shape, dtype=self.dtype)
+        key = self._cache.chunk_of(s.start, s.stop) if self._cache is not None else None
+        if key is not None:
+            # Within one chunk: from the chunk decoded once, a copy out.
+            block = self._cache.get(key, self._a.read)
+            origin = self._cache.bounds(key)[0]
+            inner = tuple(slice(a - o, b - o) for a, b, o in zip(s.start, s.stop, origin))
+            out = block[inner][s.index]
+            return out.copy() if isinstance(out, np.ndarray) else out
         box = self._a.read(s.start, s.stop)
         out = box[s.index]
         if s.dense:
@@ -214,7 +235,11 @@ class Array:
         else:
             box = self._a.read(s.start, s.stop)
         box[s.index] = value
-        self._a.write(s.start, s.stop, box)
+        try:
+            self._a.write(s.start, s.stop, box)
+        finally:
+            if self._cache is not None:
+                self._cache.drop(s.start, s.stop)
 
     def read(self, sel=...):
         """``a.read(sel)`` is ``a[sel]``; ``a.read()`` reads the whole array."""
@@ -258,15 +283,16 @@ class Array:
     # ---- pickling ------------------------------------------------------
 
     def __reduce__(self):
+        cache = self._cache.budget if self._cache is not None else 0
         return (
             _reopen_array,
-            (self._location, self._path, self._options, self._writable),
+            (self._location, self._path, self._options, self._writable, cache),
         )
 
 
-def _reopen_array(location, path, options, writable):
+def _reopen_array(location, path, options, writable, cache=0):
     store = _open_store(location, options, writable=writable, create=False)
-    return Array._make(store.open_array(path), location, path, options, writable)
+    return Array._make(store.open_array(path), location, path, options, writable, cache)
 
 
 class Group(collections.abc.Mapping):
@@ -281,13 +307,14 @@ class Group(collections.abc.Mapping):
         raise TypeError("open groups with sluice.open(...)")
 
     @classmethod
-    def _make(cls, store, location, path, options, writable):
+    def _make(cls, store, location, path, options, writable, cache=0):
         self = object.__new__(cls)
         self._store = store
         self._location = location
         self._path = path
         self._options = options
         self._writable = writable
+        self._cache = cache
         self._members = None
         return self
 
@@ -323,11 +350,11 @@ class Group(collections.abc.Mapping):
         path = "/".join(([self._path] if self._path else []) + parts)
         kind, _ = self._store.probe(path)
         if kind == "array":
-            return Array._make(
-                self._store.open_array(path), self._location, path, self._options, self._writable
-            )
+            return Array._make(self._store.open_array(path), self._location, path,
+                               self._options, self._writable, self._cache)
         if kind == "group":
-            return Group._make(self._store, self._location, path, self._options, self._writable)
+            return Group._make(self._store, self._location, path, self._options,
+                               self._writable, self._cache)
         raise KeyError(name)
 
     def __iter__(self):
@@ -340,15 +367,16 @@ class Group(collections.abc.Mapping):
         return "<sluice.Group %s members=%s>" % (self.url, list(self._children()))
 
     def __reduce__(self):
-        return (_reopen_group, (self._location, self._path, self._options, self._writable))
+        return (_reopen_group,
+                (self._location, self._path, self._options, self._writable, self._cache))
 
 
-def _reopen_group(location, path, options, writable):
+def _reopen_group(location, path, options, writable, cache=0):
     store = _open_store(location, options, writable=writable, create=False)
-    return Group._make(store, location, path, options, writable)
+    return Group._make(store, location, path, options, writable, cache)
 
 
-def open(path_or_url, mode="r", **store_options):
+def open(path_or_url, mode="r", cache=None, **store_options):
     """Open the Zarr array or group at ``path_or_url``.
 
     ``path_or_url``: a local path, ``file:///abs/path``, ``http(s)://...``
@@ -360,6 +388,13 @@ def open(path_or_url, mode="r", **store_options):
     ``deadline_s`` (per remote request, retries included) and
     ``missing_on_403`` (read a 403 as an absent key).
 
+    ``cache``: keep decoded chunks for reads that fall within one chunk
+    (``True``: 256 MiB; or bytes, or a size such as ``"64M"``; per array,
+    least recently used out), so reading element by element does not
+    decode a chunk per element.  Writes through the same Array drop what
+    they touch; writes by others are not seen while a chunk is kept: for
+    data that does not change while it is read.  Default: no cache.
+
     Returns an Array or a Group; raises sluice.Error (code ``"ENOENT"``)
     when nothing Zarr is stored there.
     """
@@ -368,12 +403,13 @@ def open(path_or_url, mode="r", **store_options):
     location = _location(path_or_url)
     options = _store_options(store_options)
     writable = mode == "r+"
+    budget = cache_bytes(cache)
     store = _open_store(location, options, writable=writable, create=False)
     kind, _ = store.probe("")
     if kind == "array":
-        return Array._make(store.open_array(""), location, "", options, writable)
+        return Array._make(store.open_array(""), location, "", options, writable, budget)
     if kind == "group":
-        return Group._make(store, location, "", options, writable)
+        return Group._make(store, location, "", options, writable, budget)
     raise _error("ENOENT", "%s: no Zarr array or group is stored there" % location, location)
 
 

@@ -19,8 +19,9 @@ peers' b3 anchor), and over HTTP through nginx and the latency proxy of
 tests/remote/serve.py at 0 and 20 ms per request (one warm-up, then the
 best of REPS, as bench_io_remote).  Every result is checked against the
 slices read one by one with zarr-python.  Also the cost of one call that
-reads one element of a small chunk (4096 float64, uncompressed, page
-cache), beside zarr-python's.
+reads one element: of a chunk the Array keeps decoded (``cache=``,
+py_call_overhead_us), and of a small chunk (4096 float64, uncompressed,
+page cache) read afresh, beside zarr-python's.
 
   tests/bench/run.sh py_read            (SL_BENCH_BUILD_ROOT says which
                                          build's package is imported)
@@ -126,6 +127,14 @@ def remote_case(sluice, url, ctl, delay_ms, reps):
     report("%s_read_many_speedup_vs_dask" % tag, t["dask"] / t["sluice"], "x")
 
 
+def per_call_us(arr, calls):
+    assert arr[5000] == 5000.0
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        arr[5000]
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
 def call_overhead(sluice, root, calls=20000):
     import zarr
 
@@ -133,15 +142,13 @@ def call_overhead(sluice, root, calls=20000):
     a = sluice.create(path, shape=(4096 * 16,), chunks=(4096,), dtype="float64",
                       codec="none", zarr_format=2, overwrite=True)
     a[...] = np.arange(4096 * 16, dtype="float64")
-    z = zarr.open_array(path, mode="r")
-    b = sluice.open(path)
-    for name, arr in (("sluice", b), ("zarr", z)):
-        assert arr[5000] == 5000.0
-        t0 = time.perf_counter()
-        for k in range(calls):
-            arr[5000]
-        report("py_read_one_element_small_chunk_%s_us" % name,
-               (time.perf_counter() - t0) / calls * 1e6, "us")
+    # One element of a chunk kept decoded (sluice.open(..., cache=...)).
+    report("py_call_overhead_us", per_call_us(sluice.open(path, cache="16M"), calls), "us")
+    # One element read afresh each call: the chunk read and decoded too.
+    report("py_read_one_element_small_chunk_sluice_us", per_call_us(sluice.open(path), calls),
+           "us")
+    report("py_read_one_element_small_chunk_zarr_us",
+           per_call_us(zarr.open_array(path, mode="r"), calls), "us")
 
 
 def main():
