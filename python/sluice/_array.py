@@ -59,7 +59,7 @@ def _error(code, message, path=None):
     e.message = message
     e.code = code
     e.status = None
-    e.source = path
+    e.source = e.path = path
     e.pointer = None
     e.chunk = None
     e.line = None

@@ -84,6 +84,7 @@ error_object(const struct sl_error *err, const char *what)
     rc |= set_attr_steal(exc, "code", PyUnicode_FromString(sl_status_name(err->code)));
     rc |= set_attr_steal(exc, "status", PyLong_FromLong((long)err->code));
     rc |= set_attr_steal(exc, "source", str_or_none(err->source));
+    rc |= set_attr_steal(exc, "path", str_or_none(err->source));
     rc |= set_attr_steal(exc, "pointer", str_or_none(err->path));
     rc |= set_attr_steal(exc, "chunk", chunk_tuple(&err->chunk));
     rc |= set_attr_steal(exc, "line", int_or_none(err->line));
@@ -328,8 +329,8 @@ add_error_type(PyObject *m)
     sl_py_error_type = PyErr_NewExceptionWithDoc(
         "sluice.Error",
         "A failure inside sluice.  Attributes: code (the status name, e.g. \"EIO\"), "
-        "status (its number), message (the error record's text), source (the file, "
-        "store key or node it names, or None), pointer (a JSON pointer, or None), "
+        "status (its number), message (the error record's text), path and source (the "
+        "file, store key or node it names, or None), pointer (a JSON pointer, or None), "
         "chunk (grid coordinates, or None), line and column (1-based, or None).",
         PyExc_RuntimeError, NULL);
     if (sl_py_error_type == NULL)

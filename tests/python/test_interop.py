@@ -143,3 +143,18 @@ def test_dask_distributed(tmp_path, rng):
             x = da.from_array(sluice.open(a.url), chunks=(10, 10))
             got = client.compute(x[::3, 2:] + 1).result()
     np.testing.assert_array_equal(got, values[::3, 2:] + 1)
+
+
+def test_file_urls_and_error_paths(tmp_path, rng):
+    values = random_values(rng, (6, 7), "int16")
+    path = tmp_path / "f.zarr"
+    a = sluice.create("file://" + str(path), shape=values.shape, chunks=(3, 3), dtype="int16",
+                      zarr_format=2)
+    a[...] = values
+    np.testing.assert_array_equal(sluice.open(str(path))[...], values)
+    np.testing.assert_array_equal(sluice.open("file://" + str(path))[1:, ::2], values[1:, ::2])
+    (path / "1.2").write_bytes(b"\x00" * 7)
+    with pytest.raises(sluice.Error) as e:
+        sluice.open(str(path))[...]
+    assert e.value.path is not None and "1.2" in e.value.path, (e.value.path, str(e.value))
+    assert e.value.source == e.value.path
