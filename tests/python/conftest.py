@@ -8,6 +8,7 @@ package of this build; run by hand:
 """
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -73,3 +74,22 @@ def make_array(path, values, chunks, **kwargs):
     a = sluice.create(path, shape=values.shape, chunks=chunks, dtype=values.dtype, **kwargs)
     a[...] = values
     return a
+
+
+def in_threads(fn, n):
+    """Run fn(0) .. fn(n - 1) on n threads at once; raise the first error."""
+    errors = []
+
+    def run(k):
+        try:
+            fn(k)
+        except BaseException as e:  # noqa: BLE001 - raised below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

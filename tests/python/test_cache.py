@@ -4,13 +4,12 @@ against numpy; writes through the Array drop what they touch; the budget
 holds; threads share it."""
 
 import pickle
-import threading
 
 import numpy as np
 import pytest
 
 import sluice
-from conftest import make_array, random_values
+from conftest import in_threads, make_array, random_values
 from test_select import random_selection
 
 
@@ -63,23 +62,14 @@ def test_threads_share_a_cache(tmp_path, rng):
     v = random_values(rng, (40, 40), "uint16")
     make_array(str(tmp_path / "t.zarr"), v, (10, 10))
     a = sluice.open(str(tmp_path / "t.zarr"), cache="4K")
-    errors = []
 
     def reader(seed):
         r = np.random.default_rng(seed)
-        try:
-            for _ in range(400):
-                i, j = (int(x) for x in r.integers(0, 40, size=2))
-                assert a[i, j] == v[i, j]
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(400):
+            i, j = (int(x) for x in r.integers(0, 40, size=2))
+            assert a[i, j] == v[i, j]
 
-    threads = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    in_threads(reader, 4)
 
 
 def test_cache_arguments_and_pickling(tmp_path):

@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: MIT
 """read_many against single reads; several Python threads on one Array."""
 
-import threading
-
 import numpy as np
 import pytest
 
 import sluice
-from conftest import make_array, random_values
+from conftest import in_threads, make_array, random_values
 from test_select import random_selection
 
 
@@ -60,26 +58,17 @@ def test_threads_share_one_array(tmp_path, rng):
     values = random_values(rng, (64, 64), "uint16")
     a = make_array(str(tmp_path / "t.zarr"), values, (8, 16))
     b = sluice.open(a.url)
-    errors = []
 
     def reader(seed):
         r = np.random.default_rng(seed)
-        try:
-            for _ in range(60):
-                sel = random_selection(r, values.shape)
-                np.testing.assert_array_equal(b[sel], values[sel])
-            for got, sel in zip(b.read_many([np.s_[::3], np.s_[5:9, ::-1]]),
-                                [np.s_[::3], np.s_[5:9, ::-1]]):
-                np.testing.assert_array_equal(got, values[sel])
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(60):
+            sel = random_selection(r, values.shape)
+            np.testing.assert_array_equal(b[sel], values[sel])
+        for got, sel in zip(b.read_many([np.s_[::3], np.s_[5:9, ::-1]]),
+                            [np.s_[::3], np.s_[5:9, ::-1]]):
+            np.testing.assert_array_equal(got, values[sel])
 
-    threads = [threading.Thread(target=reader, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    in_threads(reader, 6)
 
 
 def test_threads_write_disjoint_regions(tmp_path):
@@ -90,10 +79,6 @@ def test_threads_write_disjoint_regions(tmp_path):
         for k in range(4):
             a[row, k * 64:(k + 1) * 64] = row * 1000 + k
 
-    threads = [threading.Thread(target=writer, args=(r,)) for r in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(writer, 8)
     want = np.repeat(np.arange(8)[:, None] * 1000, 256, axis=1) + np.arange(256) // 64
     np.testing.assert_array_equal(sluice.open(path)[...], want)
