@@ -2,6 +2,7 @@
 """Arrays and groups: ``open``, ``create``, ``Array``, ``Group``."""
 
 import collections.abc
+import itertools
 import json
 import operator
 import os
@@ -87,7 +88,8 @@ class Array:
     chunks=a.chunks)`` works, on dask.distributed too.
     """
 
-    __slots__ = ("_a", "_location", "_path", "_options", "_writable", "_cache", "__weakref__")
+    __slots__ = ("_a_obj", "_pid", "_location", "_path", "_options", "_writable", "_cache",
+                 "__weakref__")
 
     def __init__(self, *args, **kwargs):
         raise TypeError("open arrays with sluice.open(...) or make them with sluice.create(...)")
@@ -95,13 +97,28 @@ class Array:
     @classmethod
     def _make(cls, c_array, location, path, options, writable, cache=0):
         self = object.__new__(cls)
-        self._a = c_array
+        self._a_obj = c_array
+        self._pid = os.getpid()
         self._location = location
         self._path = path
         self._options = options
         self._writable = writable
         self._cache = ChunkCache(cache, c_array.shape, c_array.chunks) if cache > 0 else None
         return self
+
+    @property
+    def _a(self):
+        """The open array; in a child after fork, opened again (what the
+        parent opened is not the child's to use)."""
+        if self._pid != os.getpid():
+            store = _open_store(self._location, self._options, writable=self._writable,
+                                create=False)
+            self._a_obj = store.open_array(self._path)
+            self._pid = os.getpid()
+            if self._cache is not None:
+                self._cache = ChunkCache(self._cache.budget, self._a_obj.shape,
+                                         self._a_obj.chunks)
+        return self._a_obj
 
     # ---- metadata ------------------------------------------------------
 
@@ -230,16 +247,32 @@ class Array:
         if s.empty:
             np.broadcast_to(value, s.shape)  # the shapes must still agree
             return
-        if s.dense:
-            box = np.empty(tuple(b - a for a, b in zip(s.start, s.stop)), dtype=self.dtype)
-        else:
-            box = self._a.read(s.start, s.stop)
-        box[s.index] = value
         try:
-            self._a.write(s.start, s.stop, box)
+            if all(abs(step) == 1 for step in _steps(s)):
+                # Every element of the box is written: no read first.
+                box = np.empty(tuple(b - a for a, b in zip(s.start, s.stop)), dtype=self.dtype)
+                box[s.index] = value
+                self._a.write(s.start, s.stop, box)
+            else:
+                self._write_strided(s, value)
         finally:
             if self._cache is not None:
                 self._cache.drop(s.start, s.stop)
+
+    def _write_strided(self, s, value):
+        """Write a selection with gaps, unit by unit (shards, else chunks):
+        each unit holding selected elements is read, changed where selected
+        and written, and no other, so writes to other units are left alone."""
+        steps = _steps(s)
+        v = _per_dimension(np.broadcast_to(value, s.shape), s.index)
+        unit = self.shards or self.chunks
+        pieces = [_unit_pieces(a, b, abs(k), u) for a, b, k, u in zip(s.start, s.stop, steps, unit)]
+        for combo in itertools.product(*pieces):
+            start = tuple(p[0] for p in combo)
+            stop = tuple(p[1] for p in combo)
+            box = self._a.read(start, stop)
+            box[tuple(slice(None, None, abs(k)) for k in steps)] = v[tuple(p[2] for p in combo)]
+            self._a.write(start, stop, box)
 
     def read(self, sel=...):
         """``a.read(sel)`` is ``a[sel]``; ``a.read()`` reads the whole array."""
@@ -290,6 +323,52 @@ class Array:
         )
 
 
+def _steps(s):
+    """The step of selection `s` in each array dimension (1 for an integer)."""
+    out = []
+    for e in s.index:
+        if e is None or e is Ellipsis:
+            continue
+        out.append(1 if isinstance(e, int) else (e.step or 1))
+    return out
+
+
+def _per_dimension(v, index):
+    """Values `v` of a selection's shape as one axis per array dimension,
+    each in ascending order of the array's indices (new axes dropped,
+    integer dimensions given extent 1, negative steps turned round)."""
+    take, flip, dim, ints = [], [], 0, []
+    for e in index:
+        if e is Ellipsis:
+            continue
+        if e is None:
+            take.append(0)
+        elif isinstance(e, int):
+            ints.append(dim)
+            flip.append(slice(None))
+            dim += 1
+        else:
+            take.append(slice(None))
+            flip.append(slice(None, None, -1) if (e.step or 1) < 0 else slice(None))
+            dim += 1
+    v = v[tuple(take)]
+    for d in ints:
+        v = np.expand_dims(v, d)
+    return v[tuple(flip)]
+
+
+def _unit_pieces(lo, hi, step, unit):
+    """For indices lo, lo + step, ... below hi: per unit of `unit`
+    elements that holds some, (first, last + 1, their positions as a slice)."""
+    out = []
+    for u in range(lo // unit, (hi - 1) // unit + 1):
+        a, b = max(lo, u * unit), min(hi, (u + 1) * unit)
+        j0, j1 = -(-(a - lo) // step), (b - 1 - lo) // step
+        if j0 <= j1:
+            out.append((lo + j0 * step, lo + j1 * step + 1, slice(j0, j1 + 1)))
+    return out
+
+
 def _reopen_array(location, path, options, writable, cache=0):
     store = _open_store(location, options, writable=writable, create=False)
     return Array._make(store.open_array(path), location, path, options, writable, cache)
@@ -309,7 +388,8 @@ class Group(collections.abc.Mapping):
     @classmethod
     def _make(cls, store, location, path, options, writable, cache=0):
         self = object.__new__(cls)
-        self._store = store
+        self._store_obj = store
+        self._pid = os.getpid()
         self._location = location
         self._path = path
         self._options = options
@@ -317,6 +397,15 @@ class Group(collections.abc.Mapping):
         self._cache = cache
         self._members = None
         return self
+
+    @property
+    def _store(self):
+        """The open store; in a child after fork, opened again."""
+        if self._pid != os.getpid():
+            self._store_obj = _open_store(self._location, self._options,
+                                          writable=self._writable, create=False)
+            self._pid = os.getpid()
+        return self._store_obj
 
     def _children(self):
         if self._members is None:

@@ -43,6 +43,7 @@ class ChunkCache:
         self._lock = threading.Lock()
         self._chunks = collections.OrderedDict()
         self._bytes = 0
+        self._generation = 0  # counts drops: a read that spans one is not kept
         self.hits = 0
         self.misses = 0
 
@@ -70,12 +71,16 @@ class ChunkCache:
                 self._chunks.move_to_end(key)
                 self.hits += 1
                 return block
+            generation = self._generation
         start, stop = self.bounds(key)
         block = read(start, stop)  # outside the lock: other threads go on
         block.flags.writeable = False
         with self._lock:
             self.misses += 1
-            if block.nbytes <= self.budget and key not in self._chunks:
+            # A write that dropped chunks meanwhile may have changed this
+            # one after it was read: use it, but do not keep it.
+            fresh = self._generation == generation
+            if fresh and block.nbytes <= self.budget and key not in self._chunks:
                 self._chunks[key] = block
                 self._bytes += block.nbytes
                 while self._bytes > self.budget:
@@ -86,6 +91,7 @@ class ChunkCache:
     def drop(self, start, stop):
         """Forget every chunk that box [start, stop) touches."""
         with self._lock:
+            self._generation += 1
             for key in [k for k in self._chunks if self._meets(k, start, stop)]:
                 self._bytes -= self._chunks.pop(key).nbytes
 

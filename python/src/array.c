@@ -6,6 +6,8 @@
  */
 #include "sl_py.h"
 
+#include <unistd.h>
+
 #include <sluice/array_io.h>
 #include <sluice/batch.h>
 #include <sluice/region.h>
@@ -15,7 +17,8 @@
 static void
 array_dealloc(SlPyArray *self)
 {
-    if (self->array != NULL)
+    /* A child after fork leaves the parent's array, as it leaves its store. */
+    if (self->array != NULL && self->store->pid == getpid())
         sl_array_unref(self->array);
     Py_XDECREF(self->store);
     PyObject_Free(self);
@@ -28,6 +31,8 @@ region_of(SlPyArray *self, PyObject *start, PyObject *stop, struct sl_region *r)
 {
     uint32_t rank = sl_array_rank(self->array);
     uint64_t a[SL_MAX_RANK], b[SL_MAX_RANK];
+    if (sl_py_store_usable(self->store) != 0)
+        return -1;
     if (sl_py_u64_seq(start, rank, a, "start") != 0 || sl_py_u64_seq(stop, rank, b, "stop") != 0)
         return -1;
     const uint64_t *shape = sl_array_shape(self->array);
@@ -235,7 +240,8 @@ batch_prepare(SlPyArray *self, PyObject *sels, struct batch *b)
 static PyObject *
 array_read_many(SlPyArray *self, PyObject *arg)
 {
-    PyObject *sels = PySequence_Fast(arg, "read_many: a list of (start, stop) pairs");
+    /* A tuple of its own: nothing the pairs run can change it meanwhile. */
+    PyObject *sels = PySequence_Tuple(arg);
     if (sels == NULL)
         return NULL;
     struct batch b;
@@ -277,6 +283,8 @@ static PyObject *
 array_checksum(SlPyArray *self, PyObject *unused)
 {
     (void)unused;
+    if (sl_py_store_usable(self->store) != 0)
+        return NULL;
     const struct sl_parallel *par = sl_py_parallel();
     if (par == NULL)
         return NULL;

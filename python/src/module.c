@@ -287,6 +287,8 @@ py_status_name(PyObject *self, PyObject *arg)
     long code = PyLong_AsLong(arg);
     if (code == -1 && PyErr_Occurred())
         return NULL;
+    if (code < 0 || code > 255)
+        return PyErr_Format(PyExc_ValueError, "status_name(%ld): codes are 0 .. 255", code);
     return PyUnicode_FromString(sl_status_name((sl_status)code));
 }
 
@@ -294,9 +296,12 @@ static PyObject *
 py_parse_size(PyObject *self, PyObject *arg)
 {
     (void)self;
-    const char *text = PyUnicode_AsUTF8(arg);
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &size);
     if (text == NULL)
         return NULL;
+    if ((size_t)size != strlen(text))
+        return PyErr_Format(PyExc_ValueError, "parse_size(%R): a size holds no NUL character", arg);
     uint64_t n = 0;
     struct sl_error err = SL_ERROR_INIT;
     if (sl_size_parse(text, &n, &err) != SL_OK) {

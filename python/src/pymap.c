@@ -21,8 +21,18 @@ view_array(const struct sl_view *v, bool writable)
         strides[d] = (npy_intp)(v->stride[d] * (int64_t)es);
     }
     int flags = NPY_ARRAY_ALIGNED | (writable ? NPY_ARRAY_WRITEABLE : 0);
-    return PyArray_New(&PyArray_Type, (int)v->rank, dims, sl_py_npy_type(v->dtype), strides,
-                       v->data, 0, flags, NULL);
+    PyObject *a = PyArray_New(&PyArray_Type, (int)v->rank, dims, sl_py_npy_type(v->dtype), strides,
+                              v->data, 0, flags, NULL);
+    /* A base that is no buffer: numpy then refuses to make an input block
+     * writable (the memory is the executor's). */
+    PyObject *guard = a != NULL && !writable ? PyCapsule_New(v->data, NULL, NULL) : NULL;
+    if (guard != NULL && PyArray_SetBaseObject((PyArrayObject *)a, guard) != 0) {
+        Py_DECREF(guard);
+        Py_CLEAR(a);
+    } else if (a != NULL && !writable && guard == NULL) {
+        Py_CLEAR(a);
+    }
+    return a;
 }
 
 /* The block's place: a tuple of slices, one per dimension. */

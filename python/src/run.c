@@ -138,9 +138,7 @@ stats_set_dict(const struct sl_stats_info *si, const struct sl_stats_result *r, 
         idx[k] = rest % si->per_extent[k];
         rest /= si->per_extent[k];
     }
-    PyObject *at = PyTuple_New(si->n_per);
-    for (uint32_t k = 0; at != NULL && k < si->n_per; k++)
-        PyTuple_SET_ITEM(at, k, PyLong_FromUnsignedLongLong(idx[k]));
+    PyObject *at = sl_py_u64_tuple(idx, si->n_per);
     int rc = dict_set(d, "index", at);
     PyObject *pct = PyDict_New();
     for (size_t k = 0; pct != NULL && k < r->n_percentiles; k++) {
@@ -340,37 +338,12 @@ maps_of(PyObject *fns, struct sl_graph_json_map *maps, size_t *n)
     return 0;
 }
 
-/* run_graph(text, source, base_dir, allow_plugins, threads, memory, fail_fast,
- *           missing_error, retries, maps) -> report dict */
+/* Load `text` with the loader's options `lo`, run it, commit it; the
+ * report dict, or NULL with an exception. */
 static PyObject *
-py_run_graph(PyObject *self, PyObject *args)
+run_text(const char *text, Py_ssize_t len, const char *source, const struct sl_graph_json_opts *lo,
+         const struct run_args *ra, sl_pool *shared)
 {
-    (void)self;
-    const char *text, *source, *base_dir;
-    Py_ssize_t len;
-    int allow_plugins;
-    struct run_args ra;
-    unsigned long long memory;
-    PyObject *fns;
-    struct sl_graph_json_map maps[MAPS_MAX];
-    size_t n_maps;
-    if (!PyArg_ParseTuple(args, "s#zzpIKiiiO", &text, &len, &source, &base_dir, &allow_plugins,
-                          &ra.threads, &memory, &ra.fail_fast, &ra.missing_error, &ra.retries,
-                          &fns) ||
-        maps_of(fns, maps, &n_maps) != 0)
-        return NULL;
-    ra.memory = (size_t)memory;
-    sl_pool *shared;
-    if (pool_for(&ra, &shared) != 0)
-        return NULL;
-    struct sl_graph_json_opts lo = SL_GRAPH_JSON_OPTS_DEFAULT;
-    lo.new_arrays = SL_GRAPH_JSON_CREATE;
-    lo.base_dir = base_dir;
-    lo.allow_outside = true;
-    lo.allow_plugins = allow_plugins != 0;
-    lo.memory = ra.memory;
-    lo.maps = maps;
-    lo.n_maps = n_maps;
     struct sl_error records[LOAD_ERRORS];
     struct sl_graph_json_errors errs = {.errors = records, .capacity = LOAD_ERRORS};
     struct sl_error err = SL_ERROR_INIT, cerr = SL_ERROR_INIT;
@@ -378,9 +351,9 @@ py_run_graph(PyObject *self, PyObject *args)
     sl_plan *plan = NULL;
     sl_status st = SL_OK;
     Py_BEGIN_ALLOW_THREADS;
-    doc = sl_graph_json_load_string(text, (size_t)len, source, &lo, &errs);
+    doc = sl_graph_json_load_string(text, (size_t)len, source, lo, &errs);
     if (doc != NULL) {
-        st = run_plan(doc, &ra, shared, &plan, &err);
+        st = run_plan(doc, ra, shared, &plan, &err);
         if (plan != NULL) {
             /* cerr holds why a commit failed; the report carries it. */
             sl_status cst = sl_graph_json_commit(doc, st == SL_OK, &cerr);
@@ -395,6 +368,46 @@ py_run_graph(PyObject *self, PyObject *args)
     sl_plan_destroy(plan);
     sl_graph_json_destroy(doc);
     Py_END_ALLOW_THREADS;
+    return report;
+}
+
+/* run_graph(text, source, base_dir, allow_plugins, threads, memory, fail_fast,
+ *           missing_error, retries, maps) -> report dict */
+static PyObject *
+py_run_graph(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *text, *source, *base_dir;
+    Py_ssize_t len;
+    int allow_plugins;
+    struct run_args ra;
+    unsigned long long memory;
+    PyObject *fns;
+    if (!PyArg_ParseTuple(args, "s#zzpIKiiiO!", &text, &len, &source, &base_dir, &allow_plugins,
+                          &ra.threads, &memory, &ra.fail_fast, &ra.missing_error, &ra.retries,
+                          &PyDict_Type, &fns))
+        return NULL;
+    ra.memory = (size_t)memory;
+    sl_pool *shared;
+    if (pool_for(&ra, &shared) != 0)
+        return NULL;
+    /* The run's own copy of the functions: their names and the functions
+     * stay alive whatever the functions do to the caller's dict. */
+    PyObject *own = PyDict_Copy(fns);
+    struct sl_graph_json_map maps[MAPS_MAX];
+    struct sl_graph_json_opts lo = SL_GRAPH_JSON_OPTS_DEFAULT;
+    if (own == NULL || maps_of(own, maps, &lo.n_maps) != 0) {
+        Py_XDECREF(own);
+        return NULL;
+    }
+    lo.maps = maps;
+    lo.new_arrays = SL_GRAPH_JSON_CREATE;
+    lo.base_dir = base_dir;
+    lo.allow_outside = true;
+    lo.allow_plugins = allow_plugins != 0;
+    lo.memory = ra.memory;
+    PyObject *report = run_text(text, len, source, &lo, &ra, shared);
+    Py_DECREF(own);
     return report;
 }
 

@@ -12,6 +12,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <sys/types.h>
+
 /* numpy's C API: module.c imports it, the other files use its table. */
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL sl_py_numpy_api
@@ -29,6 +31,8 @@
 typedef struct {
     PyObject_HEAD sl_store *store;
     PyObject *url; /* str */
+    pid_t pid;     /* the process that opened it: a child after fork may not use
+                      it (an HTTP store's I/O thread, a lock taken at the fork) */
 } SlPyStore;
 
 /* An open array. */
@@ -42,6 +46,10 @@ extern PyTypeObject SlPyArray_Type;
 
 /* The module's exception class, sluice.Error. */
 extern PyObject *sl_py_error_type;
+
+/* 0 when `store` may be used in this process; -1 with sluice.Error set
+ * (code "ESTATE") in a child after fork, which must open it again. */
+int sl_py_store_usable(const SlPyStore *store);
 
 /* Raise sluice.Error from `err` (its code, message and where); NULL. */
 PyObject *sl_py_raise(const struct sl_error *err, const char *what);

@@ -5,6 +5,8 @@
  */
 #include "sl_py.h"
 
+#include <unistd.h>
+
 #include <sluice/buf.h>
 #include <sluice/codec.h>
 #include <sluice/remote.h>
@@ -12,7 +14,9 @@
 static void
 store_dealloc(SlPyStore *self)
 {
-    if (self->store != NULL)
+    /* In a child after fork the store is the parent's: closing it would
+     * wait for an I/O thread the child does not have.  It is left. */
+    if (self->store != NULL && self->pid == getpid())
         sl_store_unref(self->store);
     Py_XDECREF(self->url);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -29,13 +33,22 @@ store_init(SlPyStore *self, PyObject *args, PyObject *kwargs)
         "retries", "deadline_s", "missing_on_403", "read_only", "create",    NULL};
     const char *url, *endpoint = NULL, *region = NULL, *profile = NULL;
     int anonymous = 0, missing_on_403 = 0, read_only = 0, create = 1;
-    unsigned io_concurrency = 0;
+    int io_concurrency = 0;
     int retries = -1;
     double deadline_s = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$zzzpIidppp", kw, &url, &endpoint, &region,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$zzzpiidppp", kw, &url, &endpoint, &region,
                                      &profile, &anonymous, &io_concurrency, &retries, &deadline_s,
                                      &missing_on_403, &read_only, &create))
         return -1;
+    if (self->store != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Store is opened once: make another Store");
+        return -1;
+    }
+    if (io_concurrency < 0 || io_concurrency > 4096) {
+        PyErr_Format(PyExc_ValueError, "io_concurrency=%d: 1 .. 4096 requests in flight",
+                     io_concurrency);
+        return -1;
+    }
     if (retries < -1 || retries > 100) {
         PyErr_Format(PyExc_ValueError, "retries=%d: 0 .. 100 tries after the first", retries);
         return -1;
@@ -48,7 +61,7 @@ store_init(SlPyStore *self, PyObject *args, PyObject *kwargs)
     o.fs.create = create != 0;
     o.fs.read_only = read_only != 0;
     if (io_concurrency > 0)
-        o.http.io_concurrency = io_concurrency;
+        o.http.io_concurrency = (unsigned)io_concurrency;
     if (retries >= 0)
         o.http.max_attempts = (unsigned)retries + 1;
     if (deadline_s > 0)
@@ -68,9 +81,8 @@ store_init(SlPyStore *self, PyObject *args, PyObject *kwargs)
         sl_py_raise(&err, url);
         return -1;
     }
-    if (self->store != NULL)
-        sl_store_unref(self->store);
     self->store = s;
+    self->pid = getpid();
     Py_XSETREF(self->url, PyUnicode_FromString(url));
     return self->url != NULL ? 0 : -1;
 }
@@ -78,9 +90,25 @@ store_init(SlPyStore *self, PyObject *args, PyObject *kwargs)
 static int
 store_ready(SlPyStore *self)
 {
-    if (self->store != NULL)
+    if (self->store == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the store is not open (Store.__init__ was not called)");
+        return -1;
+    }
+    return sl_py_store_usable(self);
+}
+
+int
+sl_py_store_usable(const SlPyStore *self)
+{
+    if (self->pid == getpid())
         return 0;
-    PyErr_SetString(PyExc_ValueError, "the store is not open (Store.__init__ was not called)");
+    struct sl_error err = SL_ERROR_INIT;
+    err.code = SL_ESTATE;
+    snprintf(err.text, sizeof err.text,
+             "%s was opened in process %ld, before a fork: open it again in this one "
+             "(sluice.open; pickled arrays reopen themselves)",
+             self->url != NULL ? PyUnicode_AsUTF8(self->url) : "the store", (long)self->pid);
+    sl_py_raise(&err, NULL);
     return -1;
 }
 

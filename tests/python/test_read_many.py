@@ -82,3 +82,24 @@ def test_threads_write_disjoint_regions(tmp_path):
     in_threads(writer, 8)
     want = np.repeat(np.arange(8)[:, None] * 1000, 256, axis=1) + np.arange(256) // 64
     np.testing.assert_array_equal(sluice.open(path)[...], want)
+
+
+def test_a_child_after_fork_reopens_its_arrays(tmp_path, rng):
+    import os
+
+    values = random_values(rng, (20, 30), "float32")
+    a = make_array(str(tmp_path / "f.zarr"), values, (5, 10))
+    b = sluice.open(a.url, cache="1M")
+    np.testing.assert_array_equal(b[...], values)
+    pid = os.fork()
+    if pid == 0:  # the child: every read must work, then exit at once
+        ok = False
+        try:
+            ok = (np.array_equal(b[...], values) and np.array_equal(b[3, 4:9], values[3, 4:9])
+                  and np.array_equal(b.read_many([np.s_[::2]])[0], values[::2])
+                  and b.checksum() == a.checksum())
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    np.testing.assert_array_equal(b[...], values)  # the parent's own still works

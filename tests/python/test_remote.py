@@ -154,3 +154,19 @@ def test_s3_failed_chunk_raises(s3, rng):
     finally:
         s3.set_rules([])
     np.testing.assert_array_equal(sluice.open(url, endpoint=s3.proxy_url)[...], values)
+
+
+def test_http_array_in_a_child_after_fork(http):
+    s, values = http
+    a = sluice.open(s.proxy_url.rstrip("/") + "/v2.zarr")
+    np.testing.assert_array_equal(a[0:8], values["v2.zarr"][0:8])
+    pid = os.fork()
+    if pid == 0:  # the parent's I/O thread is not here: the child opens its own
+        ok = False
+        try:
+            ok = np.array_equal(a[...], values["v2.zarr"])
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    np.testing.assert_array_equal(a[-8:], values["v2.zarr"][-8:])

@@ -178,3 +178,35 @@ def test_huge_steps_and_bounds(tmp_path):
                 np.s_[5:2], np.s_[..., None, 1], np.s_[None, ..., None]]:
         np.testing.assert_array_equal(a[sel], v[sel])
         assert a[sel].shape == v[sel].shape
+
+
+def test_strided_writes_touch_only_units_with_selected_elements(tmp_path):
+    v = np.arange(1000, dtype="int32")
+    path = tmp_path / "u.zarr"
+    make_array(str(path), v, (100,), zarr_format=2)
+    # Chunk 2 holds no element of [0:1000:500]: the write must not read,
+    # nor rewrite it, so its damaged bytes stay as they are.
+    (path / "2").write_bytes(b"not a chunk")
+    b = sluice.open(str(path), mode="r+")
+    b[0:1000:500] = 7
+    assert (path / "2").read_bytes() == b"not a chunk"
+    assert b[0] == 7 and b[500] == 7 and b[1] == 1 and b[501] == 501
+    # Sharded: the unit is the shard.
+    s = sluice.create(str(tmp_path / "s.zarr"), shape=(40, 40), chunks=(5, 5), shards=(20, 20),
+                      dtype="uint8")
+    s[...] = 1
+    s[::19, ::-13] = 9
+    want = np.ones((40, 40), "uint8")
+    want[::19, ::-13] = 9
+    np.testing.assert_array_equal(sluice.open(s.url)[...], want)
+
+
+def test_store_is_opened_once(tmp_path):
+    from sluice import _sluice
+
+    st = _sluice.Store(str(tmp_path / "x"))
+    with pytest.raises(TypeError):
+        st.__init__(str(tmp_path / "y"))
+    for bad in (2**32 + 1, -1, 5000):
+        with pytest.raises((ValueError, OverflowError)):
+            _sluice.Store(str(tmp_path), io_concurrency=bad)
