@@ -186,11 +186,7 @@ class Array:
         """The chunk cache's state (``open(..., cache=...)``): a dict of
         ``budget``, ``bytes``, ``chunks``, ``hits`` and ``misses``, or None
         without a cache."""
-        c = self._cache
-        if c is None:
-            return None
-        return {"budget": c.budget, "bytes": c._bytes, "chunks": len(c._chunks),
-                "hits": c.hits, "misses": c.misses}
+        return self._cache.info() if self._cache is not None else None
 
     @property
     def url(self):

@@ -47,6 +47,12 @@ class ChunkCache:
         self.hits = 0
         self.misses = 0
 
+    def info(self):
+        """A dict of budget, bytes, chunks, hits and misses."""
+        with self._lock:
+            return {"budget": self.budget, "bytes": self._bytes, "chunks": len(self._chunks),
+                    "hits": self.hits, "misses": self.misses}
+
     def chunk_of(self, start, stop):
         """The index of the one chunk holding box [start, stop), or None."""
         key = []

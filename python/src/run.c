@@ -306,16 +306,12 @@ pool_for(const struct run_args *ra, sl_pool **shared)
 /* Most Python functions one run's map nodes call. */
 #define MAPS_MAX 256
 
-/* The loader's table of `fns` ({name: callable}, kept alive by the caller
- * for the run); -1 with an exception. */
+/* The loader's table of dict `fns` ({name: callable}, kept alive by the
+ * caller for the run); -1 with an exception. */
 static int
 maps_of(PyObject *fns, struct sl_graph_json_map *maps, size_t *n)
 {
     *n = 0;
-    if (!PyDict_Check(fns)) {
-        PyErr_SetString(PyExc_TypeError, "run_graph: maps is a dict {name: function}");
-        return -1;
-    }
     if (PyDict_Size(fns) > MAPS_MAX) {
         PyErr_Format(PyExc_ValueError, "a run calls at most %d Python functions, not %zd", MAPS_MAX,
                      PyDict_Size(fns));

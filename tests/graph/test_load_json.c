@@ -113,9 +113,10 @@ open_array(const char *dir, const char *name)
     return a;
 }
 
-/* Run the loaded document's graph on a pool of `workers` (unpinned). */
-static void
-run_doc(sl_graph_json *doc, unsigned workers)
+/* Run the loaded document's graph on a pool of `workers` (unpinned); the
+ * run's status, and its plan in *plan_out (to destroy) when not NULL. */
+static sl_status
+run_doc_plan(sl_graph_json *doc, unsigned workers, sl_plan **plan_out)
 {
     struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
     po.n_workers = workers;
@@ -125,9 +126,20 @@ run_doc(sl_graph_json *doc, unsigned workers)
     struct sl_error err = SL_ERROR_INIT;
     sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
     cr_assert_not_null(plan, "%s", err.text);
-    cr_assert_eq(sl_plan_run(plan, pool, &err), SL_OK, "%s", err.text);
-    sl_plan_destroy(plan);
+    sl_status st = sl_plan_run(plan, pool, &err);
     sl_pool_destroy(pool);
+    if (plan_out != NULL)
+        *plan_out = plan;
+    else
+        sl_plan_destroy(plan);
+    return st;
+}
+
+/* Run the loaded document's graph, which must succeed. */
+static void
+run_doc(sl_graph_json *doc, unsigned workers)
+{
+    cr_assert_eq(run_doc_plan(doc, workers, NULL), SL_OK);
 }
 
 static const uint64_t raw_shape[3] = {20, 30, 40}, raw_chunks[3] = {10, 10, 10};
@@ -687,16 +699,10 @@ Test(graph_load_json, map_nodes_call_the_functions_the_loader_is_given)
     sl_graph_json *doc =
         sl_graph_json_load_string(text, strlen(text), "t.json", &o, errs_init(&e, MAX_ERRORS));
     cr_assert_not_null(doc, "%s %s", e.rec[0].path, e.rec[0].text);
-    struct sl_pool_opts po = SL_POOL_OPTS_DEFAULT;
-    po.n_workers = 2;
-    po.pin = SL_PIN_NONE;
-    sl_pool *pool = sl_pool_create(&po, NULL);
-    struct sl_error err = SL_ERROR_INIT;
-    sl_plan *plan = sl_plan_create(sl_graph_json_graph(doc), NULL, &err);
-    cr_assert_not_null(plan, "%s", err.text);
     /* One block refuses: that chunk fails with the function's error, the
      * others are written. */
-    cr_assert_neq(sl_plan_run(plan, pool, &err), SL_OK);
+    sl_plan *plan;
+    cr_assert_neq(run_doc_plan(doc, 2, &plan), SL_OK);
     struct sl_run_summary s;
     sl_plan_summary(plan, &s);
     cr_assert_eq(s.n_failed, 1, "%llu failed", (unsigned long long)s.n_failed);
@@ -709,7 +715,7 @@ Test(graph_load_json, map_nodes_call_the_functions_the_loader_is_given)
     cr_assert_eq(ce[0].code, SL_EFUNC);
     cr_assert(strstr(ce[0].text, "add_twice refuses") != NULL, "%s", ce[0].text);
     sl_plan_destroy(plan);
-    sl_pool_destroy(pool);
+    struct sl_error err = SL_ERROR_INIT;
     cr_assert_eq(sl_graph_json_commit(doc, true, &err), SL_OK, "%s", err.text);
     sl_graph_json_destroy(doc);
 
